@@ -1,0 +1,166 @@
+"""The library API for scripts: `plan` and `evaluate` take and return validated pydantic objects.
+
+Errors are typed (planner.errors): InvalidInput for bad values, Infeasible (carrying a Plan with
+status 'infeasible' and an explanation) when no layout satisfies the request.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.cost.step import SECONDS_PER_DAY, evaluate as _evaluate, nanobatch_tokens
+from planner.errors import Infeasible, InvalidInput
+from planner.hardware import get_hardware
+from planner.schema import (
+    Evaluation, Hardware, Layout, LayoutReport, MemoryReport, Plan, SolverReport, Workload, WorkloadReport,
+)
+from planner.solve.result import SearchResult
+from planner.solve.space import SearchOptions, check_layout
+from planner.workload import infer_workload
+
+SOLVERS = ("cpsat", "exhaustive")
+SCHEDULES = ("auto", "1f1b", "zb-h2")
+
+
+def _positive(name: str, value: float | None, unit: str = "") -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
+
+
+def resolve_hardware(gpu: str | Hardware) -> Hardware:
+    return gpu if isinstance(gpu, Hardware) else get_hardware(gpu)
+
+
+def workload_report(wl: Workload) -> WorkloadReport:
+    return WorkloadReport(
+        compute_flop=wl.compute_flop, requested_compute_flop=wl.requested_compute_flop, d_model=wl.d_model,
+        d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
+        params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label,
+    )
+
+
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False) -> Evaluation:
+    """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks."""
+    hw = resolve_hardware(gpu)
+    problems = check_layout(hw, workload, layout)
+    if problems:
+        raise InvalidInput("impossible layout: " + "; ".join(problems))
+    return _evaluate(hw, workload, layout, dp_overlap=dp_overlap)
+
+
+def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: SearchResult,
+                         deadline_days: float | None, price_per_gpu_hour: float | None = None,
+                         notes: list[str] | None = None) -> Plan:
+    lay = ev.layout
+    gpu_hours = ev.gpus * ev.training_s / 3600.0
+    mem = ev.memory
+    return Plan(
+        status="optimal" if result.status == "optimal" else "feasible",
+        hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
+        gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
+        cost_usd=None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
+        mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
+        workload=workload_report(wl),
+        layout=LayoutReport(
+            dp=lay.dp, tp_ff=lay.tp_ff, tp_model=lay.tp_model, pp=lay.pp, interleave=lay.interleave, ep=lay.ep,
+            microbatches=lay.microbatches, schedule=lay.schedule,
+            nanobatch_tokens=float(nanobatch_tokens(wl, lay.dp, lay.microbatches)),
+            placement={k: list(v) for k, v in lay.placement.items()}, levels=[lv.name for lv in hw.levels],
+        ),
+        breakdown=ev.step,
+        memory=MemoryReport(weights_bytes=mem.weights_bytes, grads_bytes=mem.grads_bytes,
+                            optimizer_bytes=mem.optimizer_bytes, activations_bytes=mem.activations_bytes,
+                            reserve_bytes=mem.reserve_bytes, total_bytes=mem.total_bytes,
+                            capacity=mem.capacity_bytes),
+        solver=solver_report(result),
+        notes=notes or [],
+    )
+
+
+def solver_report(result: SearchResult) -> SolverReport:
+    return SolverReport(name=result.solver, status=result.status, wall_s=result.wall_s,
+                        space_size=result.space_size, evaluated=result.evaluated, gap=result.gap,
+                        bound=result.bound, stage=result.stage,
+                        detail=result.cpsat_status or "; ".join(result.notes))
+
+
+def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
+               solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2) -> SearchResult:
+    if solver == "exhaustive":
+        from planner.solve.exhaustive import solve_exhaustive
+
+        return solve_exhaustive(hw, wl, options, deadline_s, time_limit_s=time_limit_s)
+    from planner.solve.cpsat import solve_cpsat
+
+    return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers)
+
+
+def plan(
+    compute_flop: float | None = None,
+    gpu: str | Hardware = "h100",
+    days: float | None = 90.0,
+    *,
+    workload: Workload | None = None,
+    sparse: bool = False,
+    batch_scaling: str = "paper",
+    schedule: str = "auto",
+    gpus: int | None = None,
+    dp_overlap: bool = False,
+    solver: str = "cpsat",
+    time_limit_s: float | None = 60.0,
+    workers: int = 2,
+    price_per_gpu_hour: float | None = None,
+) -> Plan:
+    """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
+
+    Give either `compute_flop` (the shape is inferred from the paper's scaling laws) or an explicit `workload`.
+    """
+    hw = resolve_hardware(gpu)
+    if solver not in SOLVERS:
+        raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}")
+    if schedule not in SCHEDULES:
+        raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(SCHEDULES)}")
+    _positive("--days", days)
+    _positive("--time-limit", time_limit_s, " seconds")
+    _positive("--price-per-gpu-hour", price_per_gpu_hour)
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise InvalidInput(f"--gpus must be a whole number >= 1, got {gpus!r}")
+    if workload is None:
+        if compute_flop is None:
+            raise InvalidInput("give --compute FLOP, a model preset, or an explicit shape")
+        workload = infer_workload(compute_flop, sparse=sparse, batch_scaling=batch_scaling)
+    elif compute_flop is not None:
+        raise InvalidInput("give either --compute or an explicit shape/preset, not both")
+    if gpus is None and days is None:
+        raise InvalidInput("give --days (deadline mode) or --gpus (fixed-cluster mode)")
+    if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
+        raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
+
+    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap)
+    deadline_s = None if gpus is not None else days * SECONDS_PER_DAY
+    result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
+                        workers=workers)
+    if result.layout is None:
+        from planner.explain import explain_infeasible
+
+        explanation = explain_infeasible(hw, workload, options, days, result)
+        doc = Plan(
+            status="infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
+            deadline_days=None if gpus is not None else days, gpus=gpus, nodes=None, gpu_hours=None, mfu=None,
+            training_days=None, step_time_s=None, bottleneck=None, workload=workload_report(workload),
+            layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
+        )
+        raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
+                         {"plan": doc})
+    ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
+    notes = []
+    if workload.requested_compute_flop:
+        ratio = workload.compute_flop / workload.requested_compute_flop
+        notes.append(f"the rounded shape trains {workload.compute_flop:.3g} FLOP, {ratio:.3f}x the requested "
+                     f"{workload.requested_compute_flop:.3g} (hardware-friendly rounding of d_model, L, E, batch)")
+    if gpus is not None and days is not None and ev.training_days > days:
+        notes.append(f"on {gpus} GPUs the run takes {ev.training_days:.1f} days, more than the {days:g} requested")
+    return plan_from_evaluation(hw, workload, ev, result, None if gpus is not None else days,
+                                price_per_gpu_hour, notes)

@@ -1,0 +1,182 @@
+"""Hardware library: TOML files in `hardware_specs/`, validated on load.
+
+File format (units live in the keys and are converted once, here)::
+
+    name = "h100"
+    description = "..."
+    gpus_per_node = 8
+
+    [gpu]
+    name = "H100 SXM5"
+    sms = { value = 132, source = "...", note = "..." }
+    ...
+
+    [[levels]]
+    name = "NVLink"
+    size = { value = 8, source = "..." }          # omitted on the unbounded top level
+    bw_bidir_GBps = { value = 900, source = "..." }
+    lat_us = { value = 1.125, source = "..." }
+
+Every number in a shipped file is an inline table with `value` and `source` (and optionally `note`).
+User files may give plain numbers; they are recorded as "user-supplied".
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.errors import InvalidInput
+from planner.schema import Gpu, Hardware, NetworkLevel
+
+KiB = 1024
+MiB = 1024**2
+
+# TOML key -> (schema field, multiplier to SI)
+GPU_KEYS: dict[str, tuple[str, float]] = {
+    "sms": ("sms", 1),
+    "threads_per_sm": ("threads_per_sm", 1),
+    "flop_per_clock_per_thread": ("flop_per_clock_per_thread", 1),
+    "max_clock_MHz": ("max_clock_Hz", 1e6),
+    "sustained_clock_factor": ("sustained_clock_factor", 1),
+    "hbm_GBps": ("hbm_Bps", 1e9),
+    "l2_GBps": ("l2_Bps", 1e9),
+    "l2_MiB": ("l2_bytes", MiB),
+    "register_file_per_block_KiB": ("register_file_per_block_bytes", KiB),
+    "l1_per_sm_KiB": ("l1_per_sm_bytes", KiB),
+    "hbm_GB": ("hbm_bytes", 1e9),
+    "matmul_latency_us": ("matmul_latency_s", 1e-6),
+    "dsmem": ("dsmem", None),
+    "word_bytes": ("word_bytes", 1),
+}
+LEVEL_KEYS: dict[str, tuple[str, float]] = {
+    "size": ("size", 1),
+    "bw_bidir_GBps": ("bw_bidir_Bps", 1e9),
+    "lat_us": ("lat_s", 1e-6),
+}
+INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes"}
+
+
+def _spec_dir() -> Path:
+    return Path(str(resources.files("planner.hardware_specs")))
+
+
+def _unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"value", "source", "note"}
+        if unknown or "value" not in raw:
+            raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
+        if require_source and not str(raw.get("source", "")).strip():
+            raise InvalidInput(f"{path}: every number in a shipped hardware file needs a source")
+        sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
+        return raw["value"]
+    if require_source:
+        raise InvalidInput(f"{path}: every number in a shipped hardware file needs a source")
+    sources[path] = "user-supplied"
+    return raw
+
+
+def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float]], where: str, sources: dict[str, str],
+             require_source: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, raw in section.items():
+        if key == "name":
+            out["name"] = raw
+            continue
+        if key not in keys:
+            close = difflib.get_close_matches(key, list(keys), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f"; accepted keys: {', '.join(keys)}"
+            raise InvalidInput(f"{where}: unknown key '{key}'{hint}")
+        field, scale = keys[key]
+        value = _unwrap(raw, f"{where}.{key}", sources, require_source)
+        if scale is None:
+            if not isinstance(value, bool):
+                raise InvalidInput(f"{where}.{key}: expected true or false, got {value!r}")
+            out[field] = value
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidInput(f"{where}.{key}: expected a number, got {value!r}")
+        if math.isnan(value):
+            raise InvalidInput(f"{where}.{key}: NaN is not a valid value")
+        if field in INT_FIELDS:
+            if value != int(value):
+                raise InvalidInput(f"{where}.{key}: expected a whole number, got {value!r}")
+            out[field] = int(value)
+        else:
+            out[field] = float(value) * scale
+    return out
+
+
+def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = False) -> Hardware:
+    """Build a validated Hardware from a parsed TOML document."""
+    sources: dict[str, str] = {}
+    unknown = set(doc) - {"name", "description", "gpu", "levels", "gpus_per_node"}
+    if unknown:
+        raise InvalidInput(f"{origin}: unknown top-level key(s) {sorted(unknown)}; expected name, description, "
+                           "gpus_per_node, [gpu], [[levels]]")
+    for key in ("name", "gpu", "levels"):
+        if key not in doc:
+            raise InvalidInput(f"{origin}: missing required '{key}'")
+    if not isinstance(doc["gpu"], dict) or not isinstance(doc["levels"], list):
+        raise InvalidInput(f"{origin}: [gpu] must be a table and [[levels]] an array of tables")
+    gpu_fields = _convert(doc["gpu"], GPU_KEYS, "gpu", sources, require_source)
+    levels = []
+    for k, lvl in enumerate(doc["levels"]):
+        if not isinstance(lvl, dict):
+            raise InvalidInput(f"{origin}: levels[{k}] must be a table")
+        levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
+    try:
+        return Hardware(
+            name=doc["name"],
+            description=doc.get("description", ""),
+            gpus_per_node=doc.get("gpus_per_node", 8),
+            gpu=Gpu(**gpu_fields),
+            levels=tuple(NetworkLevel(**lv) for lv in levels),
+            sources=sources,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"{origin}: {loc or 'hardware'}: {err['msg']}") from None
+
+
+def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardware:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read hardware file '{path}': {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
+    return parse_hardware(doc, str(path), require_source=require_source)
+
+
+def hardware_names() -> list[str]:
+    return sorted(p.stem for p in _spec_dir().glob("*.toml"))
+
+
+@lru_cache(maxsize=None)
+def _load_shipped(name: str) -> Hardware:
+    return load_hardware_file(_spec_dir() / f"{name}.toml", require_source=True)
+
+
+def get_hardware(name_or_path: str) -> Hardware:
+    """A shipped hardware name (e.g. 'h100') or a path to a user TOML file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        return load_hardware_file(name_or_path)
+    key = name_or_path.strip().lower()
+    names = hardware_names()
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise InvalidInput(f"unknown GPU/hardware '{name_or_path}'{hint} (known: {', '.join(names)})")
+    return _load_shipped(key)

@@ -1,0 +1,381 @@
+"""Rich tables for a Plan (the answer of `plan`, or of `evaluate` on a given layout) and for hardware specs.
+
+Everything here reads validated pydantic objects and returns rich renderables; nothing computes physics. The
+only arithmetic is presentation: unit scaling, shares of the step time, GPU-hours already in the Plan.
+Units shown: seconds scaled to ns/µs/ms/s, memory in GB (1e9 bytes, as GPU datasheets quote HBM), FLOP/s in
+TFLOP/s or PFLOP/s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from planner.hardware import GPU_KEYS, LEVEL_KEYS
+from planner.render.limits import fmt_sci, fmt_si
+from planner.schema import DEGREES, Hardware, Plan
+
+DEGREE_LABELS = {
+    "dp": "DP  (data)",
+    "tp_ff": "TP,ff  (slices d_ff)",
+    "tp_model": "TP,model  (slices d_model)",
+    "pp": "PP  (pipeline stages)",
+    "ep": "EP  (experts)",
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Number formatting
+# --------------------------------------------------------------------------------------------------
+
+
+def fmt_time(seconds: float | None) -> str:
+    """0.000108 -> '108 µs'; 1.5 -> '1.5 s'; 7200 -> '7.2e+03 s' stays readable as '2 h'."""
+    if seconds is None:
+        return "—"
+    if not math.isfinite(seconds):
+        return "∞" if seconds > 0 else str(seconds)
+    s = abs(seconds)
+    if s == 0:
+        return "0 s"
+    if s < 1e-6:
+        return f"{seconds * 1e9:.3g} ns"
+    if s < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if s < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if s < 3600:
+        return f"{seconds:.4g} s"
+    return f"{seconds / 3600:.4g} h"
+
+
+def fmt_gb(n_bytes: float | None) -> str:
+    if n_bytes is None:
+        return "—"
+    if not math.isfinite(n_bytes):
+        return "∞"
+    return f"{n_bytes / 1e9:,.2f} GB"
+
+
+def fmt_flops(flops: float) -> str:
+    if flops >= 1e15:
+        return f"{flops / 1e15:.4g} PFLOP/s"
+    return f"{flops / 1e12:.4g} TFLOP/s"
+
+
+def fmt_count(x: float | None) -> str:
+    """A large count both ways: '9.9e12 (9.9T)'; small ones plainly."""
+    if x is None:
+        return "—"
+    if not math.isfinite(x):
+        return "∞"
+    if abs(x) < 1e4:
+        return f"{x:,.6g}"
+    return f"{fmt_sci(x, 3)} ({fmt_si(x, 3)})"
+
+
+def fmt_days(days: float | None) -> str:
+    if days is None:
+        return "—"
+    if not math.isfinite(days):
+        return "∞"
+    if days >= 0.1:
+        return f"{days:,.3f} days"
+    return f"{days:.3g} days ({fmt_time(days * 86400.0)})"
+
+
+def _share(part: float, whole: float | None) -> str:
+    if not whole or not math.isfinite(part) or not math.isfinite(whole):
+        return ""
+    return f"{part / whole:.1%}"
+
+
+def _kv_table(title: str, rows: Iterable[tuple[str, str] | tuple[str, str, str]], note_header: str = "") -> Table:
+    table = Table(title=title, title_justify="left", show_header=bool(note_header))
+    table.add_column("", style="bold")
+    table.add_column("", justify="right")
+    rows = list(rows)
+    if any(len(r) == 3 for r in rows):
+        table.add_column(note_header)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan
+# --------------------------------------------------------------------------------------------------
+
+
+def summary_line(plan: Plan, evaluated: bool = False) -> Text:
+    """One sentence on top: what was found, on what, how long, how efficient."""
+    if plan.status == "infeasible":
+        return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.", style="bold red")
+    what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
+    nodes = f"{plan.nodes} node{'s' if plan.nodes != 1 else ''}"
+    return Text.assemble(
+        (f"{what}: ", "bold"),
+        (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
+        f" ({nodes}, hardware '{plan.hardware}'), training {fmt_days(plan.training_days)} at MFU ",
+        (f"{plan.mfu:.1%}", "bold"),
+        ".",
+    )
+
+
+def model_table(plan: Plan) -> Table:
+    """The trained model (SPEC §3): shape, size, batch, tokens and the compute it implies."""
+    wl = plan.workload
+    rows = [
+        ("source", wl.label or "—"),
+        ("parameters N_p", fmt_count(wl.params)),
+        ("active parameters N_p / E", fmt_count(wl.active_params)),
+        ("d_model", f"{wl.d_model:,}"),
+        ("d_ff", f"{wl.d_ff:,}"),
+        ("layers L", f"{wl.layers:,}"),
+        ("experts E", f"{wl.experts:,}" + (" (dense)" if wl.experts == 1 else " (top-1 routing)")),
+        ("batch b", f"{wl.batch_tokens:,} tokens"),
+        ("training tokens D", fmt_count(wl.tokens)),
+        ("optimizer steps D / b", fmt_count(wl.steps)),
+        ("training compute 6 (N_p / E) D", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
+    ]
+    if wl.requested_compute_flop:
+        ratio = wl.compute_flop / wl.requested_compute_flop
+        rows.append(("requested compute", f"{fmt_sci(wl.requested_compute_flop, 4)} FLOP"))
+        rows.append(("actual / requested", f"{ratio:.3f}x (shape rounded to hardware-friendly integers)"))
+    return _kv_table("Model", rows)
+
+
+def cluster_table(plan: Plan) -> Table:
+    rows = [
+        ("GPUs", f"{plan.gpus:,} x {plan.gpu}"),
+        ("nodes", f"{plan.nodes:,}"),
+        ("GPU-hours", fmt_count(plan.gpu_hours)),
+    ]
+    if plan.cost_usd is not None:
+        rows.append(("cost", f"${plan.cost_usd:,.0f}"))
+    if plan.deadline_days is not None:
+        rows.append(("deadline", fmt_days(plan.deadline_days)))
+    return _kv_table(f"Cluster ({plan.hardware})", rows)
+
+
+def layout_table(plan: Plan) -> Table:
+    """Each degree and its factor on each network level (columns named by the levels, bottom-up)."""
+    lay = plan.layout
+    table = Table(title="Layout (factor of each degree on each network level, bottom-up)", title_justify="left")
+    table.add_column("degree", style="bold")
+    table.add_column("total", justify="right", style="bold cyan")
+    for name in lay.levels:
+        table.add_column(name, justify="right")
+    for d in DEGREES:
+        table.add_row(DEGREE_LABELS[d], str(getattr(lay, d)), *[str(f) for f in lay.placement[d]])
+    products = [math.prod(lay.placement[d][h] for d in DEGREES) for h in range(len(lay.levels))]
+    table.add_section()
+    table.add_row("GPUs", str(plan.gpus), *[str(p) for p in products], style="dim")
+    return table
+
+
+def schedule_table(plan: Plan) -> Table:
+    lay = plan.layout
+    bubble_note = "zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
+    return _kv_table("Pipeline schedule", [
+        ("schedule", f"{lay.schedule} ({bubble_note})"),
+        ("interleave i", str(lay.interleave)),
+        ("microbatches m (per DP rank)", str(lay.microbatches)),
+        ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens"),
+    ])
+
+
+def time_table(plan: Plan) -> Table:
+    """Step time and its breakdown (Eq. 21 plus the latency floor), training days, MFU, bottleneck."""
+    b = plan.breakdown
+    step = b.step_s
+    table = Table(title="Time", title_justify="left")
+    table.add_column("per optimizer step", style="bold")
+    table.add_column("time", justify="right")
+    table.add_column("of step", justify="right")
+    table.add_column("note")
+    table.add_row("step time", fmt_time(step), "100%", "max(Eq. 21, latency floor)", style="bold")
+    table.add_row("  matmul", fmt_time(b.matmul_s), _share(b.matmul_s, step), "GEMMs on one GPU (all microbatches)")
+    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "all-reduces, overlapped with matmuls")
+    table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step),
+                  "point-to-point, overlapped with matmuls")
+    table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step), "gradient all-reduce")
+    table.add_row("  latency", fmt_time(b.latency_s), _share(b.latency_s, step), "serial latency in Eq. 21's t_lat")
+    table.add_row("  bubble", fmt_time(b.bubble_s), _share(b.bubble_s, step),
+                  f"pipeline bubble fraction f_b = {b.bubble_fraction:.3g}")
+    table.add_section()
+    table.add_row("Eq. 21", fmt_time(b.eq21_s), _share(b.eq21_s, step), "pipelined step time")
+    table.add_row("critical path", fmt_time(b.critical_path_s), _share(b.critical_path_s, step),
+                  "one microbatch through all L blocks, fwd + bwd, with latencies")
+    table.add_row("latency floor", fmt_time(b.floor_s), _share(b.floor_s, step), "DP time + critical path")
+    table.add_row("network (all)", fmt_time(b.network_s), _share(b.network_s, step),
+                  "bandwidth + latency, hidden or not (tie-break)")
+    table.add_section()
+    days = fmt_days(plan.training_days)
+    if plan.deadline_days is not None:
+        days += f" (deadline {fmt_days(plan.deadline_days)})"
+    table.add_row("training time", days, "", f"{fmt_count(plan.workload.steps)} steps x step time")
+    table.add_row("MFU", f"{plan.mfu:.1%}", "",
+                  f"against peak {fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock); "
+                  f"FLOP = {plan.flop_convention}")
+    table.add_row("bottleneck", "", "", Text(plan.bottleneck or "—", style="bold yellow"))
+    return table
+
+
+def memory_table(plan: Plan) -> Table:
+    """Bytes per GPU by component (SPEC §5.5) against HBM capacity."""
+    m = plan.memory
+    fits = m.total_bytes <= m.capacity
+    table = Table(title="Memory per GPU", title_justify="left")
+    table.add_column("component", style="bold")
+    table.add_column("GB", justify="right")
+    table.add_column("of HBM", justify="right")
+    for label, value in (
+        ("weights (16-bit)", m.weights_bytes),
+        ("gradients (16-bit)", m.grads_bytes),
+        ("optimizer (fp32 master + Adam, ZeRO-1 over DP)", m.optimizer_bytes),
+        ("activations kept for backward", m.activations_bytes),
+        ("reserve (context, workspace)", m.reserve_bytes),
+    ):
+        table.add_row(label, fmt_gb(value), _share(value, m.capacity))
+    table.add_section()
+    table.add_row("total", fmt_gb(m.total_bytes), _share(m.total_bytes, m.capacity), style="bold")
+    table.add_row("capacity (HBM)", fmt_gb(m.capacity), "100%")
+    table.add_row("", Text("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red"), "")
+    return table
+
+
+def solver_table(plan: Plan) -> Table:
+    """What the search proved. 'proven optimal' appears only when the solver's status is optimal."""
+    s = plan.solver
+    rows = [
+        ("solver", s.name),
+        ("status", s.status),
+        ("wall time", fmt_time(s.wall_s)),
+        ("space size", f"{s.space_size:,} degree tuples"),
+        ("layouts evaluated", f"{s.evaluated:,}"),
+        ("gap", "unknown" if s.gap is None else f"{s.gap:.3g}"),
+    ]
+    if s.bound is not None:
+        rows.append(("proven bound", f"{s.bound:.6g}" + (f" ({s.stage})" if s.stage else "")))
+    elif s.stage:
+        rows.append(("objective stage", s.stage))
+    if s.detail:
+        rows.append(("detail", s.detail))
+    return _kv_table("Solver", rows)
+
+
+def proof_line(plan: Plan) -> Text:
+    s = plan.solver
+    if s.status == "optimal":
+        goal = "fewest GPUs, then least step time, then least network time"
+        if plan.deadline_days is None:
+            goal = "least step time on this many GPUs, then least network time"
+        return Text.assemble(("proven optimal", "bold green"), f" ({goal}) over the whole search space.")
+    if s.status == "infeasible":
+        return Text.assemble(("proven infeasible", "bold red"), ": no layout in the search space satisfies the request.")
+    bound = "unknown" if s.bound is None else f"{s.bound:.6g}"
+    gap = "unknown" if s.gap is None else f"{s.gap:.3g}"
+    return Text.assemble(("NOT PROVEN OPTIMAL", "bold red"),
+                         f": best layout found before the search stopped; proven bound {bound}, gap {gap}.")
+
+
+def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
+    """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
+    out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
+    if plan.status == "infeasible" or plan.layout is None:
+        out += [solver_table(plan), proof_line(plan)]
+        return out
+    out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), memory_table(plan)]
+    if evaluated:
+        out.append(Text("Layout given on the command line: evaluated with the cost model, not searched.",
+                        style="italic"))
+    else:
+        out += [solver_table(plan), proof_line(plan)]
+    for note in plan.notes:
+        out.append(Text(f"note: {note}"))
+    return out
+
+
+def print_plan(console: Console, plan: Plan, evaluated: bool = False) -> None:
+    for item in plan_renderables(plan, evaluated):
+        console.print(item)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardware
+# --------------------------------------------------------------------------------------------------
+
+
+def levels_summary(hw: Hardware) -> str:
+    """'NVLink 8 @ 900 GB/s, 1.13 µs | InfiniBand ∞ @ 100 GB/s, 1.13 µs' (bidirectional per-GPU bandwidth)."""
+    parts = []
+    for lvl in hw.levels:
+        size = "∞" if lvl.size is None else str(lvl.size)
+        bw = "∞" if not math.isfinite(lvl.bw_bidir_Bps) else f"{lvl.bw_bidir_Bps / 1e9:g} GB/s"
+        parts.append(f"{lvl.name} {size} @ {bw}, {fmt_time(lvl.lat_s)}")
+    return " | ".join(parts)
+
+
+def hardware_list_table(hardware: Iterable[Hardware]) -> Table:
+    table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
+                  title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("GPU")
+    table.add_column("network levels, bottom-up")
+    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right")
+    table.add_column("HBM", justify="right")
+    for hw in hardware:
+        table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
+                      f"{hw.gpu.hbm_bytes / 1e9:g} GB")
+    return table
+
+
+def _file_value(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.10g}"
+
+
+def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
+    """Every field with its value in the file's units and where the number comes from."""
+    head = _kv_table(f"Hardware '{hw.name}'", [
+        ("description", hw.description or "—"),
+        ("GPUs per node", str(hw.gpus_per_node)),
+    ])
+    gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
+    for col, kw in (("field", {"style": "bold"}), ("value", {"justify": "right"}), ("source", {})):
+        gpu.add_column(col, **kw)
+    for key, (field, scale) in GPU_KEYS.items():
+        raw = getattr(hw.gpu, field)
+        value = raw if scale in (None, 1) else raw / scale
+        gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
+    g = hw.gpu
+    gpu.add_section()
+    gpu.add_row("peak FLOP/s", fmt_flops(g.peak_flops), "derived: threads/SM x SMs x FLOP/clock/thread x max clock")
+    gpu.add_row("sustained FLOP/s", fmt_flops(g.sustained_flops), "derived: peak x sustained clock factor")
+    gpu.add_row("shared memory bandwidth", f"{g.shared_mem_Bps / 1e12:.4g} TB/s",
+                "derived: 32 banks x 4 B x SMs x sustained clock")
+    gpu.add_row("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)")
+    levels = Table(title="Network levels (bottom-up)", title_justify="left")
+    for col, kw in (("level", {"style": "bold"}), ("field", {}), ("value", {"justify": "right"}), ("source", {})):
+        levels.add_column(col, **kw)
+    for k, lvl in enumerate(hw.levels):
+        if k:
+            levels.add_section()
+        for key, (field, scale) in LEVEL_KEYS.items():
+            raw = getattr(lvl, field)
+            if raw is None:
+                levels.add_row(lvl.name, key, "unbounded", "top level")
+                continue
+            value = raw if scale == 1 else raw / scale
+            levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
+    return [head, gpu, levels]

@@ -1,0 +1,354 @@
+"""Validated data: hardware, workload, layout, evaluation and plan.
+
+Every quantity is stored in SI units (seconds, bytes, bytes/s, FLOP/s) with the unit in its name.
+Derived quantities are properties, computed on access, so they can never go stale when a field changes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DEGREES = ("dp", "tp_ff", "tp_model", "pp", "ep")
+"""Names of the parallel degrees, in the order used everywhere (placement keys, tables, JSON)."""
+
+Schedule = Literal["1f1b", "zb-h2"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardware (SPEC §4, paper App. 8.1.1-8.1.2)
+# --------------------------------------------------------------------------------------------------
+
+
+class Gpu(_Frozen):
+    """One GPU: compute, on-chip memory hierarchy and HBM, as the matmul model of App. 8.1.1 needs them."""
+
+    name: str = Field(description="Marketing name, e.g. 'H100 SXM5'.")
+    sms: int = Field(gt=0, description="Streaming multiprocessors.")
+    threads_per_sm: int = Field(128, gt=0, description="Tensor-core threads per SM (4 processing blocks x 32).")
+    flop_per_clock_per_thread: float = Field(gt=0, description="Dense 16-bit FLOP per clock per thread.")
+    max_clock_Hz: float = Field(gt=0, description="Boost clock at which the peak FLOP/s is quoted.")
+    sustained_clock_factor: float = Field(
+        gt=0, le=1, description="Sustained / max clock under long GEMM sequences (thermal throttling, §8.1.1 item 3)."
+    )
+    hbm_Bps: float = Field(gt=0, description="HBM bandwidth, bytes/s (both directions together).")
+    l2_Bps: float = Field(gt=0, description="L2 bandwidth, bytes/s.")
+    l2_bytes: float = Field(gt=0, description="L2 capacity, bytes.")
+    register_file_per_block_bytes: float = Field(gt=0, description="Register file per processing block (4 per SM).")
+    l1_per_sm_bytes: float = Field(gt=0, description="L1 / shared memory per SM, bytes (only for SRAM totals).")
+    hbm_bytes: float = Field(gt=0, description="HBM capacity, bytes.")
+    matmul_latency_s: float = Field(ge=0, description="Fixed latency added to every GEMM kernel (launch, setup, teardown).")
+    dsmem: bool = Field(description="Hopper-style distributed shared memory (multicast of redundant L2->SM loads).")
+    word_bytes: int = Field(2, gt=0, description="Bytes per word; 2 for the 16-bit training the paper models.")
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak dense FLOP/s at max clock; MFU is always reported against this."""
+        return self.threads_per_sm * self.sms * self.flop_per_clock_per_thread * self.max_clock_Hz
+
+    @property
+    def sustained_clock_Hz(self) -> float:
+        return self.max_clock_Hz * self.sustained_clock_factor
+
+    @property
+    def sustained_flops(self) -> float:
+        return self.peak_flops * self.sustained_clock_factor
+
+    @property
+    def shared_mem_Bps(self) -> float:
+        """32 banks x 4 bytes per clock per SM, at the sustained clock (SPEC §4)."""
+        return 32 * 4 * self.sms * self.sustained_clock_Hz
+
+    @property
+    def sram_bytes(self) -> float:
+        """On-chip SRAM: L2 + register files + L1/shared memory (Table 2's S, per GPU)."""
+        return self.l2_bytes + self.sms * (4 * self.register_file_per_block_bytes + self.l1_per_sm_bytes)
+
+
+class NetworkLevel(_Frozen):
+    """One level of the network hierarchy (App. 8.1.2)."""
+
+    name: str = Field(description="e.g. 'NVLink', 'InfiniBand'.")
+    size: int | None = Field(
+        None, gt=0, description="GPUs per group at this level (cumulative, e.g. 8 per node); None = unbounded (top level)."
+    )
+    bw_bidir_Bps: float = Field(gt=0, description="Per-GPU bidirectional bandwidth; the cost model uses half per direction. May be inf.")
+    lat_s: float = Field(ge=0, description="One-way latency of one message at this level.")
+
+    @property
+    def bw_unidir_Bps(self) -> float:
+        return self.bw_bidir_Bps / 2
+
+
+class Hardware(_Frozen):
+    """A system: one GPU type and an ordered list of network levels, bottom (fastest) first."""
+
+    name: str = Field(description="Short name used on the command line, e.g. 'h100'.")
+    description: str = Field("", description="What system this describes.")
+    gpu: Gpu
+    levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
+    gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
+    sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
+
+    @model_validator(mode="after")
+    def _check_levels(self) -> "Hardware":
+        prev = 1
+        for k, lvl in enumerate(self.levels):
+            last = k == len(self.levels) - 1
+            if lvl.size is None:
+                if not last:
+                    raise ValueError(f"network level '{lvl.name}' is unbounded but is not the top level")
+                continue
+            if lvl.size <= prev or lvl.size % prev:
+                raise ValueError(
+                    f"network level '{lvl.name}' has size {lvl.size}; sizes must increase bottom-up and each must be a "
+                    f"multiple of the one below ({prev})"
+                )
+            prev = lvl.size
+        return self
+
+    @property
+    def level_caps(self) -> tuple[int | None, ...]:
+        """Factor capacity of each level: size(h) / size(h-1); None for an unbounded level."""
+        caps: list[int | None] = []
+        prev = 1
+        for lvl in self.levels:
+            if lvl.size is None:
+                caps.append(None)
+            else:
+                caps.append(lvl.size // prev)
+                prev = lvl.size
+        return tuple(caps)
+
+    @property
+    def max_gpus(self) -> int | None:
+        """Largest cluster the hierarchy allows (None if the top level is unbounded)."""
+        return self.levels[-1].size
+
+
+# --------------------------------------------------------------------------------------------------
+# Workload (SPEC §3, paper §2 and App. 8.1.4)
+# --------------------------------------------------------------------------------------------------
+
+
+class Workload(_Frozen):
+    """The paper's toy model: L sparse MLP blocks of E experts, each two matrices d_ff x d_model."""
+
+    d_model: int = Field(gt=0)
+    d_ff: int = Field(gt=0)
+    layers: int = Field(gt=0, description="L, MLP blocks.")
+    experts: int = Field(1, gt=0, description="E; 1 = dense. Top-1 balanced routing.")
+    batch_tokens: int = Field(gt=0, description="Global batch b in tokens.")
+    tokens: float = Field(gt=0, description="Training tokens D.")
+    seq_len: int = Field(2048, gt=0, description="Sequence length (reported; the batch is counted in tokens).")
+    requested_compute_flop: float | None = Field(
+        None, description="The compute the user asked for, when the shape was inferred from it."
+    )
+    label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
+
+    @field_validator("tokens")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("tokens must be finite")
+        return v
+
+    @property
+    def params(self) -> float:
+        """N_p = 2 L E d_model d_ff (Eq. 1)."""
+        return 2.0 * self.layers * self.experts * self.d_model * self.d_ff
+
+    @property
+    def active_params(self) -> float:
+        return self.params / self.experts
+
+    @property
+    def compute_flop(self) -> float:
+        """T = 6 (N_p / E) D: the FLOP-counting convention used for MFU everywhere."""
+        return 6.0 * self.active_params * self.tokens
+
+    @property
+    def steps(self) -> float:
+        """Optimizer steps D / b."""
+        return self.tokens / self.batch_tokens
+
+
+# --------------------------------------------------------------------------------------------------
+# Layout and its evaluation (SPEC §5-§6)
+# --------------------------------------------------------------------------------------------------
+
+
+class Layout(_Frozen):
+    """A parallel layout: every degree, its factor on each network level, and the pipeline schedule."""
+
+    dp: int = Field(ge=1, description="N_DP, data-parallel degree.")
+    tp_ff: int = Field(ge=1, description="N_TP,ff: tensor parallelism slicing d_ff.")
+    tp_model: int = Field(ge=1, description="N_TP,model: tensor parallelism slicing d_model.")
+    pp: int = Field(ge=1, description="N_PP, pipeline stages.")
+    interleave: int = Field(1, ge=1, description="i, virtual stages per pipeline stage (N_PP * i must divide L).")
+    ep: int = Field(1, ge=1, description="N_EP, expert-parallel degree (must divide E).")
+    microbatches: int = Field(ge=1, description="m, microbatches per step per data-parallel rank.")
+    schedule: Schedule = Field("1f1b", description="'1f1b' (interleaved) or 'zb-h2' (zero bubble, i = 1).")
+    placement: dict[str, tuple[int, ...]] = Field(
+        description="Degree name -> its factor on each network level, bottom-up; the factors multiply to the degree."
+    )
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp_ff * self.tp_model * self.pp * self.ep
+
+    def degree(self, name: str) -> int:
+        return int(getattr(self, name))
+
+    @model_validator(mode="after")
+    def _check_placement(self) -> "Layout":
+        if set(self.placement) != set(DEGREES):
+            raise ValueError(f"placement must name exactly the degrees {', '.join(DEGREES)}")
+        lengths = {len(v) for v in self.placement.values()}
+        if len(lengths) != 1:
+            raise ValueError("placement lists must all have one factor per network level")
+        for name in DEGREES:
+            factors = self.placement[name]
+            if any(f < 1 for f in factors):
+                raise ValueError(f"placement of {name} has a factor below 1: {list(factors)}")
+            if math.prod(factors) != self.degree(name):
+                raise ValueError(
+                    f"placement of {name} multiplies to {math.prod(factors)} ({' * '.join(map(str, factors))}) "
+                    f"but {name} = {self.degree(name)}"
+                )
+        return self
+
+
+class StepBreakdown(_Frozen):
+    """Seconds per optimizer step, by component (Eq. 21 plus the critical-path floor)."""
+
+    matmul_s: float = Field(description="Per-GPU GEMM time for one step (all microbatches, layers, experts).")
+    tp_s: float = Field(description="Tensor-parallel all-reduce bandwidth time (overlapped with matmuls).")
+    pp_ep_s: float = Field(description="Pipeline/expert point-to-point bandwidth time (overlapped with matmuls).")
+    dp_s: float = Field(description="Data-parallel gradient all-reduce bandwidth time.")
+    latency_s: float = Field(description="Serial latency counted in Eq. 21's t_lat (DP always; TP/PP/EP under 1f1b).")
+    bubble_fraction: float = Field(description="Pipeline bubble fraction f_b (Eq. 22; 0 under zb-h2).")
+    bubble_s: float = Field(description="Time lost to the bubble.")
+    critical_path_s: float = Field(description="One microbatch forward+backward through all L blocks, latencies included.")
+    eq21_s: float = Field(description="Step time by Eq. 21 alone.")
+    floor_s: float = Field(description="DP time + critical path: the latency floor (SPEC §5.4).")
+    step_s: float = Field(description="max(Eq. 21, floor).")
+    network_s: float = Field(description="All network time (bandwidth + latency), hidden or not: the paper's tie-break.")
+
+
+class MemoryBreakdown(_Frozen):
+    """Bytes per GPU (SPEC §5.5)."""
+
+    weights_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    reserve_bytes: float
+    total_bytes: float
+    capacity_bytes: float
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+
+class Evaluation(_Frozen):
+    """A layout run through the cost model."""
+
+    layout: Layout
+    gpus: int
+    nodes: int
+    step: StepBreakdown
+    memory: MemoryBreakdown
+    training_s: float
+    training_days: float
+    mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense FLOP/s, 6 N_active D FLOP.")
+    bottleneck: str = Field(description="What binds the step time, in words.")
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan: the JSON contract with provisioning scripts (SPEC §7)
+# --------------------------------------------------------------------------------------------------
+
+
+class WorkloadReport(_Frozen):
+    compute_flop: float = Field(description="Actual training compute of the rounded shape, 6 * active_params * tokens.")
+    requested_compute_flop: float | None = Field(description="What was asked for (differs from compute_flop by rounding).")
+    d_model: int
+    d_ff: int
+    layers: int
+    experts: int
+    batch_tokens: int
+    tokens: float
+    params: float
+    active_params: float
+    steps: float
+    label: str
+
+
+class LayoutReport(_Frozen):
+    dp: int
+    tp_ff: int
+    tp_model: int
+    pp: int
+    interleave: int
+    ep: int
+    microbatches: int
+    schedule: Schedule
+    nanobatch_tokens: float
+    placement: dict[str, list[int]] = Field(description="Degree -> factor per network level, bottom-up.")
+    levels: list[str] = Field(description="Network level names, bottom-up, matching the placement lists.")
+
+
+class MemoryReport(_Frozen):
+    weights_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    reserve_bytes: float
+    total_bytes: float
+    capacity: float = Field(description="HBM bytes per GPU.")
+
+
+class SolverReport(_Frozen):
+    name: Literal["cpsat", "exhaustive"]
+    status: Literal["optimal", "feasible", "infeasible", "unknown"]
+    wall_s: float = Field(description="Search wall time (the only field that varies between identical runs).")
+    space_size: int = Field(description="Valid degree tuples in the space (each also has several placements).")
+    evaluated: int = Field(description="Layouts (tuple x placement) priced or modelled by this search.")
+    gap: float | None = Field(description="Relative optimality gap; 0 when proven optimal, null if unknown.")
+    bound: float | None = Field(None, description="Proven lower bound of the objective stage cut short.")
+    stage: str = Field("", description="Objective stage the gap refers to.")
+    detail: str = Field("", description="Raw CP-SAT status names per stage, or enumerator notes.")
+
+
+class Plan(_Frozen):
+    """One planning answer. `status` is 'optimal' only when the search proved it."""
+
+    status: Literal["optimal", "feasible", "infeasible"]
+    hardware: str
+    gpu: str
+    peak_flops: float = Field(description="Peak dense 16-bit FLOP/s per GPU at max clock: MFU's denominator.")
+    flop_convention: str = "6 * active_params * tokens"
+    deadline_days: float | None
+    gpus: int | None
+    nodes: int | None
+    gpu_hours: float | None
+    cost_usd: float | None = None
+    mfu: float | None
+    training_days: float | None
+    step_time_s: float | None
+    bottleneck: str | None
+    workload: WorkloadReport
+    layout: LayoutReport | None
+    breakdown: StepBreakdown | None
+    memory: MemoryReport | None
+    solver: SolverReport
+    explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,126 @@
+"""Brute-force enumerator: prices every layout of the space with the float model (the test oracle, and a baseline).
+
+No bound pruning: every degree tuple that satisfies the rules of SPEC §6 is expanded into every valid placement
+and priced with `planner.cost.step.step_arrays` (vectorised, in chunks). The optimum is the lexicographic minimum of
+(GPUs, step time, network time) in deadline mode, or of (step time, network time) at a fixed GPU count; exact ties
+go to the first layout in enumeration order.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+import numpy as np
+
+from planner.cost.step import LayoutBatch, step_arrays
+from planner.schema import DEGREES, Hardware, Workload
+from planner.solve.result import SearchResult
+from planner.solve.space import (
+    SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
+    tuples_for_model_parallel,
+)
+from planner.solve.tables import tuple_terms
+
+
+@lru_cache(maxsize=None)
+def _level_patterns(cap: int) -> np.ndarray:
+    """Every 5-tuple of per-degree factors whose product is at most `cap` (one bounded level): array (k, 5)."""
+    out = []
+
+    def rec(prefix, prod):
+        if len(prefix) == len(DEGREES):
+            out.append(prefix)
+            return
+        for f in range(1, cap // prod + 1):
+            rec(prefix + (f,), prod * f)
+
+    rec((), 1)
+    return np.array(out, dtype=np.int64)
+
+
+def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
+    """All (tuple row, placement) pairs, level by level. Returns (row index array, placements (k, 5, H))."""
+    H = len(hw.levels)
+    prods, valid = level_products(hw, t.gpus)
+    rows = np.nonzero(valid)[0]
+    remaining = np.stack([t.degree(d) for d in DEGREES], axis=1)[rows]  # (n, 5)
+    assigned = np.zeros((len(rows), len(DEGREES), 0), dtype=np.int64)
+    for h, cap in enumerate(hw.level_caps):
+        if cap is None:  # the unbounded top level takes what is left
+            f = remaining
+        else:
+            pat = _level_patterns(cap)  # (k, 5)
+            pat_prod = pat.prod(axis=1)
+            step = max(1, 2_000_000 // (len(pat) * len(DEGREES)))
+            si_parts, pi_parts = [], []
+            for s0 in range(0, len(rows), step):  # bounded memory: rows x patterns in slices
+                sl = slice(s0, s0 + step)
+                ok = pat_prod[None, :] == prods[rows[sl], h][:, None]
+                ok &= (remaining[sl][:, None, :] % pat[None, :, :] == 0).all(axis=2)
+                a, c = np.nonzero(ok)
+                si_parts.append(a + s0)
+                pi_parts.append(c)
+            si = np.concatenate(si_parts) if si_parts else np.zeros(0, dtype=np.int64)
+            pi = np.concatenate(pi_parts) if pi_parts else np.zeros(0, dtype=np.int64)
+            rows, remaining, assigned = rows[si], remaining[si] // pat[pi], assigned[si]
+            f = pat[pi]
+        assigned = np.concatenate([assigned, f[:, :, None]], axis=2)
+        if cap is None:
+            remaining = np.ones_like(remaining)
+    done = (remaining == 1).all(axis=1)
+    return rows[done], assigned[done]
+
+
+def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
+                     time_limit_s: float | None = None) -> SearchResult:
+    """Enumerate everything. `deadline_s` None means fixed-cluster mode (options.gpus must be set)."""
+    t0 = time.perf_counter()
+    space = build_space(hw, wl, options)
+    size = space_size(space)
+    mp_rows = model_parallel_rows(space)
+    best_key, best = None, None
+    evaluated = 0
+    chunk = max(1, 200_000 // max(len(mp_rows), 1))
+    finished = True
+    for start in range(0, len(space.dp_m), chunk):
+        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+            finished = False
+            break
+        t = tuples_for_model_parallel(space, mp_rows, space.dp_m[start:start + chunk])
+        if options.gpus is not None:
+            t = t.take(np.nonzero(t.gpus == options.gpus)[0])
+        if len(t) == 0:
+            continue
+        terms = tuple_terms(hw, wl, t)
+        rows, pl = expand_placements(hw, t)
+        if len(rows) == 0:
+            continue
+        evaluated += len(rows)
+        lb = LayoutBatch(
+            dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
+            interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
+            zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)},
+        )
+        arr = step_arrays(hw, wl, lb, dp_overlap=options.dp_overlap,
+                          block_s=terms["block_s"][rows], block_critical_s=terms["block_critical_s"][rows])
+        ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
+        if deadline_s is not None:
+            ok &= wl.steps * arr["step_s"] <= deadline_s
+        idx = np.nonzero(ok)[0]
+        if len(idx) == 0:
+            continue
+        gpus = arr["gpus"][idx]
+        order = np.lexsort((idx, arr["network_s"][idx], arr["step_s"][idx], gpus if deadline_s is not None
+                            else np.zeros_like(gpus)))
+        k = idx[order[0]]
+        key = (float(arr["gpus"][k]) if deadline_s is not None else 0.0, float(arr["step_s"][k]),
+               float(arr["network_s"][k]))
+        if best_key is None or key < best_key:
+            best_key = key
+            best = layout_from(t, int(rows[k]), pl[k])
+    wall = time.perf_counter() - t0
+    if not finished:
+        return SearchResult("exhaustive", "feasible" if best else "unknown", best, wall, size, evaluated,
+                            gap=None, notes=[f"time limit {time_limit_s:g} s reached before the enumeration ended"])
+    return SearchResult("exhaustive", "optimal" if best else "infeasible", best, wall, size, evaluated)

@@ -1,0 +1,24 @@
+"""What a search returns, whichever search it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.schema import Layout
+
+
+@dataclass
+class SearchResult:
+    """The chosen layout (None if infeasible) and what the search can say about it."""
+
+    solver: str  # "cpsat" | "exhaustive"
+    status: str  # "optimal" | "feasible" | "infeasible" | "unknown"
+    layout: Layout | None
+    wall_s: float
+    space_size: int
+    evaluated: int = 0  # layouts (tuple x placement) priced or modelled
+    gap: float | None = 0.0  # relative gap on the objective stage that was cut short; 0 when proven
+    bound: float | None = None  # proven lower bound of that stage's objective (same units)
+    stage: str = ""  # which objective stage the status/gap refers to
+    notes: list[str] = field(default_factory=list)
+    cpsat_status: str = ""  # raw CP-SAT status names per stage
