@@ -34,7 +34,7 @@ DEGREE_LABELS = {
 
 
 def fmt_time(seconds: float | None) -> str:
-    """0.000108 -> '108 µs'; 1.5 -> '1.5 s'; 7200 -> '7.2e+03 s' stays readable as '2 h'."""
+    """Four significant figures in a readable unit: 0.0001084 -> '108.4 µs'; 1.5 -> '1.5 s'; 7200 -> '2 h'."""
     if seconds is None:
         return "—"
     if not math.isfinite(seconds):
@@ -43,11 +43,11 @@ def fmt_time(seconds: float | None) -> str:
     if s == 0:
         return "0 s"
     if s < 1e-6:
-        return f"{seconds * 1e9:.3g} ns"
+        return f"{seconds * 1e9:.4g} ns"
     if s < 1e-3:
-        return f"{seconds * 1e6:.3g} µs"
+        return f"{seconds * 1e6:.4g} µs"
     if s < 1:
-        return f"{seconds * 1e3:.3g} ms"
+        return f"{seconds * 1e3:.4g} ms"
     if s < 3600:
         return f"{seconds:.4g} s"
     return f"{seconds / 3600:.4g} h"
@@ -58,7 +58,7 @@ def fmt_gb(n_bytes: float | None) -> str:
         return "—"
     if not math.isfinite(n_bytes):
         return "∞"
-    return f"{n_bytes / 1e9:,.2f} GB"
+    return f"{n_bytes / 1e9:,.4g} GB"
 
 
 def fmt_flops(flops: float) -> str:
@@ -88,19 +88,23 @@ def fmt_days(days: float | None) -> str:
     return f"{days:.3g} days ({fmt_time(days * 86400.0)})"
 
 
+def fmt_pct(x: float | None) -> str:
+    """0.452 -> '45.2%'; 0.00047 -> '0.047%' (three significant figures, never a misleading 0.0%)."""
+    if x is None:
+        return "—"
+    return f"{x * 100:.3g}%"
+
+
 def _share(part: float, whole: float | None) -> str:
     if not whole or not math.isfinite(part) or not math.isfinite(whole):
         return ""
-    return f"{part / whole:.1%}"
+    return fmt_pct(part / whole)
 
 
-def _kv_table(title: str, rows: Iterable[tuple[str, str] | tuple[str, str, str]], note_header: str = "") -> Table:
-    table = Table(title=title, title_justify="left", show_header=bool(note_header))
+def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
-    table.add_column("", justify="right")
-    rows = list(rows)
-    if any(len(r) == 3 for r in rows):
-        table.add_column(note_header)
+    table.add_column("")
     for row in rows:
         table.add_row(*row)
     return table
@@ -114,14 +118,18 @@ def _kv_table(title: str, rows: Iterable[tuple[str, str] | tuple[str, str, str]]
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
     if plan.status == "infeasible":
-        return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.", style="bold red")
+        if plan.solver.status == "infeasible":
+            return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.",
+                        style="bold red")
+        return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
+                    "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
     nodes = f"{plan.nodes} node{'s' if plan.nodes != 1 else ''}"
     return Text.assemble(
         (f"{what}: ", "bold"),
         (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
         f" ({nodes}, hardware '{plan.hardware}'), training {fmt_days(plan.training_days)} at MFU ",
-        (f"{plan.mfu:.1%}", "bold"),
+        (fmt_pct(plan.mfu), "bold"),
         ".",
     )
 
@@ -156,7 +164,7 @@ def cluster_table(plan: Plan) -> Table:
         ("GPU-hours", fmt_count(plan.gpu_hours)),
     ]
     if plan.cost_usd is not None:
-        rows.append(("cost", f"${plan.cost_usd:,.0f}"))
+        rows.append(("cost", f"${plan.cost_usd:,.0f}" if plan.cost_usd >= 1000 else f"${plan.cost_usd:,.2f}"))
     if plan.deadline_days is not None:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     return _kv_table(f"Cluster ({plan.hardware})", rows)
@@ -165,7 +173,7 @@ def cluster_table(plan: Plan) -> Table:
 def layout_table(plan: Plan) -> Table:
     """Each degree and its factor on each network level (columns named by the levels, bottom-up)."""
     lay = plan.layout
-    table = Table(title="Layout (factor of each degree on each network level, bottom-up)", title_justify="left")
+    table = Table(title="Layout: factor of each degree per network level", title_justify="left")
     table.add_column("degree", style="bold")
     table.add_column("total", justify="right", style="bold cyan")
     for name in lay.levels:
@@ -190,40 +198,42 @@ def schedule_table(plan: Plan) -> Table:
 
 
 def time_table(plan: Plan) -> Table:
-    """Step time and its breakdown (Eq. 21 plus the latency floor), training days, MFU, bottleneck."""
+    """Step time and its breakdown (Eq. 21 plus the latency floor of SPEC §5.4)."""
     b = plan.breakdown
     step = b.step_s
-    table = Table(title="Time", title_justify="left")
-    table.add_column("per optimizer step", style="bold")
+    table = Table(title="Time per optimizer step", title_justify="left")
+    table.add_column("component", style="bold")
     table.add_column("time", justify="right")
     table.add_column("of step", justify="right")
     table.add_column("note")
     table.add_row("step time", fmt_time(step), "100%", "max(Eq. 21, latency floor)", style="bold")
-    table.add_row("  matmul", fmt_time(b.matmul_s), _share(b.matmul_s, step), "GEMMs on one GPU (all microbatches)")
-    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "all-reduces, overlapped with matmuls")
-    table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step),
-                  "point-to-point, overlapped with matmuls")
+    table.add_row("  matmul", fmt_time(b.matmul_s), _share(b.matmul_s, step), "GEMMs, all microbatches")
+    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "overlaps matmuls")
+    table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "overlaps matmuls")
     table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step), "gradient all-reduce")
-    table.add_row("  latency", fmt_time(b.latency_s), _share(b.latency_s, step), "serial latency in Eq. 21's t_lat")
-    table.add_row("  bubble", fmt_time(b.bubble_s), _share(b.bubble_s, step),
-                  f"pipeline bubble fraction f_b = {b.bubble_fraction:.3g}")
+    table.add_row("  latency", fmt_time(b.latency_s), _share(b.latency_s, step), "serial, Eq. 21's t_lat")
+    table.add_row("  bubble", fmt_time(b.bubble_s), _share(b.bubble_s, step), f"f_b = {b.bubble_fraction:.3g}")
     table.add_section()
-    table.add_row("Eq. 21", fmt_time(b.eq21_s), _share(b.eq21_s, step), "pipelined step time")
+    table.add_row("Eq. 21", fmt_time(b.eq21_s), _share(b.eq21_s, step), "pipelined time")
     table.add_row("critical path", fmt_time(b.critical_path_s), _share(b.critical_path_s, step),
-                  "one microbatch through all L blocks, fwd + bwd, with latencies")
-    table.add_row("latency floor", fmt_time(b.floor_s), _share(b.floor_s, step), "DP time + critical path")
-    table.add_row("network (all)", fmt_time(b.network_s), _share(b.network_s, step),
-                  "bandwidth + latency, hidden or not (tie-break)")
-    table.add_section()
-    days = fmt_days(plan.training_days)
-    if plan.deadline_days is not None:
-        days += f" (deadline {fmt_days(plan.deadline_days)})"
-    table.add_row("training time", days, "", f"{fmt_count(plan.workload.steps)} steps x step time")
-    table.add_row("MFU", f"{plan.mfu:.1%}", "",
-                  f"against peak {fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock); "
-                  f"FLOP = {plan.flop_convention}")
-    table.add_row("bottleneck", "", "", Text(plan.bottleneck or "—", style="bold yellow"))
+                  "1 microbatch, all L blocks")
+    table.add_row("latency floor", fmt_time(b.floor_s), _share(b.floor_s, step), "DP + critical path")
+    table.add_row("network (all)", fmt_time(b.network_s), _share(b.network_s, step), "hidden or not")
     return table
+
+
+def run_table(plan: Plan) -> Table:
+    """Training time, MFU (with its peak and FLOP convention stated, SPEC §4) and the binding bottleneck."""
+    rows = [("training time", fmt_days(plan.training_days))]
+    if plan.deadline_days is not None:
+        rows.append(("deadline", fmt_days(plan.deadline_days)))
+    rows += [
+        ("MFU", fmt_pct(plan.mfu)),
+        ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock)"),
+        ("  FLOP counted as", plan.flop_convention),
+        ("bottleneck", Text(plan.bottleneck or "—", style="bold yellow")),
+    ]
+    return _kv_table("Run", rows)
 
 
 def memory_table(plan: Plan) -> Table:
@@ -278,6 +288,9 @@ def proof_line(plan: Plan) -> Text:
         return Text.assemble(("proven optimal", "bold green"), f" ({goal}) over the whole search space.")
     if s.status == "infeasible":
         return Text.assemble(("proven infeasible", "bold red"), ": no layout in the search space satisfies the request.")
+    if plan.layout is None:
+        return Text.assemble(("NOT PROVEN INFEASIBLE", "bold red"),
+                             ": the search stopped before finding any layout; raise --time-limit to search longer.")
     bound = "unknown" if s.bound is None else f"{s.bound:.6g}"
     gap = "unknown" if s.gap is None else f"{s.gap:.3g}"
     return Text.assemble(("NOT PROVEN OPTIMAL", "bold red"),
@@ -290,9 +303,10 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
     if plan.status == "infeasible" or plan.layout is None:
         out += [solver_table(plan), proof_line(plan)]
         return out
-    out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), memory_table(plan)]
+    out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), run_table(plan),
+            memory_table(plan)]
     if evaluated:
-        out.append(Text("Layout given on the command line: evaluated with the cost model, not searched.",
+        out.append(Text("Layout given (flags or --plan file): priced with the cost model, not searched.",
                         style="italic"))
     else:
         out += [solver_table(plan), proof_line(plan)]

@@ -45,8 +45,8 @@ from planner.solve.tables import tuple_terms
 QUANTUM_S = 1e-9
 """Integer time unit of the CP-SAT model: one nanosecond."""
 
-WINDOW_RATIO = 1.5
-"""Each window of GPU counts spans a factor of 1.5."""
+WINDOW_RATIO = 1.25
+"""Each window of GPU counts spans a factor of 1.25."""
 
 
 def to_quanta(seconds) -> np.ndarray:
@@ -149,15 +149,18 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, terms: dict[str, np
             "lat_path": 2.0 * L * lat_ar,  # this group's share of one microbatch's serial latency, both passes
         })
 
-    # Joint pipeline / expert factor vectors.
-    rp, fp = _pairs(hw, t.pp)
-    re_, fe = _pairs(hw, t.ep)
+    # Joint pipeline / expert factor vectors: every pp vector with every ep vector, per (pp, ep) value pair.
     rows, fpp, fep = [], [], []
-    for row in np.unique(rp):
-        a, c = fp[rp == row], fe[re_ == row]
-        rows.append(np.full(len(a) * len(c), row))
-        fpp.append(np.repeat(a, len(c), axis=0))
-        fep.append(np.tile(c, (len(a), 1)))
+    pairs = np.stack([t.pp, t.ep], axis=1)
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    for j, (vp, ve) in enumerate(uniq):
+        a, c = factor_options(hw, int(vp)), factor_options(hw, int(ve))
+        idx = np.nonzero(inv == j)[0]
+        k = len(a) * len(c)
+        rows.append(np.repeat(idx, k))
+        fpp.append(np.tile(np.repeat(a, len(c), axis=0), (len(idx), 1)))
+        fep.append(np.tile(np.tile(c, (len(a), 1)), (len(idx), 1)))
     r, fpp, fep = np.concatenate(rows), np.concatenate(fpp), np.concatenate(fep)
     p_joint = net.p2p_frequencies(net.pp_frequencies(fpp, t.interleave[r], L), net.ep_frequencies(fep))[:, 1:]
     n_gpu = t.gpus[r].astype(np.float64)
@@ -181,6 +184,41 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, terms: dict[str, np
 # --------------------------------------------------------------------------------------------------
 # 2-4. Model, solve, decode
 # --------------------------------------------------------------------------------------------------
+
+
+def _step_columns(dp_overlap: bool) -> list[tuple[str | None, dict[str, list[str]]]]:
+    """The linear expressions whose maximum is the step time: (tuple term, pair columns per group).
+
+    Without DP overlap: Eq. 21 = t_lat + t_DP + max(t_matmul, t_TP + t_P2P) / (1 - f_b), written as its two
+    branches, and the floor = DP + critical path. With DP overlap the DP bandwidth moves inside the max.
+    """
+    lat = {"tp_ff": ["lat_step"], "tp_model": ["lat_step"], "pp_ep": ["lat_step"]}
+    path = {"tp_ff": ["lat_path"], "tp_model": ["lat_path"], "pp_ep": ["lat_path"]}
+    net_branch = {g: ["lat_step", "bw_stretched"] for g in ("tp_ff", "tp_model", "pp_ep")}
+    if dp_overlap:
+        return [("pipelined_mm", {"dp": ["lat"], **lat}), (None, {"dp": ["lat", "bw"], **lat}),
+                (None, {"dp": ["lat"], **net_branch}), ("critical_mm_s", {"dp": ["lat"], **path})]
+    return [("pipelined_mm", {"dp": ["lat", "bw"], **lat}), (None, {"dp": ["lat", "bw"], **net_branch}),
+            ("critical_mm_s", {"dp": ["lat", "bw"], **path})]
+
+
+NET_COLUMNS = {"dp": ["lat", "bw"], "tp_ff": ["bw", "lat_net"], "tp_model": ["bw", "lat_net"],
+               "pp_ep": ["bw", "lat_net"]}
+
+
+def step_lower_bound(n: int, terms, tables, dp_overlap: bool) -> np.ndarray:
+    """Per tuple, a lower bound of its best step time: each group's cheapest factor vector taken independently
+    (the real choice must also fill the levels jointly, so it can only be dearer)."""
+    best = np.zeros(n)
+    for tuple_col, cols in _step_columns(dp_overlap):
+        val = np.zeros(n) if tuple_col is None else terms[tuple_col].copy()
+        for g, cs in cols.items():
+            tab = tables[g]
+            mins = np.full(n, np.inf)
+            np.minimum.at(mins, tab.tup, sum(tab.cols[c] for c in cs))
+            val += mins
+        best = np.maximum(best, val)
+    return best
 
 
 class _Model:
@@ -240,29 +278,8 @@ class _Model:
                 cs += [int(v) for v in q[nz]]
             return cp_model.LinearExpr.weighted_sum(vs, cs)
 
-        pipelined_mm = terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
-        lat_cols = {"dp": ["lat"], "tp_ff": ["lat_step"], "tp_model": ["lat_step"], "pp_ep": ["lat_step"]}
-        if dp_overlap:
-            self.step_exprs = [
-                expr(pipelined_mm, lat_cols),
-                expr(None, {"dp": ["lat", "bw"], "tp_ff": ["lat_step"], "tp_model": ["lat_step"],
-                            "pp_ep": ["lat_step"]}),
-                expr(None, {"dp": ["lat"], "tp_ff": ["lat_step", "bw_stretched"],
-                            "tp_model": ["lat_step", "bw_stretched"], "pp_ep": ["lat_step", "bw_stretched"]}),
-                expr(terms["critical_mm_s"], {"dp": ["lat"], "tp_ff": ["lat_path"], "tp_model": ["lat_path"],
-                                              "pp_ep": ["lat_path"]}),
-            ]
-        else:
-            self.step_exprs = [
-                expr(pipelined_mm, {"dp": ["lat", "bw"], "tp_ff": ["lat_step"], "tp_model": ["lat_step"],
-                                    "pp_ep": ["lat_step"]}),
-                expr(None, {"dp": ["lat", "bw"], "tp_ff": ["lat_step", "bw_stretched"],
-                            "tp_model": ["lat_step", "bw_stretched"], "pp_ep": ["lat_step", "bw_stretched"]}),
-                expr(terms["critical_mm_s"], {"dp": ["lat", "bw"], "tp_ff": ["lat_path"],
-                                              "tp_model": ["lat_path"], "pp_ep": ["lat_path"]}),
-            ]
-        self.net_expr = expr(None, {"dp": ["lat", "bw"], "tp_ff": ["bw", "lat_net"], "tp_model": ["bw", "lat_net"],
-                                    "pp_ep": ["bw", "lat_net"]})
+        self.step_exprs = [expr(None if c is None else terms[c], cols) for c, cols in _step_columns(dp_overlap)]
+        self.net_expr = expr(None, NET_COLUMNS)
         self.gpus_expr = cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in t.gpus])
         self.S = m.new_int_var(0, 2**60, "step_q")
         for e in self.step_exprs:
@@ -306,13 +323,60 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None) -> 
     if len(t) == 0:
         return t, {}
     terms = tuple_terms(hw, wl, t)
+    terms["pipelined_mm"] = terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
     ok = terms["memory_bytes"] <= hw.gpu.hbm_bytes
     if deadline_s is not None:
         # Network terms are >= 0, so max(pipelined GEMMs, critical-path GEMMs) bounds the step from below.
-        lb = np.maximum(terms["matmul_s"] / (1.0 - terms["bubble_fraction"]), terms["critical_mm_s"])
+        lb = np.maximum(terms["pipelined_mm"], terms["critical_mm_s"])
         ok &= wl.steps * lb <= deadline_s
     idx = np.nonzero(ok)[0]
     return t.take(idx), {k: v[idx] for k, v in terms.items()}
+
+
+INCUMBENT_CANDIDATES = 256
+"""Tuples priced in full (every placement) to find an incumbent before the model is built."""
+
+
+def _prune(hw: Hardware, wl: Workload, t: Tuples, terms, tables, deadline_s, dp_overlap):
+    """Drop tuples that provably cannot be optimal, using an incumbent priced by the float model.
+
+    lb = step_lower_bound never exceeds a tuple's best step time. Deadline mode: tuples whose lb misses the
+    deadline go, and, once some layout meets it with N_inc GPUs, so do tuples with more GPUs than N_inc.
+    Fixed-cluster mode: tuples whose lb exceeds the incumbent's step time go.
+    """
+    from planner.cost.step import LayoutBatch, step_arrays
+    from planner.solve.exhaustive import expand_placements
+
+    lb = step_lower_bound(len(t), terms, tables, dp_overlap)
+    keep = np.ones(len(t), dtype=bool) if deadline_s is None else wl.steps * lb <= deadline_s
+    order = np.lexsort((lb, t.gpus if deadline_s is not None else np.zeros(len(t))))
+    order = order[keep[order]][:INCUMBENT_CANDIDATES]
+    incumbent = None
+    if len(order):
+        sub = t.take(order)
+        rows, pl = expand_placements(hw, sub)
+        if len(rows):
+            arr = step_arrays(hw, wl, LayoutBatch(
+                dp=sub.dp[rows], tp_ff=sub.tp_ff[rows], tp_model=sub.tp_model[rows], pp=sub.pp[rows],
+                interleave=sub.interleave[rows], ep=sub.ep[rows], microbatches=sub.microbatches[rows],
+                zero_bubble=sub.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)}),
+                dp_overlap=dp_overlap)
+            ok = np.ones(len(rows), dtype=bool) if deadline_s is None else wl.steps * arr["step_s"] <= deadline_s
+            if ok.any():
+                idx = np.nonzero(ok)[0]
+                k = idx[np.lexsort((arr["step_s"][idx], arr["gpus"][idx]))[0]]
+                incumbent = (float(arr["gpus"][k]), float(arr["step_s"][k]))
+    if incumbent is not None:
+        if deadline_s is not None:
+            keep &= t.gpus <= incumbent[0]
+        else:
+            keep &= lb <= incumbent[1] * (1 + 1e-9)
+    idx = np.nonzero(keep)[0]
+    if len(idx) == len(t) or len(idx) == 0:
+        return t.take(idx), {k: v[idx] for k, v in terms.items()}, tables, incumbent
+    t = t.take(idx)
+    terms = {k: v[idx] for k, v in terms.items()}
+    return t, terms, build_pair_tables(hw, wl, t, terms), incumbent
 
 
 _STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
@@ -332,7 +396,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     mp = model_parallel_rows(space)
     if len(mp) == 0 or len(space.dp_m) == 0:
         return SearchResult("cpsat", "infeasible", None, time.perf_counter() - t0, size)
-    n_max = float((mp[:, 0] * mp[:, 1] * mp[:, 2] * mp[:, 5]).max() * space.dp_m[:, 0].max())
+    n_max = float((mp[:, 0].astype(float) * mp[:, 1] * mp[:, 2] * mp[:, 5]).max()) * float(space.dp_m[:, 0].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
     if options.gpus is not None:
@@ -358,6 +422,9 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         if len(t) == 0:
             continue
         tables = build_pair_tables(hw, wl, t, terms)
+        t, terms, tables, incumbent = _prune(hw, wl, t, terms, tables, deadline_s, options.dp_overlap)
+        if len(t) == 0:
+            continue
         evaluated += sum(len(tab.tup) for tab in tables.values())
         model = _Model(hw, wl, t, terms, tables, options.dp_overlap)
         remaining = limit - (time.perf_counter() - t0)

@@ -17,10 +17,13 @@ from planner.solve.space import Tuples
 
 def block_times(hw: Hardware, wl: Workload, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     """block_matmul_s for every tuple, computed once per distinct (N_TP,ff, N_TP,model, nanobatch) shape."""
-    bn = nanobatch_tokens(wl, t.dp, t.microbatches)
-    keys = np.stack([t.tp_ff.astype(np.float64), t.tp_model.astype(np.float64), bn], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    blk, crit = block_matmul_s(hw, wl, uniq[:, 0], uniq[:, 1], uniq[:, 2])
+    per_expert = wl.batch_tokens // wl.experts
+    u = t.dp * t.microbatches  # the nanobatch is per_expert / u
+    ranks = [np.unique(col, return_inverse=True)[1].ravel() for col in (t.tp_ff, t.tp_model, u)]
+    key = (ranks[0] * (ranks[1].max() + 1) + ranks[1]) * (ranks[2].max() + 1) + ranks[2]
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    bn = per_expert / u[first].astype(np.float64)
+    blk, crit = block_matmul_s(hw, wl, t.tp_ff[first], t.tp_model[first], bn)
     inv = inv.ravel()
     return blk[inv], crit[inv]
 

@@ -1,0 +1,728 @@
+"""Command line: a thin typer skin over `planner.api` (parse, call the library, render). SPEC §7.
+
+Two console scripts share these commands:
+
+    plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
+    planner plan | evaluate | limits | hardware list|show | schema
+
+Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
+document on stdout) or a given layout that does not fit in memory; 2 bad input (one line `error: ...` on
+stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
+impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
+`internal error: ...`). No traceback is ever printed. `--json` writes exactly one JSON document on stdout.
+
+The commands run through `run()` with click's standalone mode off, so that usage errors, library errors and
+bugs all end up in the one place that turns them into one-line messages and exit codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pydantic_core
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+try:  # typer >= 0.2x vendors click as typer._click; older typer (pyproject allows >= 0.12) depends on click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exc
+
+from planner import api
+from planner.errors import Infeasible, InvalidInput, PlannerError
+from planner.hardware import get_hardware, hardware_names
+from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
+from planner.render.limits import fmt_sci, limits_table
+from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
+from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
+from planner.solve.result import SearchResult
+from planner.solve.space import check_layout, level_products
+from planner.workload import load_model_preset, workload_from_shape
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json"
+"""Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
+
+DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
+"""Table 2's four systems: DGX-1, DGX A100, DGX H100 and the hypothetical H100 SuperPOD."""
+
+GREEDY_ORDER = ("tp_ff", "tp_model", "pp", "dp", "ep")
+"""Order in which `greedy_placement` puts degrees on the fastest level: TP talks most, then PP, DP, EP."""
+
+
+class BatchScaling(str, Enum):
+    paper = "paper"
+    deepseek = "deepseek"
+    fixed = "fixed"
+
+
+class ScheduleChoice(str, Enum):
+    auto = "auto"
+    one_f_one_b = "1f1b"
+    zb_h2 = "zb-h2"
+
+
+class LayoutSchedule(str, Enum):
+    one_f_one_b = "1f1b"
+    zb_h2 = "zb-h2"
+
+
+class Solver(str, Enum):
+    cpsat = "cpsat"
+    exhaustive = "exhaustive"
+
+
+app = typer.Typer(
+    name="planner",
+    help="Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+hardware_app = typer.Typer(help="The hardware library: shipped systems and user TOML files.", no_args_is_help=True)
+app.add_typer(hardware_app, name="hardware")
+# `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar; SPEC §7) goes here, registered from
+# its own module, e.g. `from planner.sweep_cli import sweep_app; app.add_typer(sweep_app, name="sweep")` or
+# `app.command("sweep")(sweep)`. It should reuse `_workload_options`-style flags and the exit-code rules of `run`.
+
+# `plan` is also its own console script; a one-command Typer app gives it usage lines that read `plan ...`.
+plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Number parsing
+# --------------------------------------------------------------------------------------------------
+
+
+def _number(text: str) -> float:
+    """Parse a number the way a shell user writes it (1e28, 90, 0.5); name the bad text otherwise.
+
+    NaN, infinities, zero and negatives parse here on purpose: the library rejects them with messages that say
+    what is accepted."""
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a whole number") from None
+
+
+def _number_option(*decls: str, **kwargs):
+    return typer.Option(*decls, parser=_number, metavar=kwargs.pop("metavar", "NUMBER"), **kwargs)
+
+
+def _whole_option(*decls: str, **kwargs):
+    return typer.Option(*decls, parser=_whole, metavar=kwargs.pop("metavar", "INT"), **kwargs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared option types
+# --------------------------------------------------------------------------------------------------
+
+_W = "Workload (one of: --compute, --model, or a shape)"
+_S = "Search"
+_O = "Output"
+
+ComputeOpt = Annotated[float | None, _number_option(
+    "--compute", help="Training compute T in FLOP, e.g. 1e28; the model shape is inferred from the paper's "
+    "scaling laws (App. 8.1.4).", rich_help_panel=_W, show_default=False)]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="A model preset name (see models/) or a path to a preset TOML file.", metavar="PRESET|FILE.toml",
+    rich_help_panel=_W, show_default=False)]
+SparseOpt = Annotated[bool, typer.Option(
+    "--sparse", help="With --compute: a sparse (mixture-of-experts) model, E = 8 sqrt(d_model d_ff / (4 12288^2)).",
+    rich_help_panel=_W)]
+BatchScalingOpt = Annotated[BatchScaling | None, typer.Option(
+    "--batch-scaling", help="With --compute: the batch-size law (default paper; deepseek and fixed are §6.3.2's "
+    "alternatives).", rich_help_panel=_W, show_default=False, case_sensitive=False)]
+DModelOpt = Annotated[float | None, _number_option("--d-model", help="Explicit shape: d_model.", rich_help_panel=_W,
+                                                 show_default=False)]
+DFfOpt = Annotated[float | None, _number_option("--d-ff", help="Explicit shape: d_ff.", rich_help_panel=_W,
+                                              show_default=False)]
+LayersOpt = Annotated[float | None, _number_option("--layers", help="Explicit shape: L, MLP blocks.", rich_help_panel=_W,
+                                                 show_default=False)]
+ExpertsOpt = Annotated[float | None, _number_option("--experts", help="Explicit shape: E (default 1 = dense).",
+                                                  rich_help_panel=_W, show_default=False)]
+BatchTokensOpt = Annotated[float | None, _number_option(
+    "--batch-tokens", help="Explicit shape: global batch b in tokens (a multiple of E).", rich_help_panel=_W,
+    show_default=False)]
+TokensOpt = Annotated[float | None, _number_option(
+    "--tokens", help="Explicit shape: training tokens D (default 20 N_p, Chinchilla).", rich_help_panel=_W,
+    show_default=False)]
+GpuOpt = Annotated[str, typer.Option(
+    "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
+    metavar="NAME|FILE.toml")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
+                                       rich_help_panel=_O)]
+PriceOpt = Annotated[float | None, _number_option(
+    "--price-per-gpu-hour", help="Price in USD per GPU-hour; adds the run's cost.", rich_help_panel=_O,
+    show_default=False)]
+DpOverlapOpt = Annotated[bool, typer.Option(
+    "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase, SPEC §5.2).")]
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers: validation, workload, placement
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_positive(flag: str, value: float | None) -> None:
+    """CLI-only numbers (not validated by the library) get the same one-line rule."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InvalidInput(f"{flag} must be a positive finite number, got {value!r}")
+
+
+def _workload_options(compute: float | None, model: str | None, sparse: bool, batch_scaling: BatchScaling | None,
+                      shape: Mapping[str, float | None]) -> Workload | None:
+    """The workload the flags describe, or None for compute mode (the library infers the shape from --compute).
+
+    Exactly one source is allowed: --compute (with optional --sparse / --batch-scaling), --model, or the shape
+    flags (--d-model, --d-ff, --layers, --batch-tokens required; --experts, --tokens optional).
+    """
+    given_shape = [flag for flag, v in shape.items() if v is not None]
+    sources = [name for name, on in (("--compute", compute is not None), ("--model", model is not None),
+                                     (", ".join(given_shape), bool(given_shape))) if on]
+    if len(sources) > 1:
+        raise InvalidInput(f"contradictory workload flags: {' and '.join(sources)}; give only one of --compute, "
+                           "--model, or an explicit shape")
+    if not sources:
+        raise InvalidInput("no workload: give --compute FLOP, --model PRESET|FILE.toml, or an explicit shape "
+                           "(--d-model --d-ff --layers --batch-tokens)")
+    if compute is None and (sparse or batch_scaling is not None):
+        used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
+        raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling laws); a preset or an explicit shape "
+                           "fixes E and the batch itself")
+    if compute is not None:
+        return None
+    if model is not None:
+        return load_model_preset(model)
+    missing = [f for f in ("--d-model", "--d-ff", "--layers", "--batch-tokens") if shape.get(f) is None]
+    if missing:
+        raise InvalidInput(f"an explicit shape needs --d-model, --d-ff, --layers and --batch-tokens; missing "
+                           f"{', '.join(missing)}")
+    experts = shape.get("--experts")
+    return workload_from_shape(shape["--d-model"], shape["--d-ff"], shape["--layers"],
+                               1 if experts is None else experts, shape["--batch-tokens"], shape.get("--tokens"),
+                               label="explicit shape (command-line flags)")
+
+
+def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
+                     fixed: Mapping[str, Sequence[int]] | None = None) -> dict[str, tuple[int, ...]]:
+    """A valid placement of the given degrees on `hw`'s network levels, filled bottom-up and greedily.
+
+    Levels fill bottom-up (SPEC §5.2, as in the search space): the factors on level h must multiply to the GPUs
+    that level contributes (8 on a DGX node once the cluster spans nodes). Walking up the levels, each degree in
+    the order TP,ff, TP,model, PP, DP, EP takes the largest factor of what is left of it that still fits what is
+    left of the level (the gcd of the two): the most talkative traffic gets the fastest links. Degrees named in
+    `fixed` keep their factors and the others fill the room they leave. Prime by prime, this greedy fill always
+    succeeds when any placement of the free degrees does. It is not the optimal placement; `plan` searches those.
+    """
+    fixed = dict(fixed or {})
+    n_levels = len(hw.levels)
+    gpus = math.prod(int(degrees[d]) for d in DEGREES)
+    prods, valid = level_products(hw, np.array([gpus]))
+    sizes = [lvl.size for lvl in hw.levels if lvl.size]
+    expr = " * ".join(f"{d}({degrees[d]})" for d in DEGREES)
+    if not valid[0]:
+        raise InvalidInput(f"{expr} = {gpus} GPUs cannot fill {hw.name}'s network levels bottom-up (group sizes "
+                           f"{sizes}): a cluster larger than a group must be a whole number of groups")
+    room = [int(p) for p in prods[0]]
+    for d, factors in fixed.items():
+        for h, f in enumerate(factors):
+            if room[h] % f:
+                raise InvalidInput(f"placement puts {d} factor {f} on level {h + 1} ({hw.levels[h].name}), which "
+                                   f"has room for a product of {room[h]} there after the other given factors")
+            room[h] //= f
+    left = {d: int(degrees[d]) for d in GREEDY_ORDER if d not in fixed}
+    out: dict[str, list[int]] = {d: [1] * n_levels for d in left}
+    for h in range(n_levels):
+        for d in left:
+            f = math.gcd(left[d], room[h])
+            out[d][h] = f
+            left[d] //= f
+            room[h] //= f
+    if any(r != 1 for r in room) or any(v != 1 for v in left.values()):
+        raise InvalidInput(f"cannot place {expr} on {hw.name}'s levels (group sizes {sizes}) around the given factors")
+    return {d: tuple(fixed[d]) if d in fixed else tuple(out[d]) for d in DEGREES}
+
+
+def parse_placement(text: str, degrees: Mapping[str, int], n_levels: int) -> dict[str, tuple[int, ...]]:
+    """'dp=1,4;tp_ff=8,1' -> {'dp': (1, 4), 'tp_ff': (8, 1)}; one factor per network level, bottom-up."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        name, sep, factors = item.partition("=")
+        key = name.strip().lower().replace("-", "_")
+        if not sep or key not in DEGREES:
+            raise InvalidInput(f"--placement item '{item}': expected NAME=F1,F2,... with NAME one of "
+                               f"{', '.join(DEGREES)}")
+        if key in out:
+            raise InvalidInput(f"--placement names {key} twice")
+        try:
+            values = tuple(int(f) for f in factors.split(","))
+        except ValueError:
+            raise InvalidInput(f"--placement item '{item}': factors must be whole numbers separated by commas") from None
+        if len(values) != n_levels:
+            raise InvalidInput(f"--placement item '{item}': {len(values)} factor(s) given, the hardware has "
+                               f"{n_levels} network level(s)")
+        if any(v < 1 for v in values):
+            raise InvalidInput(f"--placement item '{item}': factors must be >= 1")
+        if math.prod(values) != degrees[key]:
+            raise InvalidInput(f"--placement item '{item}': factors multiply to {math.prod(values)} but {key} = "
+                               f"{degrees[key]}")
+        out[key] = values
+    if not out:
+        raise InvalidInput("--placement is empty; expected e.g. 'dp=1,4;tp_ff=8,1'")
+    return out
+
+
+def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int, schedule: str,
+                 placement: Mapping[str, Sequence[int]]) -> Layout:
+    try:
+        return Layout(**degrees, interleave=interleave, microbatches=microbatches, schedule=schedule,
+                      placement={d: tuple(placement[d]) for d in DEGREES})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"impossible layout: {(where + ': ') if where else ''}{err['msg']}") from None
+
+
+def _load_plan_file(path: Path) -> Plan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read plan file '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"plan file '{path}' is not UTF-8 text") from None
+    try:
+        return Plan.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"'{path}' is not a plan document as printed by `plan --json`: "
+                           f"{(where + ': ') if where else ''}{err['msg']}") from None
+
+
+def _workload_of_plan(doc: Plan) -> Workload:
+    w = doc.workload
+    try:
+        return Workload(d_model=w.d_model, d_ff=w.d_ff, layers=w.layers, experts=w.experts,
+                        batch_tokens=w.batch_tokens, tokens=w.tokens,
+                        requested_compute_flop=w.requested_compute_flop, label=w.label)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(f"plan file workload: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list[str]]:
+    """The plan's layout on `hw`; re-placed greedily (with a note) if its placement does not fit `hw`'s levels."""
+    lay = doc.layout
+    if lay is None:
+        raise InvalidInput(f"the plan has no layout (status '{doc.status}'); nothing to evaluate")
+    degrees = {d: getattr(lay, d) for d in DEGREES}
+    common = dict(interleave=lay.interleave, microbatches=lay.microbatches, schedule=lay.schedule)
+    n_levels = len(hw.levels)
+    kept = None
+    if all(len(v) == n_levels for v in lay.placement.values()):
+        kept = _make_layout(degrees, placement=lay.placement, **common)
+        problems = check_layout(hw, wl, kept)
+        if not problems:
+            return kept, []
+        reason = "its placement does not fit: " + "; ".join(problems)
+    else:
+        reason = (f"the plan has {len(lay.levels)} network level(s) ({', '.join(lay.levels)}) but {hw.name} has "
+                  f"{n_levels} ({', '.join(lvl.name for lvl in hw.levels)})")
+    replaced = _make_layout(degrees, placement=greedy_placement(hw, degrees), **common)
+    if kept is not None and check_layout(hw, wl, replaced):
+        return kept, []  # not a placement problem: let evaluation report the real one
+    note = (f"re-placed on {hw.name}: {reason}; degrees kept, factors assigned greedily (TP first, then PP, DP, EP, "
+            f"lowest level first), which is not necessarily the best placement")
+    return replaced, [note]
+
+
+# --------------------------------------------------------------------------------------------------
+# Output helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _stdout_console() -> Console:
+    """Rich console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2)
+    unless COLUMNS is set."""
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
+    return Console(file=sys.stdout, width=width)
+
+
+def _searching(enabled: bool):
+    """A spinner on stderr while the search runs, only for a person at a terminal (never with --json)."""
+    if enabled and sys.stderr.isatty():
+        return Console(stderr=True).status("searching for the optimal layout ...")
+    return contextlib.nullcontext()
+
+
+def _emit_json(text: str) -> None:
+    sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+def _to_json(model: BaseModel | Sequence[BaseModel]) -> str:
+    """Pydantic's JSON (its float formatting, field order), with infinities written as the string "Infinity"
+    (as LimitsRow does) so that they survive a round trip instead of becoming null; for finite documents this is
+    byte for byte `model.model_dump_json(indent=2)`."""
+    data = [m.model_dump() for m in model] if isinstance(model, Sequence) else model.model_dump()
+    return pydantic_core.to_json(data, indent=2, inf_nan_mode="strings").decode()
+
+
+def _plan_json(plan: Plan) -> str:
+    return _to_json(plan)
+
+
+# --------------------------------------------------------------------------------------------------
+# plan
+# --------------------------------------------------------------------------------------------------
+
+
+def plan_command(
+    compute: ComputeOpt = None,
+    gpu: GpuOpt = "h100",
+    days: Annotated[float | None, _number_option(
+        "--days", help="Deadline in days (default 90 unless --gpus fixes the cluster).", show_default=False)] = None,
+    gpus: Annotated[int | None, _whole_option(
+        "--gpus", help="Fix the cluster size: fastest layout on exactly N GPUs.", rich_help_panel=_S,
+        show_default=False)] = None,
+    sparse: SparseOpt = False,
+    batch_scaling: BatchScalingOpt = None,
+    schedule: Annotated[ScheduleChoice, typer.Option(
+        "--schedule", help="Pipeline schedule; auto lets the solver choose.", rich_help_panel=_S)] = ScheduleChoice.auto,
+    solver: Annotated[Solver, typer.Option(
+        "--solver", help="cpsat (proves optimality) or exhaustive (brute-force enumeration of the same space).",
+        rich_help_panel=_S)] = Solver.cpsat,
+    time_limit: Annotated[float, _number_option(
+        "--time-limit", help="Search time limit in seconds; a stopped search reports its bound and gap.",
+        rich_help_panel=_S)] = 60.0,
+    workers: Annotated[int, _whole_option("--workers", help="CP-SAT worker threads.", rich_help_panel=_S)] = 2,
+    dp_overlap: DpOverlapOpt = False,
+    price_per_gpu_hour: PriceOpt = None,
+    json_out: JsonOpt = False,
+    d_model: DModelOpt = None,
+    d_ff: DFfOpt = None,
+    layers: LayersOpt = None,
+    experts: ExpertsOpt = None,
+    batch_tokens: BatchTokensOpt = None,
+    tokens: TokensOpt = None,
+    model: ModelOpt = None,
+) -> None:
+    """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
+    shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
+             "--batch-tokens": batch_tokens, "--tokens": tokens}
+    workload = _workload_options(compute, model, sparse, batch_scaling, shape)
+    if workers < 1:
+        raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
+    if days is None and gpus is None:
+        days = 90.0
+    try:
+        with _searching(enabled=not json_out):
+            result = api.plan(
+                compute, gpu, days, workload=workload, sparse=sparse,
+                batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
+                dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
+                price_per_gpu_hour=price_per_gpu_hour,
+            )
+    except Infeasible as exc:
+        doc = exc.details.get("plan")
+        if doc is not None:
+            if json_out:
+                _emit_json(_plan_json(doc))
+            else:
+                print_plan(_stdout_console(), doc)
+        raise
+    if json_out:
+        _emit_json(_plan_json(result))
+    else:
+        print_plan(_stdout_console(), result)
+
+
+app.command("plan", help=plan_command.__doc__)(plan_command)
+plan_app.command("plan", help=plan_command.__doc__)(plan_command)
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------------------
+
+_L = "Layout (or --plan FILE.json)"
+
+
+@app.command("evaluate")
+def evaluate_command(
+    plan_file: Annotated[Path | None, typer.Option(
+        "--plan", help="Re-evaluate a plan printed by `plan --json` (its workload and layout) on --gpu: the what-if "
+        "question. Re-placed greedily if --gpu has different network levels.", metavar="FILE.json",
+        rich_help_panel=_L, show_default=False, dir_okay=False)] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="Hardware name or TOML file (default h100, or the plan's hardware with --plan).",
+        metavar="NAME|FILE.toml", show_default=False)] = None,
+    dp: Annotated[int | None, _whole_option("--dp", help="N_DP (default 1).", rich_help_panel=_L,
+                                           show_default=False)] = None,
+    tp_ff: Annotated[int | None, _whole_option("--tp-ff", help="N_TP,ff, divides d_ff (default 1).", rich_help_panel=_L,
+                                              show_default=False)] = None,
+    tp_model: Annotated[int | None, _whole_option("--tp-model", help="N_TP,model, divides d_model (default 1).",
+                                                 rich_help_panel=_L, show_default=False)] = None,
+    pp: Annotated[int | None, _whole_option("--pp", help="N_PP pipeline stages (default 1).", rich_help_panel=_L,
+                                           show_default=False)] = None,
+    interleave: Annotated[int | None, _whole_option("--interleave", help="i; N_PP * i divides L (default 1).",
+                                                   rich_help_panel=_L, show_default=False)] = None,
+    ep: Annotated[int | None, _whole_option("--ep", help="N_EP, divides E (default 1).", rich_help_panel=_L,
+                                           show_default=False)] = None,
+    microbatches: Annotated[int | None, _whole_option("--microbatches", help="m per DP rank (default 1).",
+                                                     rich_help_panel=_L, show_default=False)] = None,
+    schedule: Annotated[LayoutSchedule | None, typer.Option(
+        "--schedule", help="1f1b (default) or zb-h2.", rich_help_panel=_L, show_default=False)] = None,
+    placement: Annotated[str | None, typer.Option(
+        "--placement", help="Factors per network level, bottom-up, e.g. 'dp=1,4;tp_ff=8,1'. Degrees left out are "
+        "placed greedily (TP first, then PP, DP, EP, lowest level first).", rich_help_panel=_L,
+        show_default=False)] = None,
+    compute: ComputeOpt = None,
+    sparse: SparseOpt = False,
+    batch_scaling: BatchScalingOpt = None,
+    d_model: DModelOpt = None,
+    d_ff: DFfOpt = None,
+    layers: LayersOpt = None,
+    experts: ExpertsOpt = None,
+    batch_tokens: BatchTokensOpt = None,
+    tokens: TokensOpt = None,
+    model: ModelOpt = None,
+    days: Annotated[float | None, _number_option(
+        "--days", help="A deadline to compare against (default: none, or the plan's with --plan).",
+        show_default=False)] = None,
+    dp_overlap: DpOverlapOpt = False,
+    price_per_gpu_hour: PriceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory."""
+    _check_positive("--days", days)
+    _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
+    layout_flags = {"--dp": dp, "--tp-ff": tp_ff, "--tp-model": tp_model, "--pp": pp, "--interleave": interleave,
+                    "--ep": ep, "--microbatches": microbatches, "--schedule": schedule, "--placement": placement}
+    shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
+             "--batch-tokens": batch_tokens, "--tokens": tokens}
+    notes: list[str] = []
+    if plan_file is not None:
+        clash = [f for f, v in {**layout_flags, **shape, "--compute": compute, "--model": model,
+                                "--batch-scaling": batch_scaling}.items() if v is not None]
+        clash += ["--sparse"] if sparse else []
+        if clash:
+            raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
+        doc = _load_plan_file(plan_file)
+        hw = api.resolve_hardware(gpu or doc.hardware)
+        wl = _workload_of_plan(doc)
+        layout, notes = _layout_of_plan(doc, hw, wl)
+        if days is None:
+            days = doc.deadline_days
+        notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
+    else:
+        hw = api.resolve_hardware(gpu or "h100")
+        wl = _workload_options(compute, model, sparse, batch_scaling, shape)
+        if wl is None:
+            from planner.workload import infer_workload
+
+            wl = infer_workload(compute, sparse=sparse, batch_scaling=(batch_scaling or BatchScaling.paper).value)
+        for flag, v in layout_flags.items():
+            if isinstance(v, int) and v < 1:
+                raise InvalidInput(f"{flag} must be a whole number >= 1, got {v}")
+        degrees = {"dp": dp or 1, "tp_ff": tp_ff or 1, "tp_model": tp_model or 1, "pp": pp or 1, "ep": ep or 1}
+        fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
+        layout = _make_layout(degrees, interleave or 1, microbatches or 1, (schedule or LayoutSchedule.one_f_one_b).value,
+                              greedy_placement(hw, degrees, fixed))
+        if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
+            notes.append("placement completed greedily (TP first, then PP, DP, EP, lowest level first)")
+
+    ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
+    fits = ev.memory.total_bytes <= ev.memory.capacity_bytes
+    if not fits:
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB")
+    if days is not None and ev.training_days > days:
+        notes.append(f"misses the deadline: {ev.training_days:.4g} days > {days:g} days")
+    if dp_overlap:
+        notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
+    result = SearchResult("exhaustive", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
+                          notes=["no search: the layout was given and only evaluated"])
+    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes)
+    if json_out:
+        _emit_json(_plan_json(doc))
+    else:
+        print_plan(_stdout_console(), doc, evaluated=True)
+    if not fits:
+        sys.stderr.write(f"infeasible: the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but "
+                         f"{hw.name} has {ev.memory.capacity_bytes / 1e9:.2f} GB of HBM\n")
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------------------------------
+# limits
+# --------------------------------------------------------------------------------------------------
+
+
+@app.command("limits")
+def limits_command(
+    gpu: Annotated[list[str] | None, typer.Option(
+        "--gpu", help="Hardware name or TOML file; repeat for several (default: Table 2's v100, a100, h100, "
+        "h100-superpod).", metavar="NAME|FILE.toml", show_default=False)] = None,
+    batch_tokens: Annotated[float, _number_option("--batch-tokens", help="b, tokens per batch.")] = PAPER_BATCH_TOKENS,
+    layers: Annotated[float, _number_option("--layers", help="L, layers.")] = PAPER_LAYERS,
+    experts: Annotated[float, _number_option("--experts", help="E, sparsity factor (1 = dense).")] = 1.0,
+    days: Annotated[float, _number_option("--days", help="Training duration (the paper's 3 months = 91.3125 days).")
+                    ] = THREE_MONTHS_S / DAY_S,
+    latency_us: Annotated[float, _number_option(
+        "--latency-us", help="t_L, latency of one matmul plus its communication, µs.")] = PAPER_LATENCY_S * 1e6,
+    alpha: Annotated[float, _number_option(
+        "--alpha", help="App. 8.3: alpha_b - alpha_L (0 = §5; 0.191 with DeepSeek batch scaling).")] = 0.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list of rows and nothing else.")] = False,
+) -> None:
+    """Closed-form bounds of the paper's §5: d', b', T_critical (Eq. 13) and T_limit (Eq. 18), like Table 2."""
+    _check_positive("--days", days)
+    _check_positive("--latency-us", latency_us)
+    _check_positive("--batch-tokens", batch_tokens)
+    _check_positive("--layers", layers)
+    _check_positive("--experts", experts)
+    if not math.isfinite(alpha):
+        raise InvalidInput(f"--alpha must be a finite number below 0.5, got {alpha!r}")
+    rows = [limits_for(get_hardware(name), batch_tokens, layers, experts, days * DAY_S, latency_us * 1e-6, alpha)
+            for name in (gpu or DEFAULT_LIMITS_HARDWARE)]
+    if json_out:
+        _emit_json(_to_json(rows))
+        return
+    console = _stdout_console()
+    console.print(limits_table(rows))
+    r = rows[0]
+    console.print(f"Latency bounds at these b, L, E, t_L (hardware-independent): utilisation-preserving runs up to "
+                  f"{fmt_sci(r.t_critical_latency_flop, 2)} FLOP (Eq. 14); at any utilisation N_p <= "
+                  f"{fmt_sci(r.n_params_limit, 2)} (Eq. 17), T <= {fmt_sci(r.t_limit_flop, 2)} FLOP (Eq. 18).")
+
+
+# --------------------------------------------------------------------------------------------------
+# hardware list | show
+# --------------------------------------------------------------------------------------------------
+
+
+@hardware_app.command("list")
+def hardware_list(json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list of hardware specs.")]
+                  = False) -> None:
+    """The shipped systems: GPU, network levels, peak FLOP/s, HBM."""
+    specs = [get_hardware(name) for name in hardware_names()]
+    if json_out:
+        _emit_json(_to_json(specs))
+        return
+    _stdout_console().print(hardware_list_table(specs))
+
+
+@hardware_app.command("show")
+def hardware_show(
+    name: Annotated[str, typer.Argument(help="Hardware name or path to a TOML file.", metavar="NAME|FILE.toml")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the validated spec as JSON.")] = False,
+) -> None:
+    """Every field of one hardware spec, with its value and its source."""
+    hw = get_hardware(name)
+    if json_out:
+        _emit_json(_to_json(hw))
+        return
+    console = _stdout_console()
+    for item in hardware_show_renderables(hw):
+        console.print(item)
+
+
+# --------------------------------------------------------------------------------------------------
+# schema
+# --------------------------------------------------------------------------------------------------
+
+
+def plan_schema_text() -> str:
+    """The Plan JSON Schema as published in docs/plan.schema.json (sorted keys, so diffs stay readable)."""
+    return json.dumps(Plan.model_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+@app.command("schema")
+def schema_command(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Also write it to the repository's docs/plan.schema.json.")] = False,
+) -> None:
+    """Print the JSON Schema of the document `plan --json` prints."""
+    text = plan_schema_text()
+    sys.stdout.write(text)
+    if write:
+        try:
+            SCHEMA_PATH.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {SCHEMA_PATH}: {exc.strerror}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points: one place maps every outcome to an exit code and at most one line on stderr
+# --------------------------------------------------------------------------------------------------
+
+
+_NO_ARGS_IS_HELP = getattr(click_exc, "NoArgsIsHelpError", ())  # click >= 8.2 signals "help printed" this way
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
+    """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
+    command = typer.main.get_command(typer_app)
+    try:
+        rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
+        return rv if isinstance(rv, int) else 0  # an int is the code of a typer.Exit / --help
+    except _NO_ARGS_IS_HELP:
+        return 2  # typer has already printed the help
+    except click_exc.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}{hint}\n")
+        return 2
+    except click_exc.ClickException as exc:
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
+        return 2
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        return 1
+    except Infeasible as exc:
+        sys.stderr.write(f"infeasible: {exc.explanation or exc}\n")
+        return 1
+    except (InvalidInput, PlannerError) as exc:
+        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
+        return 2
+    except BrokenPipeError:
+        # The reader went away (`plan --json | head`): nothing left to say; keep the interpreter from complaining.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # a bug, not a user error: still one line, distinct exit code
+        sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}\n")
+        return 3
+
+
+def main() -> None:
+    """Console script `planner`."""
+    sys.exit(run(app, sys.argv[1:], "planner"))
+
+
+def plan_main() -> None:
+    """Console script `plan` (same as `planner plan`)."""
+    sys.exit(run(plan_app, sys.argv[1:], "plan"))
+
+
+if __name__ == "__main__":
+    main()
