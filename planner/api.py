@@ -97,6 +97,26 @@ def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: f
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers)
 
 
+def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
+                       solver: str) -> SearchResult | None:
+    """An 'infeasible' result without a search when the critical-path lower bound alone misses the deadline."""
+    if deadline_s is None:
+        return None
+    import time
+
+    from planner.explain import floor_bound
+    from planner.solve.space import build_space, space_size
+
+    t0 = time.perf_counter()
+    fb = floor_bound(hw, wl, options)
+    if not fb.days * SECONDS_PER_DAY > deadline_s * (1.0 + 1e-9):
+        return None
+    return SearchResult(solver, "infeasible", None, time.perf_counter() - t0,
+                        space_size(build_space(hw, wl, options)), gap=0.0,
+                        notes=[f"proven without a search: no layout can be faster than {fb.days:.4g} days "
+                               "(critical-path lower bound)"])
+
+
 def plan(
     compute_flop: float | None = None,
     gpu: str | Hardware = "h100",
@@ -140,8 +160,10 @@ def plan(
 
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap)
     deadline_s = None if gpus is not None else days * SECONDS_PER_DAY
-    result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
-                        workers=workers)
+    result = _past_latency_wall(hw, workload, options, deadline_s, solver)
+    if result is None:
+        result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
+                            workers=workers)
     if result.layout is None:
         from planner.explain import explain_infeasible
 

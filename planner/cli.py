@@ -93,6 +93,9 @@ app.add_typer(hardware_app, name="hardware")
 # `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar; SPEC §7) goes here, registered from
 # its own module, e.g. `from planner.sweep_cli import sweep_app; app.add_typer(sweep_app, name="sweep")` or
 # `app.command("sweep")(sweep)`. It should reuse `_workload_options`-style flags and the exit-code rules of `run`.
+from planner.render.sweep import sweep_command  # noqa: E402  (the command and its rendering live there)
+
+app.command("sweep", help=sweep_command.__doc__)(sweep_command)
 
 # `plan` is also its own console script; a one-command Typer app gives it usage lines that read `plan ...`.
 plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)

@@ -38,7 +38,8 @@ from planner.cost.step import nanobatch_tokens
 from planner.schema import DEGREES, Hardware, Layout, Workload
 from planner.solve.result import SearchResult
 from planner.solve.space import (
-    SearchOptions, Space, Tuples, build_space, factor_options, level_products, model_parallel_rows, space_size,
+    SearchOptions, Space, Tuples, build_space, factor_options, layout_from, level_products, model_parallel_rows,
+    space_size,
 )
 from planner.solve.tables import tuple_terms
 
@@ -285,6 +286,28 @@ class _Model:
         for e in self.step_exprs:
             m.add(self.S >= e)
 
+    def hint_layout(self, layout: Layout) -> None:
+        """Warm start from a layout the float model has priced (the incumbent)."""
+        t = self.t
+        match = np.nonzero((t.dp == layout.dp) & (t.tp_ff == layout.tp_ff) & (t.tp_model == layout.tp_model)
+                           & (t.pp == layout.pp) & (t.interleave == layout.interleave) & (t.ep == layout.ep)
+                           & (t.microbatches == layout.microbatches)
+                           & (t.zero_bubble == (layout.schedule == "zb-h2")))[0]
+        if len(match) != 1:
+            return
+        i = int(match[0])
+        self.m.clear_hints()
+        for k, v in enumerate(self.x):
+            self.m.add_hint(v, k == i)
+        for g, tab in self.tables.items():
+            names = ["pp", "ep"] if g == "pp_ep" else [g]
+            want = [np.array(layout.placement[n]) for n in names]
+            hit = (tab.tup == i)
+            for fac, w in zip(tab.factors, want):
+                hit &= (fac == w[None, :]).all(axis=1)
+            for k, v in enumerate(self.y[g]):
+                self.m.add_hint(v, bool(hit[k]))
+
     def solve(self, objective, time_limit_s: float, workers: int, hint: cp_model.CpSolver | None = None):
         self.m.minimize(objective)
         if hint is not None:
@@ -337,40 +360,76 @@ INCUMBENT_CANDIDATES = 256
 """Tuples priced in full (every placement) to find an incumbent before the model is built."""
 
 
-def _prune(hw: Hardware, wl: Workload, t: Tuples, terms, tables, deadline_s, dp_overlap):
-    """Drop tuples that provably cannot be optimal, using an incumbent priced by the float model.
+EXACT_PRICING_ROWS = 4_000_000
+"""Above this many (tuple x placement) rows in a window, pruning uses bounds only (no exact per-tuple pricing)."""
 
-    lb = step_lower_bound never exceeds a tuple's best step time. Deadline mode: tuples whose lb misses the
-    deadline go, and, once some layout meets it with N_inc GPUs, so do tuples with more GPUs than N_inc.
-    Fixed-cluster mode: tuples whose lb exceeds the incumbent's step time go.
-    """
+
+def _price_tuples(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s, block_critical_s):
+    """Every placement of every tuple priced by the float model; returns per-tuple best step (inf if none)."""
     from planner.cost.step import LayoutBatch, step_arrays
     from planner.solve.exhaustive import expand_placements
 
+    best = np.full(len(t), np.inf)
+    rows, pl = expand_placements(hw, t)
+    if len(rows) == 0:
+        return best, rows, pl, None
+    arr = step_arrays(hw, wl, LayoutBatch(
+        dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
+        interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
+        zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)}),
+        dp_overlap=dp_overlap, block_s=block_s[rows], block_critical_s=block_critical_s[rows])
+    np.minimum.at(best, rows, arr["step_s"])
+    order = np.lexsort((arr["step_s"], rows))  # per tuple, its cheapest placement first
+    first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+    best_pl = {int(rows[k]): pl[k] for k in first}
+    return best, rows, best_pl, arr
+
+
+def _prune(hw: Hardware, wl: Workload, t: Tuples, terms, tables, deadline_s, dp_overlap):
+    """Drop tuples that provably cannot be optimal (sound: nothing dropped could beat what is kept).
+
+    1. lb = step_lower_bound never exceeds a tuple's best step time: in deadline mode, tuples whose lb misses
+       the deadline go.
+    2. When the window is small enough, each remaining tuple's placements are priced with the float model
+       (the same step_arrays the enumerator uses): tuples none of whose placements meets the deadline go, and
+       the best priced layout is an incumbent: tuples with more GPUs (deadline mode) or a step-time bound above
+       its step time (fixed-cluster mode) go. Otherwise an incumbent is sought among the most promising tuples.
+    CP-SAT then proves the lexicographic optimum over the survivors and all their placements.
+    """
     lb = step_lower_bound(len(t), terms, tables, dp_overlap)
     keep = np.ones(len(t), dtype=bool) if deadline_s is None else wl.steps * lb <= deadline_s
-    order = np.lexsort((lb, t.gpus if deadline_s is not None else np.zeros(len(t))))
-    order = order[keep[order]][:INCUMBENT_CANDIDATES]
+    cand = np.nonzero(keep)[0]
+    per_tuple_placements = max(1, sum(len(tab.tup) for tab in tables.values()) // max(len(t), 1))
+    exact = len(cand) * per_tuple_placements * 4 <= EXACT_PRICING_ROWS
+    if not exact:
+        order = np.lexsort((lb[cand], t.gpus[cand] if deadline_s is not None else np.zeros(len(cand))))
+        cand = cand[order][:INCUMBENT_CANDIDATES]
     incumbent = None
-    if len(order):
-        sub = t.take(order)
-        rows, pl = expand_placements(hw, sub)
-        if len(rows):
-            arr = step_arrays(hw, wl, LayoutBatch(
-                dp=sub.dp[rows], tp_ff=sub.tp_ff[rows], tp_model=sub.tp_model[rows], pp=sub.pp[rows],
-                interleave=sub.interleave[rows], ep=sub.ep[rows], microbatches=sub.microbatches[rows],
-                zero_bubble=sub.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)}),
-                dp_overlap=dp_overlap)
-            ok = np.ones(len(rows), dtype=bool) if deadline_s is None else wl.steps * arr["step_s"] <= deadline_s
-            if ok.any():
-                idx = np.nonzero(ok)[0]
-                k = idx[np.lexsort((arr["step_s"][idx], arr["gpus"][idx]))[0]]
-                incumbent = (float(arr["gpus"][k]), float(arr["step_s"][k]))
+    if len(cand):
+        sub = t.take(cand)
+        best, _, best_pl, _ = _price_tuples(hw, wl, sub, dp_overlap, terms["block_s"][cand],
+                                            terms["block_critical_s"][cand])
+        ok = np.isfinite(best) if deadline_s is None else wl.steps * best <= deadline_s
+        if exact:
+            keep[cand[~ok]] = False
+        if ok.any():
+            idx = np.nonzero(ok)[0]
+            k = idx[np.lexsort((best[idx], sub.gpus[idx] if deadline_s is not None else np.zeros(len(idx))))[0]]
+            incumbent = (float(sub.gpus[k]), float(best[k]), layout_from(sub, int(k), best_pl[int(k)]))
     if incumbent is not None:
         if deadline_s is not None:
             keep &= t.gpus <= incumbent[0]
         else:
             keep &= lb <= incumbent[1] * (1 + 1e-9)
+        if exact:
+            # Every candidate was priced exactly: only tuples that tie the incumbent's GPU count and come within
+            # the integer rounding of its step time can still win (stages 2 and 3).
+            priced = np.full(len(t), np.inf)
+            priced[cand] = best
+            slack = 8 * QUANTUM_S
+            keep &= priced <= incumbent[1] + slack
+            if deadline_s is not None:
+                keep &= t.gpus == incumbent[0]
     idx = np.nonzero(keep)[0]
     if len(idx) == len(t) or len(idx) == 0:
         return t.take(idx), {k: v[idx] for k, v in terms.items()}, tables, incumbent
@@ -427,6 +486,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             continue
         evaluated += sum(len(tab.tup) for tab in tables.values())
         model = _Model(hw, wl, t, terms, tables, options.dp_overlap)
+        if incumbent is not None:
+            model.hint_layout(incumbent[2])
         remaining = limit - (time.perf_counter() - t0)
         if deadline_s is not None:
             r_q = int(math.floor(deadline_s / wl.steps / QUANTUM_S))

@@ -1,0 +1,190 @@
+"""CP-SAT versus the exhaustive enumerator on the inferred-shape ladder (SPEC §9), plus the `plan` process time.
+
+For every instance (inferred shape at 1e22 ... 1e31 FLOP, dense and sparse, on h100 and h100-superpod, 90-day
+deadline) both searches run in the same process, one after the other, and the table reports:
+
+- the space size (degree tuples; placements are counted separately by the searches),
+- CP-SAT wall time, status and layouts modelled ((tuple, factor vector) pairs put into models),
+- exhaustive wall time, or "did not finish in X s" with the fraction of its chunks completed (chunks are slices
+  of the (N_DP, m) list; they are not equal in cost, so the fraction is only indicative),
+- the ratio exhaustive / CP-SAT (a lower bound on the ratio when the enumerator was stopped),
+- whether the optima agree (GPU count and float step time, both re-priced with planner.cost.step.evaluate).
+
+Then `plan --compute 1e28 --gpu h100 --days 90 --json` is timed as a whole process (SPEC §9 target: < 3 s).
+
+Usage:
+    python benchmarks/solver.py [--quick] [--exhaustive-limit S] [--cpsat-limit S] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from planner.cost.step import evaluate
+from planner.hardware import get_hardware
+from planner.solve import exhaustive as exh_mod
+from planner.solve.cpsat import solve_cpsat
+from planner.solve.space import SearchOptions, build_space, model_parallel_rows
+from planner.workload import infer_workload
+
+DAYS = 90.0
+COMPUTES = [1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31]
+QUICK = [(1e22, False, "h100"), (1e25, True, "h100"), (1e28, False, "h100"), (1e24, False, "h100-superpod")]
+
+
+class _ChunkCounter:
+    """Counts the enumerator's chunks by wrapping the one call it makes per chunk (benchmark instrumentation only;
+    the enumerator checks its time limit before each chunk, so every counted call is a completed chunk)."""
+
+    def __init__(self):
+        self.calls = 0
+        self._orig = exh_mod.tuples_for_model_parallel
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self._orig(*args, **kwargs)
+
+    def __enter__(self):
+        exh_mod.tuples_for_model_parallel = self
+        return self
+
+    def __exit__(self, *exc):
+        exh_mod.tuples_for_model_parallel = self._orig
+
+
+def total_chunks(hw, wl, options) -> int:
+    space = build_space(hw, wl, options)
+    chunk = max(1, 200_000 // max(len(model_parallel_rows(space)), 1))
+    return math.ceil(len(space.dp_m) / chunk)
+
+
+def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, cp_limit: float) -> dict:
+    hw = get_hardware(hw_name)
+    wl = infer_workload(compute, sparse=sparse)
+    deadline_s = DAYS * 86400.0
+    opts = SearchOptions()
+    cp = solve_cpsat(hw, wl, opts, deadline_s, time_limit_s=cp_limit, workers=2)
+    with _ChunkCounter() as counter:
+        ex = exh_mod.solve_exhaustive(hw, wl, opts, deadline_s, time_limit_s=exh_limit)
+    n_chunks = total_chunks(hw, wl, opts)
+    finished = ex.status in ("optimal", "infeasible")
+
+    def priced(res):
+        if res.layout is None:
+            return None
+        ev = evaluate(hw, wl, res.layout, dp_overlap=opts.dp_overlap)
+        return ev.gpus, ev.step.step_s
+
+    pc, pe = priced(cp), priced(ex)
+    if not finished:
+        agree = "n/a (enumerator stopped)"
+        if pe is not None and pc is not None and (pe[0], pe[1]) < (pc[0], pc[1] - 1e-8):
+            agree = f"NO: partial enumeration found better ({pe[0]} GPUs, {pe[1]:.6g} s)"
+    elif cp.status != "optimal" or (pc is None) != (pe is None):
+        agree = "NO" if cp.status == "optimal" else f"n/a (cpsat {cp.status})"
+    elif pc is None:
+        agree = "yes (both infeasible)"
+    else:
+        agree = "yes" if pc[0] == pe[0] and abs(pc[1] - pe[1]) <= 1e-8 else (
+            f"NO: cpsat {pc[0]} GPUs {pc[1]:.9g} s, exhaustive {pe[0]} GPUs {pe[1]:.9g} s")
+    return {
+        "compute": compute, "hw": hw_name, "kind": "sparse" if sparse else "dense",
+        "shape": f"d{wl.d_model} L{wl.layers} E{wl.experts} b{wl.batch_tokens}",
+        "space": cp.space_size, "cp_s": cp.wall_s, "cp_status": cp.status, "cp_stages": cp.cpsat_status,
+        "modelled": cp.evaluated, "gpus": pc[0] if pc else None, "step_s": pc[1] if pc else None,
+        "ex_s": ex.wall_s, "ex_finished": finished, "ex_chunks": (counter.calls, n_chunks),
+        "ex_evaluated": ex.evaluated, "ratio": ex.wall_s / cp.wall_s if cp.wall_s > 0 else float("nan"),
+        "agree": agree,
+    }
+
+
+def fmt_row(r: dict, exh_limit: float) -> list[str]:
+    if r["ex_finished"]:
+        ex = f"{r['ex_s']:.2f} s"
+        ratio = f"{r['ratio']:.1f}x"
+    else:
+        done, total = r["ex_chunks"]
+        ex = f"did not finish in {exh_limit:g} s ({done}/{total} chunks)"
+        ratio = f">{r['ratio']:.1f}x"
+    gpus = f"{r['gpus']:,}" if r["gpus"] is not None else "-"
+    return [f"{r['compute']:.0e}", r["hw"], r["kind"], r["shape"], f"{r['space']:,}", f"{r['cp_s']:.2f} s",
+            r["cp_status"], f"{r['modelled']:,}", gpus, ex, ratio, r["agree"]]
+
+
+HEADER = ["compute", "hardware", "kind", "shape", "space (tuples)", "CP-SAT", "status", "modelled", "GPUs",
+          "exhaustive", "exh/CP-SAT", "optima agree"]
+
+
+def time_plan(repeats: int = 3) -> list[float]:
+    exe = Path(sys.executable).parent / "plan"
+    cmd = [str(exe), "--compute", "1e28", "--gpu", "h100", "--days", "90", "--json"]
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        out.append(time.perf_counter() - t0)
+        if p.returncode != 0:
+            print(f"plan exited {p.returncode}: {p.stderr.strip()[:300]}", file=sys.stderr)
+        else:
+            import json
+            doc = json.loads(p.stdout)
+            print(f"  plan run: {out[-1]:.2f} s, status {doc.get('status')}, gpus {doc.get('gpus')}", flush=True)
+    return out
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} logical CPUs (nproc), {cpu}, Python {platform.python_version()}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a few instances only")
+    ap.add_argument("--exhaustive-limit", type=float, default=120.0, help="enumerator time limit per instance (s)")
+    ap.add_argument("--cpsat-limit", type=float, default=60.0, help="CP-SAT time limit per instance (s)")
+    ap.add_argument("--markdown", action="store_true", help="emit a Markdown table")
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        instances = QUICK
+    else:
+        instances = [(c, s, h) for h in ("h100", "h100-superpod") for s in (False, True) for c in COMPUTES]
+    print(f"# machine: {machine()}", flush=True)
+    rows = []
+    for c, s, h in instances:
+        r = run_instance(c, s, h, args.exhaustive_limit, args.cpsat_limit)
+        rows.append(r)
+        print("  " + " | ".join(fmt_row(r, args.exhaustive_limit)) + f"  [{r['cp_stages']}]", flush=True)
+    table = [fmt_row(r, args.exhaustive_limit) for r in rows]
+    print()
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "---|" * len(HEADER))
+        for t in table:
+            print("| " + " | ".join(t) + " |")
+    else:
+        widths = [max(len(x) for x in col) for col in zip(HEADER, *table)]
+        for t in [HEADER] + table:
+            print("  ".join(x.ljust(w) for x, w in zip(t, widths)))
+    print("\n# plan --compute 1e28 --gpu h100 --days 90 --json (whole process, 3 repeats)", flush=True)
+    times = time_plan(3)
+    print("plan wall times: " + ", ".join(f"{t:.2f} s" for t in times))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

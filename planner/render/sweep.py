@@ -1,0 +1,306 @@
+"""Rendering of a sweep (SPEC §7): rich table, CSV, PNG plots like the paper's Figs. 6-9, and the `sweep` command.
+
+The command lives here (not in planner/cli.py) so that cli.py only registers it; it raises the library's typed
+errors and lets `planner.cli.run` turn them into one-line messages and exit codes.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.errors import InvalidInput
+from planner.schema import Plan
+from planner.sweep import SweepResult, sweep
+
+CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
+              "training_days", "step_time_s", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
+              "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens", "bottleneck", "solver_wall_s",
+              "explanation")
+
+
+def _sci(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.{digits - 1}e}".replace("e+", "e")
+
+
+def _requested(p: Plan) -> float:
+    return p.workload.requested_compute_flop or p.workload.compute_flop
+
+
+# --------------------------------------------------------------------------------------------------
+# Table and CSV
+# --------------------------------------------------------------------------------------------------
+
+
+def sweep_table(res: SweepResult) -> Table:
+    t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
+                    f"batch scaling {res.batch_scaling}", title_justify="left")
+    for col in ("hardware", "compute (FLOP)", "GPUs", "MFU", "days", "dp", "tp_ff", "tp_model", "pp", "ep",
+                "schedule", "status"):
+        t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
+    for p in res.plans:
+        lay = p.layout
+        status = p.status if p.status != "infeasible" else (
+            "infeasible" if p.solver.status == "infeasible" else "no plan (time limit)")
+        t.add_row(p.hardware, _sci(_requested(p)), "-" if p.gpus is None else f"{p.gpus:,}",
+                  "-" if p.mfu is None else f"{p.mfu:.3f}",
+                  "-" if p.training_days is None else f"{p.training_days:.1f}",
+                  *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
+                                                    str(lay.ep))),
+                  "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
+                  status)
+    return t
+
+
+def summary_table(res: SweepResult) -> Table:
+    t = Table(title="Per hardware", title_justify="left")
+    for col in ("hardware", "MFU ceiling", "80 % threshold", "end of linear scaling (FLOP)", "last feasible (FLOP)",
+                "notes"):
+        t.add_column(col)
+    for s in res.summaries:
+        t.add_row(s.hardware, f"{s.ceiling_mfu:.3f}", f"{s.threshold_mfu:.3f}", _sci(s.end_of_linear_scaling_flop),
+                  _sci(s.last_feasible_flop), "; ".join(s.notes))
+    return t
+
+
+def plan_row(p: Plan) -> dict:
+    lay = p.layout
+    wl = p.workload
+    row = {
+        "hardware": p.hardware, "requested_compute_flop": wl.requested_compute_flop, "compute_flop": wl.compute_flop,
+        "status": p.status, "solver_status": p.solver.status, "gpus": p.gpus, "nodes": p.nodes, "mfu": p.mfu,
+        "training_days": p.training_days, "step_time_s": p.step_time_s, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
+        "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
+    }
+    for k in ("dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches", "schedule"):
+        row[k] = None if lay is None else getattr(lay, k)
+    return row
+
+
+def write_csv(res: SweepResult, path: Path | str) -> None:
+    path = Path(path)
+    try:
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+            w.writeheader()
+            for p in res.plans:
+                w.writerow({k: ("" if v is None else v) for k, v in plan_row(p).items()})
+    except OSError as exc:
+        raise InvalidInput(f"cannot write --csv {path}: {exc.strerror}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Plots (matplotlib, Agg)
+# --------------------------------------------------------------------------------------------------
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, title: str = "") -> Path:
+    """MFU vs compute (paper Figs. 6, 8, 9): one line per (label, sweep, hardware); a dotted horizontal line at
+    80 % of each distinct ceiling; a dashed vertical marker at each curve's end of linear scaling and a dotted one
+    at its last feasible compute."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    thresholds_drawn: set[float] = set()
+    for k, (label, res, hw) in enumerate(curves):
+        color = f"C{k % 10}"
+        plans = res.plans_for(hw)
+        s = res.summary(hw)
+        xs = [c for c, p in zip(res.compute_flop, plans) if p.mfu is not None and p.status != "infeasible"]
+        ys = [p.mfu for p in plans if p.mfu is not None and p.status != "infeasible"]
+        ax.plot(xs, ys, "-o", color=color, ms=3.5, lw=1.6, label=label)
+        if s.threshold_mfu not in thresholds_drawn:
+            thresholds_drawn.add(s.threshold_mfu)
+            ax.axhline(s.threshold_mfu, color="grey", ls=":", lw=1.0)
+            ax.annotate(f"80 % of {s.ceiling_mfu:.2f} ceiling", (1.0, s.threshold_mfu), xycoords=("axes fraction", "data"),
+                        ha="right", va="bottom", fontsize=7, color="grey")
+        if s.end_of_linear_scaling_flop is not None:
+            ax.axvline(s.end_of_linear_scaling_flop, color=color, ls="--", lw=0.9, alpha=0.8)
+        if s.last_feasible_flop is not None and s.last_feasible_flop < res.compute_flop[-1]:
+            ax.axvline(s.last_feasible_flop, color=color, ls=":", lw=1.2, alpha=0.9)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.0)
+    ax.set_xlabel("Training compute (FLOP, 6 N_active D)")
+    ax.set_ylabel("Model FLOP utilization (MFU, fraction of peak)")
+    ax.set_title(title or "MFU vs training compute")
+    ax.grid(True, which="major", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+
+    handles += [Line2D([], [], color="k", ls="--", lw=0.9), Line2D([], [], color="k", ls=":", lw=1.2)]
+    labels += ["end of linear scaling (MFU < 80 % of ceiling)", "last feasible compute"]
+    ax.legend(handles, labels, fontsize=8, loc="lower left")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_parallelism(res: SweepResult, hw: str, path: Path | str, title: str = "") -> Path:
+    """Fig. 7: log N_X / log N_GPU vs compute for dp, tp (= tp_ff x tp_model), pp and ep."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    series: dict[str, list[tuple[float, float]]] = {"dp": [], "tp (tp_ff x tp_model)": [], "pp": [], "ep": []}
+    for c, p in zip(res.compute_flop, res.plans_for(hw)):
+        if p.layout is None or p.status == "infeasible" or not p.gpus or p.gpus < 2:
+            continue
+        lay = p.layout
+        ln = math.log(p.gpus)
+        for name, deg in (("dp", lay.dp), ("tp (tp_ff x tp_model)", lay.tp_ff * lay.tp_model), ("pp", lay.pp),
+                          ("ep", lay.ep)):
+            series[name].append((c, math.log(deg) / ln))
+    for k, (name, pts) in enumerate(series.items()):
+        if name == "ep" and not any(y > 0 for _, y in pts):
+            continue
+        ax.plot([x for x, _ in pts], [y for _, y in pts], "-o", ms=3.5, color=f"C{k}", label=name)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("Training compute (FLOP)")
+    ax.set_ylabel("Fraction of parallelism, log N_X / log N_GPU")
+    ax.set_title(title or f"Parallelism split on {hw}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
+    """`PREFIX-mfu.png` (all hardware) and `PREFIX-parallelism-HW.png` (one per hardware)."""
+    prefix = str(prefix)
+    parent = Path(prefix).parent
+    if not parent.is_dir():
+        raise InvalidInput(f"--plot {prefix}: directory {parent} does not exist")
+    kind = f"{'sparse' if res.sparse else 'dense'}, {res.days:g}-day runs, batch scaling {res.batch_scaling}"
+    out = [plot_mfu([(hw, res, hw) for hw in res.hardware], f"{prefix}-mfu.png", f"MFU vs compute ({kind})")]
+    for hw in res.hardware:
+        out.append(plot_parallelism(res, hw, f"{prefix}-parallelism-{hw}.png", f"Parallelism split on {hw} ({kind})"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------------------------------
+
+
+class _BatchScaling(str, Enum):
+    paper = "paper"
+    deepseek = "deepseek"
+    fixed = "fixed"
+
+
+class _Schedule(str, Enum):
+    auto = "auto"
+    one_f_one_b = "1f1b"
+    zb_h2 = "zb-h2"
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a whole number") from None
+
+
+def sweep_command(
+    gpu: Annotated[list[str] | None, typer.Option(
+        "--gpu", help="Hardware name or TOML file; repeat for several curves (default h100).",
+        metavar="NAME|FILE.toml", show_default=False)] = None,
+    compute_from: Annotated[float, typer.Option("--from", parser=_number, metavar="FLOP",
+                                                help="Smallest training compute.")] = 1e24,
+    compute_to: Annotated[float, typer.Option("--to", parser=_number, metavar="FLOP",
+                                              help="Largest training compute.")] = 1e32,
+    points: Annotated[int, typer.Option("--points", parser=_whole, metavar="INT",
+                                        help="Log-spaced compute points per hardware.")] = 30,
+    sparse: Annotated[bool, typer.Option("--sparse", help="Sparse (mixture-of-experts) models.")] = False,
+    batch_scaling: Annotated[_BatchScaling, typer.Option(
+        "--batch-scaling", help="Batch-size law: paper, deepseek (Bi et al. 2024) or fixed (2^22 tokens).")
+    ] = _BatchScaling.paper,
+    schedule: Annotated[_Schedule, typer.Option("--schedule", help="Pipeline schedule.")] = _Schedule.auto,
+    days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
+                                        help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", parser=_number, metavar="S",
+                                              help="Solver time limit per point, seconds.")] = 30.0,
+    jobs: Annotated[int, typer.Option("--jobs", parser=_whole, metavar="INT",
+                                      help="Points solved in parallel (processes).")] = 2,
+    csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one row per point to this CSV file.",
+                                                  metavar="FILE", dir_okay=False, show_default=False)] = None,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Write PNG plots PREFIX-mfu.png and PREFIX-parallelism-HW.png.", metavar="PREFIX",
+        show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document (plans, end_of_linear_scaling_flop, last_feasible_flop).")] = False,
+) -> None:
+    """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
+    from planner.api import resolve_hardware
+    from planner.sweep import compute_grid
+
+    compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
+    for name in gpu or ["h100"]:
+        resolve_hardware(name)
+    progress_cb = None
+    bar = None
+    err_console = Console(stderr=True)
+    if not json_out and err_console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("{task.description}"), console=err_console, transient=True)
+    try:
+        if bar is not None:
+            bar.start()
+            task = bar.add_task("", total=None)
+
+            def progress_cb(done: int, total: int, p: Plan) -> None:
+                bar.update(task, completed=done, total=total,
+                           description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
+
+        res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
+                    batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
+                    jobs=jobs, progress=progress_cb)
+    finally:
+        if bar is not None:
+            bar.stop()
+    if csv_file is not None:
+        write_csv(res, csv_file)
+    written = write_plots(res, plot) if plot else []
+    if json_out:
+        sys.stdout.write(res.model_dump_json(indent=2) + "\n")
+        return
+    console = Console(width=max(Console().width, 140))
+    console.print(sweep_table(res))
+    console.print(summary_table(res))
+    for path in ([csv_file] if csv_file else []) + written:
+        console.print(f"wrote {path}")

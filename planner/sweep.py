@@ -1,0 +1,274 @@
+"""Sweep a compute range: one full `planner.api.plan` per (hardware, compute) point (SPEC §7, paper §6.2-6.3).
+
+The points are independent, so they are solved in parallel across cores (a process pool of `jobs` workers, each
+CP-SAT search single-threaded); the output order is deterministic (hardware in the order given, compute
+ascending) whatever order the points finish in. A point with no feasible layout is recorded as the infeasible
+Plan that `planner.errors.Infeasible` carries, with its explanation; the sweep itself does not fail.
+
+Per hardware the result summarises the two numbers the paper reads off Figs. 6, 8 and 9:
+
+- `end_of_linear_scaling_flop` (Tables 3 and 4): the first compute at which MFU falls below 80 % of the
+  hardware's ceiling, the MFU a single GPU sustains (`gpu.sustained_clock_factor`, since MFU is measured against
+  the max-clock peak). The crossing is interpolated linearly in log10(compute) between the two grid points
+  around it.
+- `last_feasible_flop`: the largest compute of the grid with a feasible plan (the latency wall, §5.2, when the
+  grid extends past it).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner import api
+from planner.errors import Infeasible, InvalidInput
+from planner.schema import Hardware, Plan, SolverReport
+
+LINEAR_SCALING_FRACTION = 0.8
+"""Linear scaling ends where MFU < 0.8 x the single-GPU sustained ceiling (paper Tables 3 and 4)."""
+
+THREE_MONTHS_DAYS = 365.25 / 4
+"""The paper's three-month runs."""
+
+ProgressCallback = Callable[[int, int, Plan], None]
+"""progress(done, total, plan_just_finished), called in the calling process as points complete."""
+
+
+class HardwareSummary(BaseModel):
+    """What one hardware's curve says: where linear scaling ends and where feasibility ends."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hardware: str
+    ceiling_mfu: float = Field(description="MFU one GPU sustains (sustained / max clock): the ceiling of the curve.")
+    threshold_mfu: float = Field(description="0.8 x ceiling_mfu: below it linear scaling has ended.")
+    end_of_linear_scaling_flop: float | None = Field(
+        description="First compute with MFU < threshold (log-interpolated between grid points); null if the curve "
+        "never drops below the threshold within the grid's feasible points.")
+    last_feasible_flop: float | None = Field(description="Largest grid compute with a feasible plan; null if none.")
+    feasible_points: int
+    infeasible_points: int
+    unproven_points: int = Field(description="Points whose search hit the time limit: 'feasible' but not proven "
+                                 "optimal, or infeasible but not proven so.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class SweepResult(BaseModel):
+    """A sweep: its inputs, every plan (hardware-major, compute ascending) and the per-hardware summary."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hardware: list[str] = Field(description="Hardware names, in the order swept.")
+    compute_flop: list[float] = Field(description="The log-spaced grid of requested compute, FLOP.")
+    days: float
+    sparse: bool
+    batch_scaling: str
+    schedule: str
+    time_limit_s: float | None
+    plans: list[Plan] = Field(description="One plan per (hardware, compute), hardware-major, compute ascending; "
+                              "infeasible points are Plans with status 'infeasible' and an explanation.")
+    summaries: list[HardwareSummary]
+    end_of_linear_scaling_flop: dict[str, float | None] = Field(
+        description="Hardware name -> end of linear scaling (same as in `summaries`).")
+    last_feasible_flop: dict[str, float | None] = Field(
+        description="Hardware name -> largest feasible compute (same as in `summaries`).")
+
+    def plans_for(self, hardware: str) -> list[Plan]:
+        k = self.hardware.index(hardware)
+        n = len(self.compute_flop)
+        return self.plans[k * n:(k + 1) * n]
+
+    def summary(self, hardware: str) -> HardwareSummary:
+        return self.summaries[self.hardware.index(hardware)]
+
+
+# --------------------------------------------------------------------------------------------------
+# The grid and the crossing
+# --------------------------------------------------------------------------------------------------
+
+
+def compute_grid(compute_from: float, compute_to: float, points: int) -> list[float]:
+    """`points` log-spaced values from compute_from to compute_to inclusive (rounded to 6 significant figures so
+    the grid prints and serialises cleanly)."""
+    for name, v in (("--from", compute_from), ("--to", compute_to)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise InvalidInput(f"{name} must be a positive finite number of FLOP, got {v!r}")
+    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
+        raise InvalidInput(f"--points must be a whole number >= 1, got {points!r}")
+    if compute_to < compute_from:
+        raise InvalidInput(f"--to ({compute_to:g}) must not be below --from ({compute_from:g})")
+    if points == 1:
+        return [float(compute_from)]
+    lo, hi = math.log10(compute_from), math.log10(compute_to)
+    return [float(f"{10 ** (lo + (hi - lo) * k / (points - 1)):.6g}") for k in range(points)]
+
+
+def crossing_below(xs: Sequence[float], ys: Sequence[float], threshold: float) -> float | None:
+    """First x at which y drops below `threshold`, interpolating linearly in log10(x) between neighbours.
+
+    xs ascending, positive. If the first point is already below, that x is returned (the crossing is at or before
+    the start of the data); None if y never drops below.
+    """
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        if y < threshold:
+            if k == 0:
+                return float(x)
+            x0, y0 = xs[k - 1], ys[k - 1]
+            frac = (y0 - threshold) / (y0 - y) if y0 != y else 1.0
+            return float(10 ** (math.log10(x0) + frac * (math.log10(x) - math.log10(x0))))
+    return None
+
+
+def _unproven(p: Plan) -> bool:
+    if p.status == "feasible":
+        return True
+    return p.status == "infeasible" and p.solver.status == "unknown"
+
+
+def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> HardwareSummary:
+    ceiling = hw.gpu.sustained_clock_factor
+    threshold = LINEAR_SCALING_FRACTION * ceiling
+    feas = [(c, p) for c, p in zip(grid, plans) if p.status != "infeasible" and p.mfu is not None]
+    notes: list[str] = []
+    end = crossing_below([c for c, _ in feas], [p.mfu for _, p in feas], threshold)
+    if feas and end is not None and end == feas[0][0] and feas[0][1].mfu < threshold:
+        notes.append(f"MFU is already below {threshold:.3f} at the first feasible point {end:.3g} FLOP: linear "
+                     "scaling ends at or before it")
+    last = feas[-1][0] if feas else None
+    if end is None and feas:
+        notes.append(f"MFU stays >= {threshold:.3f} up to the last feasible point {last:.3g} FLOP: linear scaling "
+                     "ends at the feasibility wall or beyond the grid")
+    unproven = sum(_unproven(p) for p in plans)
+    if unproven:
+        notes.append(f"{unproven} point(s) hit the solver time limit (not proven optimal/infeasible)")
+    # an unproven infeasible point below the last feasible one makes a gap in the curve; say so
+    gaps = [c for c, p in zip(grid, plans) if p.status == "infeasible" and last is not None and c < last]
+    if gaps:
+        notes.append("no plan found below the last feasible point at " + ", ".join(f"{c:.3g}" for c in gaps)
+                     + " FLOP (interpolated over)")
+    return HardwareSummary(
+        hardware=hw.name, ceiling_mfu=ceiling, threshold_mfu=threshold, end_of_linear_scaling_flop=end,
+        last_feasible_flop=last, feasible_points=len(feas), infeasible_points=len(plans) - len(feas),
+        unproven_points=unproven, notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# One point (runs in a worker process)
+# --------------------------------------------------------------------------------------------------
+
+
+def _infeasible_doc(hw: Hardware, exc: Exception, compute: float, days: float) -> Plan:
+    """Fallback when an Infeasible carries no plan (should not happen): a minimal infeasible Plan."""
+    from planner.workload import infer_workload  # noqa: PLC0415
+
+    return Plan(status="infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
+                deadline_days=days, gpus=None, nodes=None, gpu_hours=None, mfu=None, training_days=None,
+                step_time_s=None, bottleneck=None, workload=api.workload_report(infer_workload(compute)),
+                layout=None, breakdown=None, memory=None,
+                solver=SolverReport(name="cpsat", status="unknown", wall_s=0.0, space_size=0, evaluated=0, gap=None),
+                explanation=str(exc))
+
+
+def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
+                time_limit_s: float | None, workers: int, solver: str) -> Plan:
+    """One full plan; Infeasible becomes the infeasible Plan it carries."""
+    try:
+        return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, schedule=schedule,
+                        solver=solver, time_limit_s=time_limit_s, workers=workers)
+    except Infeasible as exc:
+        doc = exc.details.get("plan")
+        if isinstance(doc, Plan):
+            if not doc.explanation:
+                doc = doc.model_copy(update={"explanation": exc.explanation or str(exc)})
+            return doc
+        return _infeasible_doc(hw, exc, compute, days)
+
+
+# --------------------------------------------------------------------------------------------------
+# The sweep
+# --------------------------------------------------------------------------------------------------
+
+
+def sweep(
+    gpus: Sequence[str | Hardware],
+    compute_from: float,
+    compute_to: float,
+    points: int,
+    days: float = 90.0,
+    sparse: bool = False,
+    batch_scaling: str = "paper",
+    schedule: str = "auto",
+    time_limit_s: float | None = 30.0,
+    workers: int = 1,
+    jobs: int = 2,
+    progress: ProgressCallback | None = None,
+    solver: str = "cpsat",
+) -> SweepResult:
+    """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
+
+    `workers` is CP-SAT's thread count per plan, `jobs` the number of plans solved at once (processes). Use
+    days=365.25/4 (`THREE_MONTHS_DAYS`) for the paper's three-month runs.
+    """
+    if isinstance(gpus, (str, Hardware)):
+        gpus = [gpus]
+    if not gpus:
+        raise InvalidInput("give at least one --gpu")
+    hws = [api.resolve_hardware(g) for g in gpus]
+    names = [h.name for h in hws]
+    if len(set(names)) != len(names):
+        raise InvalidInput(f"hardware listed twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+    grid = compute_grid(compute_from, compute_to, points)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
+    if batch_scaling not in ("paper", "deepseek", "fixed"):
+        raise InvalidInput(f"unknown batch scaling '{batch_scaling}'; choose one of paper, deepseek, fixed")
+    # Validate the shared arguments once, in this process, so a bad value is one error and not N.
+    if schedule not in api.SCHEDULES:
+        raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(api.SCHEDULES)}")
+    if solver not in api.SOLVERS:
+        raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(api.SOLVERS)}")
+    api._positive("--days", days)
+    api._positive("--time-limit", time_limit_s, " seconds")
+
+    tasks = [(hw, c) for hw in hws for c in grid]
+    results: list[Plan | None] = [None] * len(tasks)
+    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver)
+    done = 0
+    if jobs == 1 or len(tasks) == 1:
+        for k, (hw, c) in enumerate(tasks):
+            results[k] = solve_point(hw, c, *args)
+            done += 1
+            if progress:
+                progress(done, len(tasks), results[k])
+    else:
+        # spawn, not fork: OR-Tools keeps threads around and forking a threaded process can deadlock.
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+            pending = {pool.submit(solve_point, hw, c, *args): k for k, (hw, c) in enumerate(tasks)}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=pending.__getitem__):
+                    k = pending.pop(fut)
+                    results[k] = fut.result()
+                    done += 1
+                    if progress:
+                        progress(done, len(tasks), results[k])
+
+    plans: list[Plan] = [p for p in results if p is not None]
+    n = len(grid)
+    summaries = [summarise(hw, grid, plans[i * n:(i + 1) * n]) for i, hw in enumerate(hws)]
+    return SweepResult(
+        hardware=names, compute_flop=grid, days=float(days), sparse=sparse, batch_scaling=batch_scaling,
+        schedule=schedule, time_limit_s=time_limit_s, plans=plans, summaries=summaries,
+        end_of_linear_scaling_flop={s.hardware: s.end_of_linear_scaling_flop for s in summaries},
+        last_feasible_flop={s.hardware: s.last_feasible_flop for s in summaries},
+    )
+
+
+__all__ = ["HardwareSummary", "SweepResult", "THREE_MONTHS_DAYS", "compute_grid", "crossing_below", "summarise",
+           "sweep"]

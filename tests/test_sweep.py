@@ -1,0 +1,110 @@
+"""`planner.sweep` and `planner sweep` (SPEC §7): order, JSON keys, the end-of-linear-scaling interpolation, CSV, plots.
+
+Real sweeps stay at 1e21-1e23 FLOP on h100, where each CP-SAT plan takes well under a second.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from planner.cli import app, run
+from planner.errors import InvalidInput
+from planner.hardware import get_hardware
+from planner.render.sweep import write_csv, write_plots
+from planner.schema import Plan
+from planner.sweep import SweepResult, compute_grid, crossing_below, summarise, sweep
+
+
+@pytest.fixture(scope="module")
+def small() -> SweepResult:
+    return sweep(["h100"], 1e21, 1e23, 3, days=90.0, time_limit_s=20.0, jobs=1)
+
+
+def test_grid_is_log_spaced_and_inclusive():
+    assert compute_grid(1e21, 1e23, 3) == [1e21, 1e22, 1e23]
+    assert compute_grid(1e24, 1e24, 1) == [1e24]
+    g = compute_grid(1e24, 1e32, 30)
+    assert len(g) == 30 and g[0] == 1e24 and g[-1] == 1e32
+    assert all(b > a for a, b in zip(g, g[1:]))
+
+
+@pytest.mark.parametrize("args", [(0, 1e22, 3), (1e22, math.inf, 3), (1e23, 1e22, 3), (1e21, 1e22, 0)])
+def test_grid_rejects_bad_input(args):
+    with pytest.raises(InvalidInput):
+        compute_grid(*args)
+
+
+def test_small_sweep_in_order_with_required_keys(small):
+    assert small.compute_flop == [1e21, 1e22, 1e23]
+    assert [p.workload.requested_compute_flop for p in small.plans] == [1e21, 1e22, 1e23]
+    assert all(p.hardware == "h100" and p.status == "optimal" for p in small.plans)
+    doc = json.loads(small.model_dump_json())
+    for key in ("plans", "end_of_linear_scaling_flop", "last_feasible_flop"):
+        assert key in doc
+    assert doc["last_feasible_flop"] == {"h100": 1e23}
+    assert doc["end_of_linear_scaling_flop"] == {"h100": None}  # a single GPU's MFU, far from the 80 % line
+    for key in ("status", "gpus", "nodes", "mfu", "training_days", "step_time_s", "hardware", "workload", "layout",
+                "breakdown", "memory", "solver"):
+        assert key in doc["plans"][0]
+
+
+def test_crossing_interpolates_in_log_compute():
+    xs = [1e26, 1e27, 1e28, 1e29]
+    ys = [0.70, 0.66, 0.46, 0.20]
+    # threshold 0.56 is half way from 0.66 to 0.46, so half way in log10 between 1e27 and 1e28: 10^27.5
+    assert crossing_below(xs, ys, 0.56) == pytest.approx(10 ** 27.5, rel=1e-12)
+    # 0.61: a quarter of the way -> 10^27.25
+    assert crossing_below(xs, ys, 0.61) == pytest.approx(10 ** 27.25, rel=1e-12)
+    assert crossing_below(xs, ys, 0.1) is None
+    assert crossing_below(xs, ys, 0.9) == 1e26  # already below at the first point
+
+
+def _fake(mfu: float | None, compute: float, template: Plan) -> Plan:
+    if mfu is None:
+        return template.model_copy(update={"status": "infeasible", "mfu": None})
+    return template.model_copy(update={"mfu": mfu})
+
+
+def test_summary_end_and_last_feasible_on_synthetic_mfu(small):
+    hw = get_hardware("h100")  # ceiling 0.70, threshold 0.56
+    grid = [1e27, 1e28, 1e29, 1e30]
+    tpl = small.plans[0]
+    plans = [_fake(0.70, 1e27, tpl), _fake(0.60, 1e28, tpl), _fake(0.40, 1e29, tpl), _fake(None, 1e30, tpl)]
+    s = summarise(hw, grid, plans)
+    assert s.threshold_mfu == pytest.approx(0.56)
+    # 0.60 -> 0.40 crosses 0.56 a fifth of the way: 10^(28 + 0.2)
+    assert s.end_of_linear_scaling_flop == pytest.approx(10 ** 28.2, rel=1e-9)
+    assert s.last_feasible_flop == 1e29
+    assert s.feasible_points == 3 and s.infeasible_points == 1
+
+
+def test_csv_and_plots_written(small, tmp_path):
+    path = tmp_path / "s.csv"
+    write_csv(small, path)
+    rows = list(csv.DictReader(path.open()))
+    assert [float(r["requested_compute_flop"]) for r in rows] == [1e21, 1e22, 1e23]
+    assert {"mfu", "gpus", "dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status"} <= set(rows[0])
+    files = write_plots(small, tmp_path / "fig")
+    assert [f.name for f in files] == ["fig-mfu.png", "fig-parallelism-h100.png"]
+    for f in files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 10_000
+
+
+def test_cli_sweep_json_and_errors(capsys):
+    capsys.readouterr()
+    code = run(app, ["sweep", "--gpu", "h100", "--from", "1e21", "--to", "1e21", "--points", "1", "--jobs", "1",
+                     "--json"], "planner")
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert set(doc["end_of_linear_scaling_flop"]) == {"h100"} and doc["last_feasible_flop"]["h100"] == 1e21
+    code = run(app, ["sweep", "--from", "-1"], "planner")
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: --from")
+    code = run(app, ["sweep", "--gpu", "nope"], "planner")
+    _, err = capsys.readouterr()
+    assert code == 2 and "nope" in err
