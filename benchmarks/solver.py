@@ -6,7 +6,9 @@ deadline) both searches run in the same process, one after the other, and the ta
 - the space size (degree tuples; placements are counted separately by the searches),
 - CP-SAT wall time, status and layouts modelled ((tuple, factor vector) pairs put into models),
 - exhaustive wall time, or "did not finish in X s" with the fraction of its chunks completed (chunks are slices
-  of the (N_DP, m) list; they are not equal in cost, so the fraction is only indicative),
+  of the (N_DP, m) list; they are not equal in cost, so the fraction is only indicative). The enumerator checks
+  its own time limit only between chunks and one chunk can take minutes, so it runs in a forked process that is
+  terminated at the limit (+1 s),
 - the ratio exhaustive / CP-SAT (a lower bound on the ratio when the enumerator was stopped),
 - whether the optima agree (GPU count and float step time, both re-priced with planner.cost.step.evaluate).
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing as mp
 import os
 import platform
 import subprocess
@@ -39,24 +42,36 @@ COMPUTES = [1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31]
 QUICK = [(1e22, False, "h100"), (1e25, True, "h100"), (1e28, False, "h100"), (1e24, False, "h100-superpod")]
 
 
-class _ChunkCounter:
-    """Counts the enumerator's chunks by wrapping the one call it makes per chunk (benchmark instrumentation only;
-    the enumerator checks its time limit before each chunk, so every counted call is a completed chunk)."""
+def _exhaustive_child(conn, counter, hw_name, compute, sparse, limit):
+    """Runs in a forked process: the enumerator checks its time limit only between chunks, and one chunk of a
+    large instance can run for minutes, so the parent enforces the limit by terminating this process."""
+    orig = exh_mod.tuples_for_model_parallel
 
-    def __init__(self):
-        self.calls = 0
-        self._orig = exh_mod.tuples_for_model_parallel
+    def counting(*args, **kwargs):  # one call per chunk; the limit is checked before it, so each call completes
+        with counter.get_lock():
+            counter.value += 1
+        return orig(*args, **kwargs)
 
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self._orig(*args, **kwargs)
+    exh_mod.tuples_for_model_parallel = counting
+    hw, wl = get_hardware(hw_name), infer_workload(compute, sparse=sparse)
+    res = exh_mod.solve_exhaustive(hw, wl, SearchOptions(), DAYS * 86400.0, time_limit_s=limit)
+    conn.send(res)
 
-    def __enter__(self):
-        exh_mod.tuples_for_model_parallel = self
-        return self
 
-    def __exit__(self, *exc):
-        exh_mod.tuples_for_model_parallel = self._orig
+def run_exhaustive(hw_name, compute, sparse, limit):
+    """(SearchResult or None if killed at the limit, wall seconds, chunks started)."""
+    ctx = mp.get_context("fork")
+    counter = ctx.Value("i", 0)
+    parent, child = ctx.Pipe(duplex=False)
+    t0 = time.perf_counter()
+    proc = ctx.Process(target=_exhaustive_child, args=(child, counter, hw_name, compute, sparse, limit))
+    proc.start()
+    res = parent.recv() if parent.poll(limit + 1.0) else None
+    wall = time.perf_counter() - t0
+    if res is None:
+        proc.terminate()
+    proc.join()
+    return res, wall, counter.value
 
 
 def total_chunks(hw, wl, options) -> int:
@@ -71,13 +86,14 @@ def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, c
     deadline_s = DAYS * 86400.0
     opts = SearchOptions()
     cp = solve_cpsat(hw, wl, opts, deadline_s, time_limit_s=cp_limit, workers=2)
-    with _ChunkCounter() as counter:
-        ex = exh_mod.solve_exhaustive(hw, wl, opts, deadline_s, time_limit_s=exh_limit)
+    ex, ex_wall, started = run_exhaustive(hw_name, compute, sparse, exh_limit)
     n_chunks = total_chunks(hw, wl, opts)
-    finished = ex.status in ("optimal", "infeasible")
+    finished = ex is not None and ex.status in ("optimal", "infeasible")
+    # chunks completed: all of them if it finished; if killed, the one in progress did not complete
+    done = n_chunks if finished else (started if ex is not None else max(started - 1, 0))
 
     def priced(res):
-        if res.layout is None:
+        if res is None or res.layout is None:
             return None
         ev = evaluate(hw, wl, res.layout, dp_overlap=opts.dp_overlap)
         return ev.gpus, ev.step.step_s
@@ -99,8 +115,8 @@ def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, c
         "shape": f"d{wl.d_model} L{wl.layers} E{wl.experts} b{wl.batch_tokens}",
         "space": cp.space_size, "cp_s": cp.wall_s, "cp_status": cp.status, "cp_stages": cp.cpsat_status,
         "modelled": cp.evaluated, "gpus": pc[0] if pc else None, "step_s": pc[1] if pc else None,
-        "ex_s": ex.wall_s, "ex_finished": finished, "ex_chunks": (counter.calls, n_chunks),
-        "ex_evaluated": ex.evaluated, "ratio": ex.wall_s / cp.wall_s if cp.wall_s > 0 else float("nan"),
+        "ex_s": ex.wall_s if finished else ex_wall, "ex_finished": finished, "ex_chunks": (done, n_chunks),
+        "ratio": (ex.wall_s if finished else ex_wall) / cp.wall_s if cp.wall_s > 0 else float("nan"),
         "agree": agree,
     }
 
@@ -111,7 +127,7 @@ def fmt_row(r: dict, exh_limit: float) -> list[str]:
         ratio = f"{r['ratio']:.1f}x"
     else:
         done, total = r["ex_chunks"]
-        ex = f"did not finish in {exh_limit:g} s ({done}/{total} chunks)"
+        ex = f"did not finish in {exh_limit:g} s ({done}/{total} chunks done)"
         ratio = f">{r['ratio']:.1f}x"
     gpus = f"{r['gpus']:,}" if r["gpus"] is not None else "-"
     return [f"{r['compute']:.0e}", r["hw"], r["kind"], r["shape"], f"{r['space']:,}", f"{r['cp_s']:.2f} s",

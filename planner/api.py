@@ -145,8 +145,8 @@ def plan(
     _positive("--days", days)
     _positive("--time-limit", time_limit_s, " seconds")
     _positive("--price-per-gpu-hour", price_per_gpu_hour)
-    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
-        raise InvalidInput(f"--gpus must be a whole number >= 1, got {gpus!r}")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 2**53):
+        raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
     if workload is None:
         if compute_flop is None:
             raise InvalidInput("give --compute FLOP, a model preset, or an explicit shape")

@@ -117,11 +117,18 @@ def _number(text: str) -> float:
         raise typer.BadParameter(f"{text!r} is not a number") from None
 
 
+MAX_WHOLE = 2**53
+"""Largest whole-number option (--gpus, --dp, ...) accepted; larger ones would overflow the int64 cost arrays."""
+
+
 def _whole(text: str) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise typer.BadParameter(f"{text!r} is not a whole number") from None
+    if abs(value) > MAX_WHOLE:
+        raise typer.BadParameter(f"{text!r} is too large (at most 2^53 = {MAX_WHOLE})")
+    return value
 
 
 def _number_option(*decls: str, **kwargs):

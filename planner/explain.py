@@ -31,7 +31,7 @@ from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
 from planner.schema import Hardware, Workload
 from planner.solve.result import SearchResult
-from planner.solve.space import SearchOptions, divisors, factor_options, level_products
+from planner.solve.space import SearchOptions, divisors, factor_options
 
 GB = 1e9
 
@@ -154,8 +154,14 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, hi
 
 
 def levels_allow(hw: Hardware, n: int) -> bool:
-    """Whether n GPUs fill `hw`'s network levels bottom-up (and do not exceed the top level)."""
-    return bool(level_products(hw, np.array([n]))[1][0])
+    """Whether n GPUs fill `hw`'s network levels bottom-up (and do not exceed the top level); as level_products."""
+    prev = 1
+    for lvl in hw.levels:
+        cum = n if lvl.size is None else min(n, lvl.size)
+        if cum % prev:
+            return False
+        prev = cum
+    return prev == n
 
 
 def divisors_allow(wl: Workload, n: int) -> bool:
@@ -295,7 +301,7 @@ def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit
     cap = hw.gpu.hbm_bytes
     head = (f"the model does not fit in memory on {n} GPU{'s' if n != 1 else ''} of {hw.name}: the best-fitting "
             f"layout ({fit.tuple_text}) needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has "
-            f"{cap / GB:,.0f} GB of HBM ({fit.total_bytes / cap:,.1f}x)")
+            f"{cap / GB:.4g} GB of HBM ({fit.total_bytes / cap:.3g}x as much is needed)")
     if need is not None:
         tail = f"the fewest GPUs on which some layout fits is {need:,} (use --gpus {need} or more, or --days)"
     else:
@@ -388,7 +394,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
         fit = min_memory_on(hw, wl, options, hw.max_gpus)
         got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
         return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
-                f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:,.0f} GB)\n"
+                f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB)\n"
                 f"use hardware with a larger top network level or more HBM")
     return (f"no layout of {hw.name} trains this model within {days:g} days (proven by the search)\n"
             f"the critical-path lower bound alone would allow {_fmt_days(fb.days)}, but bubbles, bandwidth and "

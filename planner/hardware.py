@@ -62,6 +62,8 @@ LEVEL_KEYS: dict[str, tuple[str, float]] = {
     "lat_us": ("lat_s", 1e-6),
 }
 INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes"}
+MAX_INT_FIELD = 2**40
+"""Largest whole-number field (SM count, group size, ...) accepted; larger ones overflow the int64 search arrays."""
 
 
 def _spec_dir() -> Path:
@@ -105,6 +107,10 @@ def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float]], where:
             raise InvalidInput(f"{where}.{key}: expected a number, got {value!r}")
         if math.isnan(value):
             raise InvalidInput(f"{where}.{key}: NaN is not a valid value")
+        if math.isinf(value) and not key.endswith("_GBps"):
+            raise InvalidInput(f"{where}.{key}: expected a finite number, got {value!r} (only bandwidths may be inf)")
+        if field in INT_FIELDS and abs(value) > MAX_INT_FIELD:
+            raise InvalidInput(f"{where}.{key}: {value!r} is too large (at most {MAX_INT_FIELD})")
         if field in INT_FIELDS:
             if value != int(value):
                 raise InvalidInput(f"{where}.{key}: expected a whole number, got {value!r}")
@@ -153,6 +159,8 @@ def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardwa
         text = path.read_text()
     except OSError as exc:
         raise InvalidInput(f"cannot read hardware file '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"hardware file '{path}' is not UTF-8 text (expected TOML)") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

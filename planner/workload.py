@@ -43,6 +43,10 @@ MIN_COMPUTE_FLOP = 1e18
 MAX_COMPUTE_FLOP = 1e40
 """Largest budget `infer_workload` accepts: 9 orders of magnitude past the paper's latency wall (~2e31)."""
 
+MAX_SHAPE_INT = 2**40
+"""Largest explicit shape integer (d_model, d_ff, L, E, batch, seq_len): beyond it divisor enumeration would hang
+and degree products overflow int64. Inferred shapes stay far below it except the batch at ~1e40 FLOP."""
+
 FRIENDLY_FACTORS: tuple[int, ...] = (1, 3, 5, 7, 9)
 """Odd parts allowed in a hardware-friendly integer f * 2^k (SPEC §3): small odd parts keep divisor sets rich."""
 
@@ -87,6 +91,8 @@ def _positive_int(name: str, value: Any) -> int:
     n = int(value)
     if n <= 0:
         raise InvalidInput(f"{name} must be a positive whole number, got {value!r}")
+    if n > MAX_SHAPE_INT:
+        raise InvalidInput(f"{name} {value!r} is too large: at most {MAX_SHAPE_INT:.4g} (2^40) is accepted")
     return n
 
 
