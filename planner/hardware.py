@@ -184,7 +184,7 @@ def get_hardware(name_or_path: str) -> Hardware:
     key = name_or_path.strip().lower()
     names = hardware_names()
     if key not in names:
-        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or [n for n in names if key and key in n][:3]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InvalidInput(f"unknown GPU/hardware '{name_or_path}'{hint} (known: {', '.join(names)})")
     return _load_shipped(key)

@@ -423,7 +423,7 @@ def read_model_preset(name_or_path: str | Path) -> ModelPreset:
     key = text_arg.strip().lower()
     names = model_preset_names()
     if key not in names:
-        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or [n for n in names if key and key in n][:3]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InvalidInput(f"unknown model preset '{name_or_path}'{hint} (known: {', '.join(names)})")
     return _shipped_preset(key)

@@ -184,12 +184,13 @@ def test_instance_count():
 
 
 def test_memory_really_binds_on_small_hbm(small_hbm):
-    """The small-HBM instances are not vacuous: on 80 GB the same shape fits one GPU, on 3 GB it does not."""
+    """The small-HBM instances are not vacuous: on 80 GB the shape fits one GPU, on 3 GB it does not."""
     wl = workload_from_shape(*HBM_SHAPE)
-    big = solve_exhaustive(get_hardware("h100"), wl, SearchOptions(), 1e9)
-    small = solve_exhaustive(small_hbm, wl, SearchOptions(), 1e9)
-    assert big.layout.gpus == 1
-    assert small.layout.gpus > 1
+    big = solve_exhaustive(get_hardware("h100"), wl, SearchOptions(gpus=1), None)
+    small = solve_exhaustive(small_hbm, wl, SearchOptions(gpus=1), None)
+    assert big.status == "optimal" and evaluate(get_hardware("h100"), wl, big.layout).memory.fits
+    assert small.status == "infeasible"
+    assert not evaluate(small_hbm, wl, big.layout).memory.fits
 
 
 # --------------------------------------------------------------------------------------------------
