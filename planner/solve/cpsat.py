@@ -1,28 +1,27 @@
 """CP-SAT search: the exact optimum of the float cost model over the space of planner.solve.space.
 
-The encoding (docs/model.md, "The CP-SAT model", says the same at more length):
+How the work is divided (docs/model.md, "The CP-SAT model", says the same at more length):
 
-1. Data. Degree tuples (N_DP, N_TP,ff, N_TP,model, N_PP, i, N_EP, m, schedule) are generated in windows of GPU
-   count. Everything that does not depend on placement (GEMM time, bubble, critical-path GEMMs, memory, N) is
-   tabulated per tuple with planner.cost; every placement-dependent term is tabulated per *pair* (tuple, one
-   degree's factor vector): DP all-reduce time and latency; the TP all-reduces over the model group (depends on
-   N_TP,model's factors) and over the ff group (N_TP,ff's); pipeline/expert point-to-point time and latency
-   (the joint factor vectors of N_PP and N_EP). That separation is exact: Eq. 21 and the floor are maxima of
-   sums in which each placement-dependent term involves one degree's placement and tuple constants only.
-2. Model. One boolean per tuple (exactly one is chosen) and one per (tuple, factor vector) pair, linked so the
-   chosen tuple has exactly one vector per degree. Levels fill bottom-up: for every bounded level and every
-   prime, the exponents of the chosen factors add up to those of the level's required product (integer
-   equalities, so no rounding). Times are integers in QUANTUM_S, each table entry rounded up, so an integer
-   time is never below the float time it stands for and exceeds it by under one quantum per summed term.
-   The step time S is bounded below by the three linear expressions whose maximum is Eq. 21 / the floor.
-3. Solve, lexicographically: (1) fewest GPUs subject to S <= deadline / steps (deadline mode); (2) with that
-   GPU count fixed, least S; (3) with S fixed, least network time. Windows of GPU count grow geometrically
-   from the compute lower bound N >= T / (sustained FLOP/s * deadline); the first window with a feasible
-   layout contains the optimum, since every smaller count was in an earlier window and was infeasible.
-4. Read the solution back into a Layout; the caller re-prices it with the float model.
+1. Windows. Degree tuples (N_DP, N_TP,ff, N_TP,model, N_PP, i, N_EP, m, schedule) are visited in windows of
+   increasing GPU count, from the compute bound N >= T / (sustained FLOP/s * deadline) upward, each window holding
+   about WINDOW_TUPLES tuples (whole GPU-count groups). In fixed-cluster mode there is one window: N = --gpus.
+2. Exact rules and sound bounds. Tuples that break the level-filling rule or do not fit in memory go; so do, in
+   deadline mode, tuples whose placement-free step bound max(pipelined GEMMs, critical-path GEMMs) already misses
+   the deadline (network terms are never negative).
+3. Best-first exact pricing. Remaining tuples are priced, every placement, with planner.cost.step.step_arrays (the
+   function the enumerator uses) in order of GPU count (deadline mode) or of their step bound (fixed mode), and
+   pricing stops once nothing unpriced can beat the incumbent. Survivors are the tuples that tie the incumbent's
+   GPU count and come within the model's rounding of its step time.
+4. CP-SAT proves the lexicographic optimum over the survivors and all their placements: (1) fewest GPUs subject to
+   step <= deadline / steps, (2) least step time, (3) least network time. One boolean per tuple and one per (tuple,
+   factor vector) pair; levels fill bottom-up via integer prime-exponent equalities; every cost term tabulated per
+   tuple or per pair (each placement-dependent term of Eq. 21 and of the floor involves one degree group's factors
+   and tuple constants only, so the sums are exact); times in integer QUANTUM_S, each entry rounded up.
+5. The chosen layout is read back and re-priced by the caller with the float model.
 
-Tuples are dropped before the model only by exact rules (memory, level filling) and by lower bounds that
-cannot exclude a feasible layout (placement-free step-time bounds against the deadline).
+When the time limit stops the search, the incumbent is returned with the proven bound (the smallest GPU count, or
+step-time bound, not yet ruled out) and the gap. Most of the work in large instances is step 3; CP-SAT's part is
+the final proof over the survivors (see docs/benchmarks.md for how the time splits).
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ from planner.solve.tables import tuple_terms
 QUANTUM_S = 1e-9
 """Integer time unit of the CP-SAT model: one nanosecond."""
 
-WINDOW_RATIO = 1.25
-"""Each window of GPU counts spans a factor of 1.25."""
 
 
 def to_quanta(seconds) -> np.ndarray:
@@ -79,14 +76,55 @@ def _vp(x: np.ndarray, p: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
+def _window_pairs(space: Space, mp: np.ndarray, lo: float, hi: float):
+    """(model-parallel row, N_DP value) index pairs whose GPU count lies in [lo, hi] (float: no overflow)."""
+    n_mp = mp[:, 0].astype(np.float64) * mp[:, 1] * mp[:, 2] * mp[:, 5]
+    dps = np.unique(space.dp_m[:, 0])
+    n = n_mp[:, None] * dps[None, :].astype(np.float64)
+    ii, jj = np.nonzero((n >= lo) & (n <= hi))
+    return ii, jj, dps
+
+
 def tuples_in_window(space: Space, mp: np.ndarray, lo: float, hi: float) -> Tuples:
     """Degree tuples with lo <= N <= hi (vectorised; mp = model_parallel_rows)."""
-    n_mp = mp[:, 0] * mp[:, 1] * mp[:, 2] * mp[:, 5]
-    dps = np.unique(space.dp_m[:, 0])
-    n = n_mp[:, None] * dps[None, :]
-    ii, jj = np.nonzero((n >= lo) & (n <= hi))
-    if len(ii) == 0:
-        return Tuples(*[np.zeros(0, dtype=np.int64)] * 7, zero_bubble=np.zeros(0, dtype=bool))
+    ii, jj, dps = _window_pairs(space, mp, lo, hi)
+    return tuples_from_pairs(space, mp, ii, jj, dps)
+
+
+def _m_counts(space: Space, dps: np.ndarray) -> np.ndarray:
+    return np.array([(space.dp_m[:, 0] == d).sum() for d in dps])
+
+
+def windows(space: Space, mp: np.ndarray, lo: float, n_max: float, budget: int, scan_ratio: float = 4.0):
+    """Consecutive windows of GPU counts from `lo` upward, each holding about `budget` degree tuples.
+
+    Yields (ii, jj, dps, n_lo, n_hi): the (model-parallel row, N_DP value) pairs of the window, sorted by GPU count.
+    A window always holds whole GPU-count groups (one count may exceed the budget on its own); empty ranges are
+    skipped without cost.
+    """
+    while lo <= n_max:
+        hi = min(n_max, max(lo * scan_ratio, lo + 1))
+        ii, jj, dps = _window_pairs(space, mp, lo, hi)
+        if len(ii) == 0:
+            lo = math.floor(hi) + 1
+            continue
+        n = mp[ii, 0].astype(np.float64) * mp[ii, 1] * mp[ii, 2] * mp[ii, 5] * dps[jj]
+        order = np.argsort(n, kind="stable")
+        ii, jj, n = ii[order], jj[order], n[order]
+        cum = np.cumsum(_m_counts(space, dps)[jj])
+        start = 0
+        while start < len(n):
+            base = cum[start - 1] if start else 0
+            end = int(np.searchsorted(cum, base + budget, side="right"))
+            end = max(end, start + 1)
+            end = int(np.searchsorted(n, n[end - 1], side="right"))  # keep whole GPU-count groups
+            yield ii[start:end], jj[start:end], dps, float(n[start]), float(n[end - 1])
+            start = end
+        lo = math.floor(hi) + 1
+
+
+def tuples_from_pairs(space: Space, mp: np.ndarray, ii: np.ndarray, jj: np.ndarray, dps: np.ndarray) -> Tuples:
+    """Expand (model-parallel row, N_DP value) pairs by every compatible microbatch count (schedule rule applied)."""
     parts = []
     for j in np.unique(jj):
         rows = mp[ii[jj == j]]
@@ -97,6 +135,8 @@ def tuples_in_window(space: Space, mp: np.ndarray, lo: float, hi: float) -> Tupl
         a, m = a[keep], m[keep]
         parts.append(Tuples(dp=np.full(len(a), dps[j]), tp_ff=a[:, 0], tp_model=a[:, 1], pp=a[:, 2],
                             interleave=a[:, 3], ep=a[:, 5], microbatches=m, zero_bubble=a[:, 4].astype(bool)))
+    if not parts:
+        return Tuples(*[np.zeros(0, dtype=np.int64)] * 7, zero_bubble=np.zeros(0, dtype=bool))
     return Tuples.concat(parts)
 
 
@@ -356,23 +396,41 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None) -> 
     return t.take(idx), {k: v[idx] for k, v in terms.items()}
 
 
-INCUMBENT_CANDIDATES = 256
-"""Tuples priced in full (every placement) to find an incumbent before the model is built."""
+WINDOW_TUPLES = 300_000
+"""Windows of GPU count hold about this many degree tuples (whole GPU-count groups; memory stays bounded)."""
+
+PRICING_ROWS = 400_000
+"""(tuple x placement) rows priced per batch; the clock is checked between batches."""
 
 
-EXACT_PRICING_ROWS = 4_000_000
-"""Above this many (tuple x placement) rows in a window, pruning uses bounds only (no exact per-tuple pricing)."""
+class _Clock:
+    def __init__(self, limit_s: float):
+        self.t0 = time.perf_counter()
+        self.limit = limit_s
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    @property
+    def remaining(self) -> float:
+        return self.limit - self.elapsed
+
+    @property
+    def out(self) -> bool:
+        return self.elapsed > self.limit
 
 
 def _price_tuples(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s, block_critical_s):
-    """Every placement of every tuple priced by the float model; returns per-tuple best step (inf if none)."""
+    """Every placement of every tuple priced by the float model (planner.cost.step.step_arrays, the function the
+    enumerator uses). Returns (per-tuple best step or inf, per-tuple best placement, rows priced)."""
     from planner.cost.step import LayoutBatch, step_arrays
     from planner.solve.exhaustive import expand_placements
 
     best = np.full(len(t), np.inf)
     rows, pl = expand_placements(hw, t)
     if len(rows) == 0:
-        return best, rows, pl, None
+        return best, {}, 0
     arr = step_arrays(hw, wl, LayoutBatch(
         dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
         interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
@@ -381,61 +439,60 @@ def _price_tuples(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block
     np.minimum.at(best, rows, arr["step_s"])
     order = np.lexsort((arr["step_s"], rows))  # per tuple, its cheapest placement first
     first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-    best_pl = {int(rows[k]): pl[k] for k in first}
-    return best, rows, best_pl, arr
+    return best, {int(rows[k]): pl[k] for k in first}, len(rows)
 
 
-def _prune(hw: Hardware, wl: Workload, t: Tuples, terms, tables, deadline_s, dp_overlap):
-    """Drop tuples that provably cannot be optimal (sound: nothing dropped could beat what is kept).
+def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_overlap, clock: _Clock):
+    """Best-first exact pricing of a window's tuples; returns (survivor indices, incumbent, rows priced, cut).
 
-    1. lb = step_lower_bound never exceeds a tuple's best step time: in deadline mode, tuples whose lb misses
-       the deadline go.
-    2. When the window is small enough, each remaining tuple's placements are priced with the float model
-       (the same step_arrays the enumerator uses): tuples none of whose placements meets the deadline go, and
-       the best priced layout is an incumbent: tuples with more GPUs (deadline mode) or a step-time bound above
-       its step time (fixed-cluster mode) go. Otherwise an incumbent is sought among the most promising tuples.
-    CP-SAT then proves the lexicographic optimum over the survivors and all their placements.
+    Deadline mode: tuples are priced in order of GPU count; once some tuple meets the deadline with N* GPUs, the
+    rest of the N* group is priced and nothing larger is needed (every smaller count was priced and missed the
+    deadline). Fixed-cluster mode: tuples are priced in order of their placement-free step bound, stopping when
+    the bound exceeds the incumbent's step time. Survivors tie the incumbent's GPU count and come within the
+    integer rounding of its step time; CP-SAT proves the optimum over them and all their placements.
+    `cut` is the smallest GPU count (deadline mode) or step bound (fixed mode) not yet ruled out, if the clock ran
+    out first; None when the window was settled.
     """
-    lb = step_lower_bound(len(t), terms, tables, dp_overlap)
-    keep = np.ones(len(t), dtype=bool) if deadline_s is None else wl.steps * lb <= deadline_s
-    cand = np.nonzero(keep)[0]
-    per_tuple_placements = max(1, sum(len(tab.tup) for tab in tables.values()) // max(len(t), 1))
-    exact = len(cand) * per_tuple_placements * 4 <= EXACT_PRICING_ROWS
-    if not exact:
-        order = np.lexsort((lb[cand], t.gpus[cand] if deadline_s is not None else np.zeros(len(cand))))
-        cand = cand[order][:INCUMBENT_CANDIDATES]
-    incumbent = None
-    if len(cand):
-        sub = t.take(cand)
-        best, _, best_pl, _ = _price_tuples(hw, wl, sub, dp_overlap, terms["block_s"][cand],
-                                            terms["block_critical_s"][cand])
+    lb = np.maximum(terms["pipelined_mm"], terms["critical_mm_s"])
+    gpus = t.gpus.astype(np.float64)
+    order = np.lexsort((lb, gpus)) if deadline_s is not None else np.argsort(lb, kind="stable")
+    priced = np.full(len(t), np.inf)
+    best_pl: dict[int, np.ndarray] = {}
+    per_tuple = max(1, len(hw.levels) ** 2 * 4)
+    batch = max(64, PRICING_ROWS // per_tuple)
+    incumbent, rows_priced, pos = None, 0, 0
+    while pos < len(order):
+        if incumbent is not None:
+            nxt = order[pos]
+            if deadline_s is not None and gpus[nxt] > incumbent[0]:
+                break
+            if deadline_s is None and lb[nxt] > incumbent[1] * (1 + 1e-9):
+                break
+        if clock.out:
+            cut = gpus[order[pos]] if deadline_s is not None else lb[order[pos]]
+            return None, incumbent, rows_priced, float(cut)
+        idx = order[pos:pos + batch]
+        pos += len(idx)
+        best, pls, n_rows = _price_tuples(hw, wl, t.take(idx), dp_overlap, terms["block_s"][idx],
+                                          terms["block_critical_s"][idx])
+        rows_priced += n_rows
+        priced[idx] = best
+        for k, v in pls.items():
+            best_pl[int(idx[k])] = v
         ok = np.isfinite(best) if deadline_s is None else wl.steps * best <= deadline_s
-        if exact:
-            keep[cand[~ok]] = False
         if ok.any():
-            idx = np.nonzero(ok)[0]
-            k = idx[np.lexsort((best[idx], sub.gpus[idx] if deadline_s is not None else np.zeros(len(idx))))[0]]
-            incumbent = (float(sub.gpus[k]), float(best[k]), layout_from(sub, int(k), best_pl[int(k)]))
-    if incumbent is not None:
-        if deadline_s is not None:
-            keep &= t.gpus <= incumbent[0]
-        else:
-            keep &= lb <= incumbent[1] * (1 + 1e-9)
-        if exact:
-            # Every candidate was priced exactly: only tuples that tie the incumbent's GPU count and come within
-            # the integer rounding of its step time can still win (stages 2 and 3).
-            priced = np.full(len(t), np.inf)
-            priced[cand] = best
-            slack = 8 * QUANTUM_S
-            keep &= priced <= incumbent[1] + slack
-            if deadline_s is not None:
-                keep &= t.gpus == incumbent[0]
-    idx = np.nonzero(keep)[0]
-    if len(idx) == len(t) or len(idx) == 0:
-        return t.take(idx), {k: v[idx] for k, v in terms.items()}, tables, incumbent
-    t = t.take(idx)
-    terms = {k: v[idx] for k, v in terms.items()}
-    return t, terms, build_pair_tables(hw, wl, t, terms), incumbent
+            cand = idx[ok]
+            k = cand[np.lexsort((priced[cand], gpus[cand] if deadline_s is not None else np.zeros(len(cand))))[0]]
+            key = (gpus[k], priced[k]) if deadline_s is not None else (0.0, priced[k])
+            if incumbent is None or key < ((incumbent[0], incumbent[1]) if deadline_s is not None
+                                           else (0.0, incumbent[1])):
+                incumbent = (float(gpus[k]), float(priced[k]), layout_from(t, int(k), best_pl[int(k)]))
+    if incumbent is None:
+        return np.zeros(0, dtype=np.int64), None, rows_priced, None
+    keep = priced <= incumbent[1] + 8 * QUANTUM_S
+    if deadline_s is not None:
+        keep &= (gpus == incumbent[0]) & (wl.steps * priced <= deadline_s)
+    return np.nonzero(keep)[0], incumbent, rows_priced, None
 
 
 _STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
@@ -448,94 +505,109 @@ def _status_name(status) -> str:
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                 time_limit_s: float | None = 60.0, workers: int = 2) -> SearchResult:
-    t0 = time.perf_counter()
-    limit = float("inf") if time_limit_s is None else time_limit_s
+    clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
     mp = model_parallel_rows(space)
     if len(mp) == 0 or len(space.dp_m) == 0:
-        return SearchResult("cpsat", "infeasible", None, time.perf_counter() - t0, size)
+        return SearchResult("cpsat", "infeasible", None, clock.elapsed, size)
     n_max = float((mp[:, 0].astype(float) * mp[:, 1] * mp[:, 2] * mp[:, 5]).max()) * float(space.dp_m[:, 0].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
+    evaluated, statuses = 0, []
     if options.gpus is not None:
-        windows = [(options.gpus, options.gpus)]
+        lo, n_max = float(options.gpus), float(options.gpus)
     else:
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
-        windows = []
-        while lo <= n_max:
-            hi = math.floor(lo * WINDOW_RATIO)
-            windows.append((lo, hi))
-            lo = hi + 1
-    evaluated, statuses = 0, []
-    for lo, hi in windows:
-        elapsed = time.perf_counter() - t0
-        if elapsed > limit:
-            return SearchResult("cpsat", "unknown", None, elapsed, size, evaluated, gap=None,
-                                notes=[f"time limit reached while searching GPU counts from {lo:g}"],
-                                cpsat_status=" ".join(statuses))
-        t = tuples_in_window(space, mp, lo, hi)
-        if len(t) == 0:
+    for ii, jj, dps, n_lo, n_hi in windows(space, mp, lo, n_max, WINDOW_TUPLES):
+        # Generate and filter the window in slices so that memory stays bounded however many tuples it holds.
+        kept_t, kept_terms = [], []
+        slice_pairs = max(1, WINDOW_TUPLES // max(1, int(np.mean(_m_counts(space, dps)))))
+        for s0 in range(0, len(ii), slice_pairs):
+            if clock.out:
+                return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
+            t = tuples_from_pairs(space, mp, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs], dps)
+            t, terms = _filter(hw, wl, t, deadline_s)
+            if len(t):
+                kept_t.append(t)
+                kept_terms.append(terms)
+        if not kept_t:
             continue
-        t, terms = _filter(hw, wl, t, deadline_s)
-        if len(t) == 0:
-            continue
+        t = Tuples.concat(kept_t)
+        terms = {k: np.concatenate([d[k] for d in kept_terms]) for k in kept_terms[0]}
+        keep, incumbent, n_rows, cut = _price_window(hw, wl, t, terms, deadline_s, options.dp_overlap, clock)
+        evaluated += n_rows
+        if cut is not None:
+            return _timed_out(clock, size, evaluated, statuses, incumbent, cut, deadline_s)
+        if incumbent is None:
+            continue  # every tuple in this window was priced and none meets the deadline (or fits)
+        t = t.take(keep)
+        terms = {k: v[keep] for k, v in terms.items()}
         tables = build_pair_tables(hw, wl, t, terms)
-        t, terms, tables, incumbent = _prune(hw, wl, t, terms, tables, deadline_s, options.dp_overlap)
-        if len(t) == 0:
-            continue
         evaluated += sum(len(tab.tup) for tab in tables.values())
-        model = _Model(hw, wl, t, terms, tables, options.dp_overlap)
-        if incumbent is not None:
-            model.hint_layout(incumbent[2])
-        remaining = limit - (time.perf_counter() - t0)
-        if deadline_s is not None:
-            r_q = int(math.floor(deadline_s / wl.steps / QUANTUM_S))
-            model.m.add(model.S <= r_q)
-            s1, st1 = model.solve(model.gpus_expr, remaining, workers)
-            statuses.append(f"gpus:{_status_name(st1)}")
-            if st1 == cp_model.INFEASIBLE:
-                continue
-            if st1 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                return SearchResult("cpsat", "unknown", None, time.perf_counter() - t0, size, evaluated, gap=None,
-                                    stage="gpus", cpsat_status=" ".join(statuses),
-                                    notes=[f"time limit reached in GPU window {lo:g}-{hi:g}"])
-            n_best = int(round(s1.objective_value))
-            if st1 == cp_model.FEASIBLE:
-                layout = model.decode(s1)
-                gap = (s1.objective_value - s1.best_objective_bound) / max(s1.objective_value, 1)
-                return SearchResult("cpsat", "feasible", layout, time.perf_counter() - t0, size, evaluated,
-                                    gap=gap, bound=s1.best_objective_bound, stage="gpus",
-                                    cpsat_status=" ".join(statuses))
-            model.m.add(model.gpus_expr == n_best)
-            hint = s1
-        else:
-            hint = None
-        remaining = limit - (time.perf_counter() - t0)
-        s2, st2 = model.solve(model.S, remaining, workers, hint=hint)
-        statuses.append(f"step:{_status_name(st2)}")
-        if st2 == cp_model.INFEASIBLE:
-            continue
-        if st2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            layout = model.decode(hint) if hint is not None else None
-            return SearchResult("cpsat", "feasible" if layout else "unknown", layout, time.perf_counter() - t0,
-                                size, evaluated, gap=None, stage="step", cpsat_status=" ".join(statuses))
+        return _prove(hw, wl, t, terms, tables, incumbent, deadline_s, options, clock, size, evaluated, statuses,
+                      workers, (n_lo, n_hi))
+    if clock.out:
+        return _timed_out(clock, size, evaluated, statuses, None, n_max, deadline_s)
+    return SearchResult("cpsat", "infeasible", None, clock.elapsed, size, evaluated, cpsat_status=" ".join(statuses))
+
+
+def _timed_out(clock: _Clock, size: int, evaluated: int, statuses: list[str], incumbent, cut: float,
+               deadline_s) -> SearchResult:
+    """The clock ran out: return the incumbent (if any) with the proven bound and the gap."""
+    note = f"time limit {clock.limit:g} s reached before the search settled"
+    if incumbent is None:
+        return SearchResult("cpsat", "unknown", None, clock.elapsed, size, evaluated, gap=None,
+                            stage="gpus" if deadline_s is not None else "step", cpsat_status=" ".join(statuses),
+                            notes=[note + f"; no layout found yet (all GPU counts below {cut:g} ruled out)"
+                                   if deadline_s is not None else note])
+    value = incumbent[0] if deadline_s is not None else incumbent[1]
+    bound = min(cut, value)
+    return SearchResult("cpsat", "feasible", incumbent[2], clock.elapsed, size, evaluated,
+                        gap=(value - bound) / value if value else 0.0, bound=bound,
+                        stage="gpus" if deadline_s is not None else "step", cpsat_status=" ".join(statuses),
+                        notes=[note])
+
+
+def _prove(hw, wl, t, terms, tables, incumbent, deadline_s, options, clock, size, evaluated, statuses, workers,
+           window) -> SearchResult:
+    """CP-SAT over the survivors: (1) fewest GPUs, (2) least step time, (3) least network time."""
+    model = _Model(hw, wl, t, terms, tables, options.dp_overlap)
+    model.hint_layout(incumbent[2])
+
+    def result(status, solver, **kw):
+        layout = model.decode(solver) if solver is not None else incumbent[2]
+        return SearchResult("cpsat", status, layout, clock.elapsed, size, evaluated,
+                            cpsat_status=" ".join(statuses), **kw)
+
+    hint = None
+    if deadline_s is not None:
+        model.m.add(model.S <= int(math.floor(deadline_s / wl.steps / QUANTUM_S)))
+        s1, st1 = model.solve(model.gpus_expr, clock.remaining, workers)
+        statuses.append(f"gpus:{_status_name(st1)}")
+        if st1 == cp_model.INFEASIBLE:
+            # Only a layout within the integer rounding of the deadline can do this; report the priced incumbent.
+            return result("feasible", None, gap=None, stage="gpus",
+                          notes=["the incumbent meets the deadline only within the model's nanosecond rounding"])
+        if st1 != cp_model.OPTIMAL:
+            return result("feasible", s1 if st1 == cp_model.FEASIBLE else None, gap=None, stage="gpus",
+                          notes=[f"time limit reached proving the GPU count in window {window[0]:g}-{window[1]:g}"])
+        model.m.add(model.gpus_expr == int(round(s1.objective_value)))
+        hint = s1
+    s2, st2 = model.solve(model.S, clock.remaining, workers, hint=hint)
+    statuses.append(f"step:{_status_name(st2)}")
+    if st2 != cp_model.OPTIMAL:
+        solver = s2 if st2 == cp_model.FEASIBLE else hint
+        gap = None
         if st2 == cp_model.FEASIBLE:
             gap = (s2.objective_value - s2.best_objective_bound) / max(s2.objective_value, 1)
-            return SearchResult("cpsat", "feasible", model.decode(s2), time.perf_counter() - t0, size, evaluated,
-                                gap=gap, bound=from_quanta(s2.best_objective_bound), stage="step",
-                                cpsat_status=" ".join(statuses))
-        model.m.add(model.S == int(round(s2.objective_value)))
-        remaining = limit - (time.perf_counter() - t0)
-        s3, st3 = model.solve(model.net_expr, remaining, workers, hint=s2)
-        statuses.append(f"network:{_status_name(st3)}")
-        if st3 == cp_model.OPTIMAL:
-            return SearchResult("cpsat", "optimal", model.decode(s3), time.perf_counter() - t0, size, evaluated,
-                                cpsat_status=" ".join(statuses))
-        # The tie-break stage was cut short: GPUs and step time are proven, the network tie-break is not.
-        best = s3 if st3 == cp_model.FEASIBLE else s2
-        return SearchResult("cpsat", "feasible", model.decode(best), time.perf_counter() - t0, size, evaluated,
-                            gap=None, stage="network", cpsat_status=" ".join(statuses),
-                            notes=["GPU count and step time proven optimal; network-time tie-break not proven"])
-    return SearchResult("cpsat", "infeasible", None, time.perf_counter() - t0, size, evaluated,
-                        cpsat_status=" ".join(statuses))
+        return result("feasible", solver, gap=gap, stage="step",
+                      bound=from_quanta(s2.best_objective_bound) if st2 == cp_model.FEASIBLE else None)
+    model.m.add(model.S == int(round(s2.objective_value)))
+    s3, st3 = model.solve(model.net_expr, clock.remaining, workers, hint=s2)
+    statuses.append(f"network:{_status_name(st3)}")
+    if st3 == cp_model.OPTIMAL:
+        return result("optimal", s3)
+    # The tie-break stage was cut short: GPUs and step time are proven, the network tie-break is not.
+    return result("feasible", s3 if st3 == cp_model.FEASIBLE else s2, gap=None, stage="network",
+                  notes=["GPU count and step time proven optimal; network-time tie-break not proven"])

@@ -72,6 +72,34 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     return rows[done], assigned[done]
 
 
+def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples):
+    """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
+    terms = tuple_terms(hw, wl, t)
+    rows, pl = expand_placements(hw, t)
+    if len(rows) == 0:
+        return None
+    lb = LayoutBatch(
+        dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
+        interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
+        zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)},
+    )
+    arr = step_arrays(hw, wl, lb, dp_overlap=options.dp_overlap,
+                      block_s=terms["block_s"][rows], block_critical_s=terms["block_critical_s"][rows])
+    ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
+    if deadline_s is not None:
+        ok &= wl.steps * arr["step_s"] <= deadline_s
+    idx = np.nonzero(ok)[0]
+    if len(idx) == 0:
+        return None, None, len(rows)
+    gpus = arr["gpus"][idx]
+    order = np.lexsort((idx, arr["network_s"][idx], arr["step_s"][idx],
+                        gpus if deadline_s is not None else np.zeros_like(gpus)))
+    k = idx[order[0]]
+    key = (float(arr["gpus"][k]) if deadline_s is not None else 0.0, float(arr["step_s"][k]),
+           float(arr["network_s"][k]))
+    return key, layout_from(t, int(rows[k]), pl[k]), len(rows)
+
+
 def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                      time_limit_s: float | None = None) -> SearchResult:
     """Enumerate everything. `deadline_s` None means fixed-cluster mode (options.gpus must be set)."""
@@ -83,42 +111,25 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
     evaluated = 0
     chunk = max(1, 200_000 // max(len(mp_rows), 1))
     finished = True
+    # Sub-batches bound memory and let the clock be checked often: placements per tuple grow fast with levels.
+    tuple_batch = 20_000 if len(hw.levels) <= 2 else 2_000
     for start in range(0, len(space.dp_m), chunk):
-        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
-            finished = False
-            break
-        t = tuples_for_model_parallel(space, mp_rows, space.dp_m[start:start + chunk])
+        t_all = tuples_for_model_parallel(space, mp_rows, space.dp_m[start:start + chunk])
         if options.gpus is not None:
-            t = t.take(np.nonzero(t.gpus == options.gpus)[0])
-        if len(t) == 0:
-            continue
-        terms = tuple_terms(hw, wl, t)
-        rows, pl = expand_placements(hw, t)
-        if len(rows) == 0:
-            continue
-        evaluated += len(rows)
-        lb = LayoutBatch(
-            dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
-            interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
-            zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)},
-        )
-        arr = step_arrays(hw, wl, lb, dp_overlap=options.dp_overlap,
-                          block_s=terms["block_s"][rows], block_critical_s=terms["block_critical_s"][rows])
-        ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
-        if deadline_s is not None:
-            ok &= wl.steps * arr["step_s"] <= deadline_s
-        idx = np.nonzero(ok)[0]
-        if len(idx) == 0:
-            continue
-        gpus = arr["gpus"][idx]
-        order = np.lexsort((idx, arr["network_s"][idx], arr["step_s"][idx], gpus if deadline_s is not None
-                            else np.zeros_like(gpus)))
-        k = idx[order[0]]
-        key = (float(arr["gpus"][k]) if deadline_s is not None else 0.0, float(arr["step_s"][k]),
-               float(arr["network_s"][k]))
-        if best_key is None or key < best_key:
-            best_key = key
-            best = layout_from(t, int(rows[k]), pl[k])
+            t_all = t_all.take(np.nonzero(t_all.gpus == options.gpus)[0])
+        for s0 in range(0, len(t_all), tuple_batch):
+            if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+                finished = False
+                break
+            t = t_all.take(np.arange(s0, min(s0 + tuple_batch, len(t_all))))
+            found = _best_in_batch(hw, wl, options, deadline_s, t)
+            if found is None:
+                continue
+            evaluated += found[2]
+            if found[0] is not None and (best_key is None or found[0] < best_key):
+                best_key, best = found[0], found[1]
+        if not finished:
+            break
     wall = time.perf_counter() - t0
     if not finished:
         return SearchResult("exhaustive", "feasible" if best else "unknown", best, wall, size, evaluated,
