@@ -31,6 +31,7 @@ from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
 from planner.schema import Hardware, Workload
 from planner.solve.result import SearchResult
+from planner.solve.tables import min_allreduce_latency_s, min_routing_latency_s
 from planner.solve.space import SearchOptions, divisors, factor_options
 
 GB = 1e9
@@ -53,34 +54,6 @@ class FloorBound:
     nanobatch: float
 
 
-def _lat_array(hw: Hardware) -> np.ndarray:
-    return np.array([lvl.lat_s for lvl in hw.levels], dtype=np.float64)
-
-
-def _min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
-    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
-    if degree == 1:
-        return 0.0
-    opts = factor_options(hw, degree)
-    if len(opts) == 0:
-        return math.inf
-    return float((2.0 * (opts > 1) * _lat_array(hw)[None, :]).sum(axis=1).min())
-
-
-def _min_routing_latency_s(hw: Hardware, ep: int) -> float:
-    """Least one-way latency of an expert-routing hop (at or above the top level N_EP spans)."""
-    if ep == 1:
-        return 0.0
-    opts = factor_options(hw, ep)
-    if len(opts) == 0:
-        return math.inf
-    lat = _lat_array(hw)
-    H = len(lat)
-    suffix_min = np.minimum.accumulate(lat[::-1])[::-1]  # min latency at or above each level
-    top = H - 1 - np.argmax((opts > 1)[:, ::-1], axis=1)  # 0-based top level of each placement
-    return float(suffix_min[top].min())
-
-
 def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None) -> FloorBound:
     """No layout of `wl` on `hw` has a shorter step than `step_s` (see the module docstring)."""
     per_expert = wl.batch_tokens // wl.experts if wl.batch_tokens % wl.experts == 0 else None
@@ -95,15 +68,15 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
     crit = crit.reshape(A.shape)
     best_u = crit.argmin(axis=2)
     crit_min = crit.min(axis=2)  # (tf, tm)
-    lat_tf = np.array([_min_allreduce_latency_s(hw, int(f)) for f in tf])
-    lat_tm = np.array([_min_allreduce_latency_s(hw, int(f)) for f in tm])
+    lat_tf = np.array([min_allreduce_latency_s(hw, int(f)) for f in tf])
+    lat_tm = np.array([min_allreduce_latency_s(hw, int(f)) for f in tm])
     L = wl.layers
     best = (math.inf, 1, 1, 1, math.nan)
     for ep in divisors(wl.experts):
         per_layer = (wl.experts / ep) * crit_min + 2.0 * (lat_tf[:, None] + lat_tm[None, :])
         if cap is not None:
             per_layer = np.where(tf[:, None] * tm[None, :] * ep <= cap, per_layer, np.inf)
-        step = L * per_layer + 2.0 * max(L - 1, 0) * _min_routing_latency_s(hw, ep)
+        step = L * per_layer + 2.0 * max(L - 1, 0) * min_routing_latency_s(hw, ep)
         k = np.unravel_index(int(np.argmin(step)), step.shape)
         if step[k] < best[0]:
             best = (float(step[k]), int(tf[k[0]]), int(tm[k[1]]), ep, per_expert / float(u[best_u[k]]))

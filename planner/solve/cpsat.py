@@ -6,8 +6,8 @@ How the work is divided (docs/model.md, "The CP-SAT model", says the same at mor
    increasing GPU count, from the compute bound N >= T / (sustained FLOP/s * deadline) upward, each window holding
    about WINDOW_TUPLES tuples (whole GPU-count groups). In fixed-cluster mode there is one window: N = --gpus.
 2. Exact rules and sound bounds. Tuples that break the level-filling rule or do not fit in memory go; so do, in
-   deadline mode, tuples whose placement-free step bound max(pipelined GEMMs, critical-path GEMMs) already misses
-   the deadline (network terms are never negative).
+   deadline mode, tuples whose placement-free step bound (tables.step_lower_bound_free: GEMMs, and every latency
+   at its least over the placements; bandwidth terms are never negative) already misses the deadline.
 3. Best-first exact pricing. Remaining tuples are priced, every placement, with planner.cost.step.step_arrays (the
    function the enumerator uses) in order of GPU count (deadline mode) or of their step bound (fixed mode), and
    pricing stops once nothing unpriced can beat the incumbent. Survivors are the tuples that tie the incumbent's
@@ -40,7 +40,9 @@ from planner.solve.space import (
     SearchOptions, Space, Tuples, build_space, factor_options, layout_from, level_products, model_parallel_rows,
     space_size,
 )
-from planner.solve.tables import tuple_terms
+from planner.solve.tables import (
+    LatencyTable, ShapeTable, latency_path_lower_bound, step_lower_bound_free, tuple_terms,
+)
 
 QUANTUM_S = 1e-9
 """Integer time unit of the CP-SAT model: one nanosecond."""
@@ -379,19 +381,40 @@ class _Model:
         )
 
 
-def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None) -> tuple[Tuples, dict]:
+def _floor_filter_pairs(hw, wl, mp, ii, jj, dps, m_max, shapes, lats, deadline_s):
+    """Drop (model-parallel row, N_DP) pairs whose latency floor misses the deadline for every microbatch count.
+
+    The floor (DP latency + critical path) is smallest at the largest m (GEMM time never falls as its nanobatch
+    grows), and its latency part does not depend on m, so this bound holds for every tuple the pair expands to.
+    Pairs whose GPU count cannot fill the levels go too.
+    """
+    rows = mp[ii]
+    dp = dps[jj]
+    n = rows[:, 0].astype(np.float64) * rows[:, 1] * rows[:, 2] * rows[:, 5] * dp
+    small = n < 2.0**62  # beyond this no cluster is meaningful and int64 products would overflow
+    _, valid = level_products(hw, np.where(small, n, 1).astype(np.int64))
+    valid &= small
+    mm = np.array([m_max[int(d)] for d in dps])[jj]
+    _, crit = shapes.lookup_arrays(rows[:, 0], rows[:, 1], dp * mm)
+    floor = (lats.allreduce_of(dp) + wl.layers * (wl.experts / rows[:, 5]) * crit
+             + latency_path_lower_bound(hw, wl, lats, rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 5]))
+    keep = valid & (wl.steps * floor <= deadline_s)
+    return ii[keep], jj[keep]
+
+
+def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, shapes=None, lats=None
+            ) -> tuple[Tuples, dict]:
     """Exact rules (level filling, memory) and sound placement-free bounds against the deadline."""
     _, valid = level_products(hw, t.gpus)
     t = t.take(np.nonzero(valid)[0])
     if len(t) == 0:
         return t, {}
-    terms = tuple_terms(hw, wl, t)
+    terms = tuple_terms(hw, wl, t, shapes)
     terms["pipelined_mm"] = terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
+    terms["step_lb"] = step_lower_bound_free(hw, wl, t, terms, lats)
     ok = terms["memory_bytes"] <= hw.gpu.hbm_bytes
     if deadline_s is not None:
-        # Network terms are >= 0, so max(pipelined GEMMs, critical-path GEMMs) bounds the step from below.
-        lb = np.maximum(terms["pipelined_mm"], terms["critical_mm_s"])
-        ok &= wl.steps * lb <= deadline_s
+        ok &= wl.steps * terms["step_lb"] <= deadline_s
     idx = np.nonzero(ok)[0]
     return t.take(idx), {k: v[idx] for k, v in terms.items()}
 
@@ -453,7 +476,7 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     `cut` is the smallest GPU count (deadline mode) or step bound (fixed mode) not yet ruled out, if the clock ran
     out first; None when the window was settled.
     """
-    lb = np.maximum(terms["pipelined_mm"], terms["critical_mm_s"])
+    lb = terms["step_lb"]
     gpus = t.gpus.astype(np.float64)
     order = np.lexsort((lb, gpus)) if deadline_s is not None else np.argsort(lb, kind="stable")
     priced = np.full(len(t), np.inf)
@@ -514,12 +537,19 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     n_max = float((mp[:, 0].astype(float) * mp[:, 1] * mp[:, 2] * mp[:, 5]).max()) * float(space.dp_m[:, 0].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
+    shapes = ShapeTable(hw, wl, space.tp_ff, space.tp_model, np.unique(space.dp_m[:, 0] * space.dp_m[:, 1]))
+    lats = LatencyTable(hw, np.concatenate([space.tp_ff, space.tp_model, space.ep, np.unique(space.dp_m[:, 0])]))
     evaluated, statuses = 0, []
     if options.gpus is not None:
         lo, n_max = float(options.gpus), float(options.gpus)
     else:
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
+    m_max = {int(d): int(space.dp_m[space.dp_m[:, 0] == d, 1].max()) for d in np.unique(space.dp_m[:, 0])}
     for ii, jj, dps, n_lo, n_hi in windows(space, mp, lo, n_max, WINDOW_TUPLES):
+        if deadline_s is not None:
+            ii, jj = _floor_filter_pairs(hw, wl, mp, ii, jj, dps, m_max, shapes, lats, deadline_s)
+            if len(ii) == 0:
+                continue
         # Generate and filter the window in slices so that memory stays bounded however many tuples it holds.
         kept_t, kept_terms = [], []
         slice_pairs = max(1, WINDOW_TUPLES // max(1, int(np.mean(_m_counts(space, dps)))))
@@ -527,7 +557,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             if clock.out:
                 return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
             t = tuples_from_pairs(space, mp, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs], dps)
-            t, terms = _filter(hw, wl, t, deadline_s)
+            t, terms = _filter(hw, wl, t, deadline_s, shapes, lats)
             if len(t):
                 kept_t.append(t)
                 kept_terms.append(terms)
