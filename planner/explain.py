@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
 from planner.schema import Hardware, Workload
 from planner.solve.result import SearchResult
 from planner.solve.tables import min_allreduce_latency_s, min_routing_latency_s
-from planner.solve.space import SearchOptions, divisors, factor_options
+from planner.solve.space import SearchOptions, divisors
 
 GB = 1e9
 

@@ -33,7 +33,6 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from planner.cost import network as net
-from planner.cost.step import nanobatch_tokens
 from planner.schema import DEGREES, Hardware, Layout, Workload
 from planner.solve.result import SearchResult
 from planner.solve.space import (
@@ -41,7 +40,7 @@ from planner.solve.space import (
     space_size,
 )
 from planner.solve.tables import (
-    LatencyTable, ShapeTable, latency_path_lower_bound, step_lower_bound_free, tuple_terms,
+    LatencyTable, ShapeTable, latency_path_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
 )
 
 QUANTUM_S = 1e-9
@@ -85,12 +84,6 @@ def _window_pairs(space: Space, mp: np.ndarray, lo: float, hi: float):
     n = n_mp[:, None] * dps[None, :].astype(np.float64)
     ii, jj = np.nonzero((n >= lo) & (n <= hi))
     return ii, jj, dps
-
-
-def tuples_in_window(space: Space, mp: np.ndarray, lo: float, hi: float) -> Tuples:
-    """Degree tuples with lo <= N <= hi (vectorised; mp = model_parallel_rows)."""
-    ii, jj, dps = _window_pairs(space, mp, lo, hi)
-    return tuples_from_pairs(space, mp, ii, jj, dps)
 
 
 def _m_counts(space: Space, dps: np.ndarray) -> np.ndarray:
@@ -247,21 +240,6 @@ def _step_columns(dp_overlap: bool) -> list[tuple[str | None, dict[str, list[str
 
 NET_COLUMNS = {"dp": ["lat", "bw"], "tp_ff": ["bw", "lat_net"], "tp_model": ["bw", "lat_net"],
                "pp_ep": ["bw", "lat_net"]}
-
-
-def step_lower_bound(n: int, terms, tables, dp_overlap: bool) -> np.ndarray:
-    """Per tuple, a lower bound of its best step time: each group's cheapest factor vector taken independently
-    (the real choice must also fill the levels jointly, so it can only be dearer)."""
-    best = np.zeros(n)
-    for tuple_col, cols in _step_columns(dp_overlap):
-        val = np.zeros(n) if tuple_col is None else terms[tuple_col].copy()
-        for g, cs in cols.items():
-            tab = tables[g]
-            mins = np.full(n, np.inf)
-            np.minimum.at(mins, tab.tup, sum(tab.cols[c] for c in cs))
-            val += mins
-        best = np.maximum(best, val)
-    return best
 
 
 class _Model:
@@ -447,18 +425,10 @@ class _Clock:
 def _price_tuples(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s, block_critical_s):
     """Every placement of every tuple priced by the float model (planner.cost.step.step_arrays, the function the
     enumerator uses). Returns (per-tuple best step or inf, per-tuple best placement, rows priced)."""
-    from planner.cost.step import LayoutBatch, step_arrays
-    from planner.solve.exhaustive import expand_placements
-
     best = np.full(len(t), np.inf)
-    rows, pl = expand_placements(hw, t)
+    rows, pl, arr = price_placements(hw, wl, t, dp_overlap, block_s, block_critical_s)
     if len(rows) == 0:
         return best, {}, 0
-    arr = step_arrays(hw, wl, LayoutBatch(
-        dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
-        interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
-        zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)}),
-        dp_overlap=dp_overlap, block_s=block_s[rows], block_critical_s=block_critical_s[rows])
     np.minimum.at(best, rows, arr["step_s"])
     order = np.lexsort((arr["step_s"], rows))  # per tuple, its cheapest placement first
     first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]

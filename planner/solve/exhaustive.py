@@ -13,14 +13,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.cost.step import LayoutBatch, step_arrays
 from planner.schema import DEGREES, Hardware, Workload
 from planner.solve.result import SearchResult
 from planner.solve.space import (
     SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
     tuples_for_model_parallel,
 )
-from planner.solve.tables import tuple_terms
+from planner.solve.tables import price_placements, tuple_terms
 
 
 @lru_cache(maxsize=None)
@@ -41,7 +40,6 @@ def _level_patterns(cap: int) -> np.ndarray:
 
 def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     """All (tuple row, placement) pairs, level by level. Returns (row index array, placements (k, 5, H))."""
-    H = len(hw.levels)
     prods, valid = level_products(hw, t.gpus)
     rows = np.nonzero(valid)[0]
     remaining = np.stack([t.degree(d) for d in DEGREES], axis=1)[rows]  # (n, 5)
@@ -75,16 +73,9 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
 def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples):
     """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
     terms = tuple_terms(hw, wl, t)
-    rows, pl = expand_placements(hw, t)
+    rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms["block_s"], terms["block_critical_s"])
     if len(rows) == 0:
         return None
-    lb = LayoutBatch(
-        dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
-        interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
-        zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)},
-    )
-    arr = step_arrays(hw, wl, lb, dp_overlap=options.dp_overlap,
-                      block_s=terms["block_s"][rows], block_critical_s=terms["block_critical_s"][rows])
     ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
     if deadline_s is not None:
         ok &= wl.steps * arr["step_s"] <= deadline_s

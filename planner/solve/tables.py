@@ -140,3 +140,24 @@ def step_lower_bound_free(hw: Hardware, wl: Workload, t: Tuples, terms: dict[str
     floor = lat_dp + terms["critical_mm_s"] + lat_path
     eq21 = lat_dp + lat_step + terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
     return np.maximum(floor, eq21)
+
+
+def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s: np.ndarray,
+                     block_critical_s: np.ndarray):
+    """Every valid placement of every tuple, priced by planner.cost.step.step_arrays.
+
+    Returns (tuple row of each priced layout, placements (k, 5, H), the step_arrays columns).
+    """
+    from planner.cost.step import LayoutBatch, step_arrays
+    from planner.schema import DEGREES
+    from planner.solve.exhaustive import expand_placements
+
+    rows, pl = expand_placements(hw, t)
+    if len(rows) == 0:
+        return rows, pl, {}
+    arr = step_arrays(hw, wl, LayoutBatch(
+        dp=t.dp[rows], tp_ff=t.tp_ff[rows], tp_model=t.tp_model[rows], pp=t.pp[rows],
+        interleave=t.interleave[rows], ep=t.ep[rows], microbatches=t.microbatches[rows],
+        zero_bubble=t.zero_bubble[rows], placement={d: pl[:, k, :] for k, d in enumerate(DEGREES)}),
+        dp_overlap=dp_overlap, block_s=block_s[rows], block_critical_s=block_critical_s[rows])
+    return rows, pl, arr
