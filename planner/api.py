@@ -52,14 +52,14 @@ def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap
 
 def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: SearchResult,
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
-                         notes: list[str] | None = None) -> Plan:
+                         notes: list[str] | None = None, dp_overlap: bool = False) -> Plan:
     lay = ev.layout
     gpu_hours = ev.gpus * ev.training_s / 3600.0
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
         hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
-        gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
+        dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
         cost_usd=None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
         mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
@@ -170,7 +170,7 @@ def plan(
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
             status="infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
-            deadline_days=None if gpus is not None else days, gpus=gpus, nodes=None, gpu_hours=None, mfu=None,
+            deadline_days=None if gpus is not None else days, dp_overlap=dp_overlap, gpus=gpus, nodes=None, gpu_hours=None, mfu=None,
             training_days=None, step_time_s=None, bottleneck=None, workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
         )
@@ -185,4 +185,4 @@ def plan(
     if gpus is not None and days is not None and ev.training_days > days:
         notes.append(f"on {gpus} GPUs the run takes {ev.training_days:.1f} days, more than the {days:g} requested")
     return plan_from_evaluation(hw, workload, ev, result, None if gpus is not None else days,
-                                price_per_gpu_hour, notes)
+                                price_per_gpu_hour, notes, dp_overlap=dp_overlap)

@@ -540,6 +540,7 @@ def evaluate_command(
         layout, notes = _layout_of_plan(doc, hw, wl)
         if days is None:
             days = doc.deadline_days
+        dp_overlap = dp_overlap or doc.dp_overlap
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
         hw = api.resolve_hardware(gpu or "h100")
@@ -567,9 +568,9 @@ def evaluate_command(
         notes.append(f"misses the deadline: {ev.training_days:.4g} days > {days:g} days")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
-    result = SearchResult("exhaustive", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
+    result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
                           notes=["no search: the layout was given and only evaluated"])
-    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes)
+    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
     if json_out:
         _emit_json(_plan_json(doc))
     else:

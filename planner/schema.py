@@ -317,7 +317,7 @@ class MemoryReport(_Frozen):
 
 
 class SolverReport(_Frozen):
-    name: Literal["cpsat", "exhaustive"]
+    name: Literal["cpsat", "exhaustive", "none"] = Field(description="'none' when a given layout was only evaluated.")
     status: Literal["optimal", "feasible", "infeasible", "unknown"]
     wall_s: float = Field(description="Search wall time (the only field that varies between identical runs).")
     space_size: int = Field(description="Valid degree tuples in the space (each also has several placements).")
@@ -337,6 +337,7 @@ class Plan(_Frozen):
     peak_flops: float = Field(description="Peak dense 16-bit FLOP/s per GPU at max clock: MFU's denominator.")
     flop_convention: str = "6 * active_params * tokens"
     deadline_days: float | None
+    dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
     gpus: int | None
     nodes: int | None
     gpu_hours: float | None

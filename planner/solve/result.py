@@ -11,7 +11,7 @@ from planner.schema import Layout
 class SearchResult:
     """The chosen layout (None if infeasible) and what the search can say about it."""
 
-    solver: str  # "cpsat" | "exhaustive"
+    solver: str  # "cpsat" | "exhaustive" | "none" (a given layout, only evaluated)
     status: str  # "optimal" | "feasible" | "infeasible" | "unknown"
     layout: Layout | None
     wall_s: float
