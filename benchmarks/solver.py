@@ -1,21 +1,30 @@
-"""CP-SAT versus the exhaustive enumerator on the inferred-shape ladder (SPEC §9), plus the `plan` process time.
+"""CP-SAT versus the exhaustive enumerator (SPEC §9), on two ladders, plus the `plan` process time.
 
-For every instance (inferred shape at 1e22 ... 1e31 FLOP, dense and sparse, on h100 and h100-superpod, 90-day
-deadline) both searches run in the same process, one after the other, and the table reports:
+Ladder 1, inferred shapes: 1e22 ... 1e31 FLOP, dense and sparse, on h100 and h100-superpod, 90-day deadline. The
+enumerator cannot finish these (hours each), so the ratio there is only a lower bound.
+
+Ladder 2, mid-size explicit shapes (workload_from_shape, d_ff = 4 d_model; SHAPES below) on h100 and
+h100-superpod, each in fixed-cluster mode (--gpus TARGET_GPUS) and in deadline mode (deadline = 1.5 x the training
+time of the fixed-cluster optimum, so the answer is a mid-size cluster). Here the enumerator finishes, so the
+ratio and the agreement of the optima are measured.
+
+Both searches run in the same process, one after the other, and the table reports:
 
 - the space size (degree tuples; placements are counted separately by the searches),
-- CP-SAT wall time, status and layouts modelled ((tuple, factor vector) pairs put into models),
+- CP-SAT wall time, split into pricing (windows, bounds, exact float pricing) and the CP-SAT proof (cpsat._prove,
+  timed by wrapping it), status, and survivors / pairs (degree tuples and (tuple, factor vector) pairs that the
+  CP-SAT model was built over),
 - exhaustive wall time, or "did not finish in X s" with the fraction of its chunks completed (chunks are slices
   of the (N_DP, m) list; they are not equal in cost, so the fraction is only indicative). The enumerator checks
-  its own time limit only between chunks and one chunk can take minutes, so it runs in a forked process that is
-  terminated at the limit (+1 s),
+  its time limit per sub-batch; it still runs in a forked process that is terminated at the limit (+1 s) as a guard,
 - the ratio exhaustive / CP-SAT (a lower bound on the ratio when the enumerator was stopped),
 - whether the optima agree (GPU count and float step time, both re-priced with planner.cost.step.evaluate).
 
 Then `plan --compute 1e28 --gpu h100 --days 90 --json` is timed as a whole process (SPEC §9 target: < 3 s).
 
 Usage:
-    python benchmarks/solver.py [--quick] [--exhaustive-limit S] [--cpsat-limit S] [--markdown]
+    python benchmarks/solver.py [--quick] [--ladder inferred|shapes|both] [--exhaustive-limit S]
+                                [--shape-exhaustive-limit S] [--cpsat-limit S] [--markdown] [--no-plan]
 """
 
 from __future__ import annotations
@@ -32,39 +41,38 @@ from pathlib import Path
 
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
+from planner.solve import cpsat as cp_mod
 from planner.solve import exhaustive as exh_mod
 from planner.solve.cpsat import solve_cpsat
 from planner.solve.space import SearchOptions, build_space, model_parallel_rows
-from planner.workload import infer_workload
+from planner.workload import infer_workload, workload_from_shape
 
 DAYS = 90.0
 COMPUTES = [1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31]
 QUICK = [(1e22, False, "h100"), (1e25, True, "h100"), (1e28, False, "h100"), (1e24, False, "h100-superpod")]
 
 
-def _exhaustive_child(conn, counter, hw_name, compute, sparse, limit):
-    """Runs in a forked process: the enumerator checks its time limit only between chunks, and one chunk of a
-    large instance can run for minutes, so the parent enforces the limit by terminating this process."""
+def _exhaustive_child(conn, counter, hw, wl, opts, deadline_s, limit):
+    """Runs in a forked process; the parent terminates it at the limit (+1 s) in case a sub-batch overruns."""
     orig = exh_mod.tuples_for_model_parallel
 
-    def counting(*args, **kwargs):  # one call per chunk; the limit is checked before it, so each call completes
+    def counting(*args, **kwargs):  # one call per chunk
         with counter.get_lock():
             counter.value += 1
         return orig(*args, **kwargs)
 
     exh_mod.tuples_for_model_parallel = counting
-    hw, wl = get_hardware(hw_name), infer_workload(compute, sparse=sparse)
-    res = exh_mod.solve_exhaustive(hw, wl, SearchOptions(), DAYS * 86400.0, time_limit_s=limit)
+    res = exh_mod.solve_exhaustive(hw, wl, opts, deadline_s, time_limit_s=limit)
     conn.send(res)
 
 
-def run_exhaustive(hw_name, compute, sparse, limit):
+def run_exhaustive(hw, wl, opts, deadline_s, limit):
     """(SearchResult or None if killed at the limit, wall seconds, chunks started)."""
     ctx = mp.get_context("fork")
     counter = ctx.Value("i", 0)
     parent, child = ctx.Pipe(duplex=False)
     t0 = time.perf_counter()
-    proc = ctx.Process(target=_exhaustive_child, args=(child, counter, hw_name, compute, sparse, limit))
+    proc = ctx.Process(target=_exhaustive_child, args=(child, counter, hw, wl, opts, deadline_s, limit))
     proc.start()
     res = parent.recv() if parent.poll(limit + 1.0) else None
     wall = time.perf_counter() - t0
@@ -80,17 +88,48 @@ def total_chunks(hw, wl, options) -> int:
     return math.ceil(len(space.dp_m) / chunk)
 
 
+class _ProveTimer:
+    """Wraps cpsat._prove to time the CP-SAT proof and count the survivors / (tuple, placement) pairs modelled;
+    the rest of solve_cpsat's wall time is windows, bounds and exact pricing."""
+
+    def __init__(self):
+        self.orig = cp_mod._prove
+        self.reset()
+
+    def reset(self):
+        self.prove_s, self.survivors, self.pairs = 0.0, 0, 0
+
+    def __call__(self, hw, wl, t, terms, tables, *a, **k):
+        self.survivors = len(t)
+        self.pairs = sum(len(tab.tup) for tab in tables.values())
+        t0 = time.perf_counter()
+        try:
+            return self.orig(hw, wl, t, terms, tables, *a, **k)
+        finally:
+            self.prove_s = time.perf_counter() - t0
+
+
+PROVE = _ProveTimer()
+cp_mod._prove = PROVE
+
+
 def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, cp_limit: float) -> dict:
-    hw = get_hardware(hw_name)
     wl = infer_workload(compute, sparse=sparse)
-    deadline_s = DAYS * 86400.0
-    opts = SearchOptions()
+    row = run_case(get_hardware(hw_name), wl, SearchOptions(), DAYS * 86400.0, exh_limit, cp_limit)
+    row.update(compute=f"{compute:.0e}", hw=hw_name, kind="sparse" if sparse else "dense")
+    return row
+
+
+def run_case(hw, wl, opts: SearchOptions, deadline_s, exh_limit: float, cp_limit: float) -> dict:
+    PROVE.reset()
     cp = solve_cpsat(hw, wl, opts, deadline_s, time_limit_s=cp_limit, workers=2)
-    ex, ex_wall, started = run_exhaustive(hw_name, compute, sparse, exh_limit)
+    prove_s, survivors, pairs = PROVE.prove_s, PROVE.survivors, PROVE.pairs
+    ex, ex_wall, started = run_exhaustive(hw, wl, opts, deadline_s, exh_limit)
     n_chunks = total_chunks(hw, wl, opts)
     finished = ex is not None and ex.status in ("optimal", "infeasible")
-    # chunks completed: all of them if it finished; if killed, the one in progress did not complete
-    done = n_chunks if finished else (started if ex is not None else max(started - 1, 0))
+    # chunks completed: all of them if it finished; if stopped (by its own limit or killed), the one in progress
+    # did not complete
+    done = n_chunks if finished else max(started - 1, 0)
 
     def priced(res):
         if res is None or res.layout is None:
@@ -103,7 +142,7 @@ def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, c
         agree = "n/a (enumerator stopped)"
         if pe is not None and pc is not None and (pe[0], pe[1]) < (pc[0], pc[1] - 1e-8):
             agree = f"NO: partial enumeration found better ({pe[0]} GPUs, {pe[1]:.6g} s)"
-    elif cp.status != "optimal" or (pc is None) != (pe is None):
+    elif cp.status not in ("optimal", "infeasible") or (pc is None) != (pe is None):
         agree = "NO" if cp.status == "optimal" else f"n/a (cpsat {cp.status})"
     elif pc is None:
         agree = "yes (both infeasible)"
@@ -111,14 +150,49 @@ def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, c
         agree = "yes" if pc[0] == pe[0] and abs(pc[1] - pe[1]) <= 1e-8 else (
             f"NO: cpsat {pc[0]} GPUs {pc[1]:.9g} s, exhaustive {pe[0]} GPUs {pe[1]:.9g} s")
     return {
-        "compute": compute, "hw": hw_name, "kind": "sparse" if sparse else "dense",
         "shape": f"d{wl.d_model} L{wl.layers} E{wl.experts} b{wl.batch_tokens}",
         "space": cp.space_size, "cp_s": cp.wall_s, "cp_status": cp.status, "cp_stages": cp.cpsat_status,
+        "prove_s": prove_s, "survivors": survivors, "pairs": pairs,
         "modelled": cp.evaluated, "gpus": pc[0] if pc else None, "step_s": pc[1] if pc else None,
         "ex_s": ex.wall_s if finished else ex_wall, "ex_finished": finished, "ex_chunks": (done, n_chunks),
         "ratio": (ex.wall_s if finished else ex_wall) / cp.wall_s if cp.wall_s > 0 else float("nan"),
-        "agree": agree,
+        "agree": agree, "notes": "; ".join(cp.notes),
     }
+
+
+# Mid-size explicit shapes (d_model, layers, experts, batch tokens; d_ff = 4 d_model) where the enumerator finishes.
+SHAPES = [(512, 8, 1, 2 ** 12), (1024, 16, 1, 2 ** 14), (1024, 16, 4, 2 ** 14), (2048, 24, 1, 2 ** 15),
+          (2048, 32, 8, 2 ** 16), (4096, 48, 1, 2 ** 16)]
+TARGET_GPUS = 64
+"""Fixed-cluster mode: --gpus TARGET_GPUS. Deadline mode: deadline = 1.5 x the training time of the fixed-cluster
+optimum, so the answer is a mid-size cluster of at most TARGET_GPUS GPUs."""
+
+
+def shape_instances():
+    out = []
+    for hw_name in ("h100", "h100-superpod"):
+        for d, layers, experts, b in SHAPES:
+            for mode in ("fixed", "deadline"):
+                out.append((hw_name, d, layers, experts, b, mode))
+    return out
+
+
+def run_shape(hw_name, d, layers, experts, b, mode, exh_limit, cp_limit) -> dict:
+    hw = get_hardware(hw_name)
+    wl = workload_from_shape(d, 4 * d, layers, experts, b)
+    if mode == "deadline":
+        fixed = solve_cpsat(hw, wl, SearchOptions(gpus=TARGET_GPUS), None, time_limit_s=cp_limit, workers=2)
+        if fixed.layout is None:
+            return None
+        step = evaluate(hw, wl, fixed.layout).step.step_s
+        deadline_s = 1.5 * step * wl.steps
+        opts = SearchOptions()
+        label = f"deadline {deadline_s:.3g} s"
+    else:
+        deadline_s, opts, label = None, SearchOptions(gpus=TARGET_GPUS), f"fixed {TARGET_GPUS} GPUs"
+    row = run_case(hw, wl, opts, deadline_s, exh_limit, cp_limit)
+    row.update(compute=f"{wl.compute_flop:.1e}", hw=hw_name, kind=label)
+    return row
 
 
 def fmt_row(r: dict, exh_limit: float) -> list[str]:
@@ -130,11 +204,14 @@ def fmt_row(r: dict, exh_limit: float) -> list[str]:
         ex = f"did not finish in {exh_limit:g} s ({done}/{total} chunks done)"
         ratio = f">{r['ratio']:.1f}x"
     gpus = f"{r['gpus']:,}" if r["gpus"] is not None else "-"
-    return [f"{r['compute']:.0e}", r["hw"], r["kind"], r["shape"], f"{r['space']:,}", f"{r['cp_s']:.2f} s",
-            r["cp_status"], f"{r['modelled']:,}", gpus, ex, ratio, r["agree"]]
+    split = f"{r['cp_s'] - r['prove_s']:.2f} / {r['prove_s']:.2f}"
+    surv = f"{r['survivors']:,} / {r['pairs']:,}"
+    return [r["compute"], r["hw"], r["kind"], r["shape"], f"{r['space']:,}", f"{r['cp_s']:.2f} s", split,
+            r["cp_status"], surv, gpus, ex, ratio, r["agree"]]
 
 
-HEADER = ["compute", "hardware", "kind", "shape", "space (tuples)", "CP-SAT", "status", "modelled", "GPUs",
+HEADER = ["compute", "hardware", "kind", "shape", "space (tuples)", "CP-SAT", "pricing / proof (s)", "status",
+          "survivors / pairs", "GPUs",
           "exhaustive", "exh/CP-SAT", "optima agree"]
 
 
@@ -167,27 +244,10 @@ def machine() -> str:
     return f"{os.cpu_count()} logical CPUs (nproc), {cpu}, Python {platform.python_version()}"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="a few instances only")
-    ap.add_argument("--exhaustive-limit", type=float, default=120.0, help="enumerator time limit per instance (s)")
-    ap.add_argument("--cpsat-limit", type=float, default=60.0, help="CP-SAT time limit per instance (s)")
-    ap.add_argument("--markdown", action="store_true", help="emit a Markdown table")
-    args = ap.parse_args(argv)
-
-    if args.quick:
-        instances = QUICK
-    else:
-        instances = [(c, s, h) for h in ("h100", "h100-superpod") for s in (False, True) for c in COMPUTES]
-    print(f"# machine: {machine()}", flush=True)
-    rows = []
-    for c, s, h in instances:
-        r = run_instance(c, s, h, args.exhaustive_limit, args.cpsat_limit)
-        rows.append(r)
-        print("  " + " | ".join(fmt_row(r, args.exhaustive_limit)) + f"  [{r['cp_stages']}]", flush=True)
-    table = [fmt_row(r, args.exhaustive_limit) for r in rows]
+def print_table(rows, exh_limit, markdown):
+    table = [fmt_row(r, exh_limit) for r in rows]
     print()
-    if args.markdown:
+    if markdown:
         print("| " + " | ".join(HEADER) + " |")
         print("|" + "---|" * len(HEADER))
         for t in table:
@@ -196,6 +256,49 @@ def main(argv=None) -> int:
         widths = [max(len(x) for x in col) for col in zip(HEADER, *table)]
         for t in [HEADER] + table:
             print("  ".join(x.ljust(w) for x, w in zip(t, widths)))
+    print(flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a few instances only")
+    ap.add_argument("--exhaustive-limit", type=float, default=120.0, help="enumerator time limit per instance (s)")
+    ap.add_argument("--cpsat-limit", type=float, default=60.0, help="CP-SAT time limit per instance (s)")
+    ap.add_argument("--markdown", action="store_true", help="emit a Markdown table")
+    ap.add_argument("--ladder", choices=("inferred", "shapes", "both"), default="both",
+                    help="inferred-shape ladder (1e22..1e31), mid-size explicit shapes, or both")
+    ap.add_argument("--shape-exhaustive-limit", type=float, default=150.0,
+                    help="enumerator time limit per explicit-shape instance (s)")
+    ap.add_argument("--no-plan", action="store_true", help="skip timing the plan process")
+    args = ap.parse_args(argv)
+
+    print(f"# machine: {machine()}", flush=True)
+    if args.ladder in ("inferred", "both"):
+        if args.quick:
+            instances = QUICK
+        else:
+            instances = [(c, s, h) for h in ("h100", "h100-superpod") for s in (False, True) for c in COMPUTES]
+        print("# inferred-shape ladder, 90-day deadline", flush=True)
+        rows = []
+        for c, s, h in instances:
+            r = run_instance(c, s, h, args.exhaustive_limit, args.cpsat_limit)
+            rows.append(r)
+            print("  " + " | ".join(fmt_row(r, args.exhaustive_limit)) + f"  [{r['cp_stages']}] {r['notes']}",
+                  flush=True)
+        print_table(rows, args.exhaustive_limit, args.markdown)
+    if args.ladder in ("shapes", "both"):
+        print("# mid-size explicit shapes", flush=True)
+        rows = []
+        for inst in shape_instances():
+            r = run_shape(*inst, args.shape_exhaustive_limit, args.cpsat_limit)
+            if r is None:
+                continue
+            rows.append(r)
+            print("  " + " | ".join(fmt_row(r, args.shape_exhaustive_limit)) + f"  [{r['cp_stages']}] {r['notes']}",
+                  flush=True)
+        print_table(rows, args.shape_exhaustive_limit, args.markdown)
+    if args.no_plan:
+        return 0
     print("\n# plan --compute 1e28 --gpu h100 --days 90 --json (whole process, 3 repeats)", flush=True)
     times = time_plan(3)
     print("plan wall times: " + ", ".join(f"{t:.2f} s" for t in times))
