@@ -169,7 +169,7 @@ def plan(
 
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
-            status="infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
+            status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
             deadline_days=None if gpus is not None else days, dp_overlap=dp_overlap, gpus=gpus, nodes=None,
             gpu_hours=None, mfu=None,
             training_days=None, step_time_s=None, bottleneck=None, workload=workload_report(workload),

@@ -331,7 +331,9 @@ class SolverReport(_Frozen):
 class Plan(_Frozen):
     """One planning answer. `status` is 'optimal' only when the search proved it."""
 
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
+        description="optimal: proven; feasible: a layout, not proven optimal (time limit); infeasible: proven that "
+                    "no layout exists; unknown: the time limit stopped the search before any layout was found.")
     hardware: str
     gpu: str
     peak_flops: float = Field(description="Peak dense 16-bit FLOP/s per GPU at max clock: MFU's denominator.")

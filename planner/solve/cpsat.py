@@ -78,12 +78,34 @@ def _vp(x: np.ndarray, p: int) -> np.ndarray:
 
 
 def _window_pairs(space: Space, mp: np.ndarray, lo: float, hi: float):
-    """(model-parallel row, N_DP value) index pairs whose GPU count lies in [lo, hi] (float: no overflow)."""
-    n_mp = mp[:, 0].astype(np.float64) * mp[:, 1] * mp[:, 2] * mp[:, 5]
+    """(model-parallel row, N_DP value) index pairs whose GPU count lies in [lo, hi] (float: no overflow).
+
+    Rows are kept sorted by their model-parallel size (cached on the array), so each N_DP value selects a contiguous
+    slice by binary search instead of a full scan.
+    """
+    key = id(mp)
+    if _MP_SORT.get("key") != key:
+        n_mp = mp[:, 0].astype(np.float64) * mp[:, 1] * mp[:, 2] * mp[:, 5]
+        order = np.argsort(n_mp, kind="stable")
+        _MP_SORT.update(key=key, order=order, sorted=n_mp[order], mp=mp)
+    order, n_sorted = _MP_SORT["order"], _MP_SORT["sorted"]
     dps = np.unique(space.dp_m[:, 0])
-    n = n_mp[:, None] * dps[None, :].astype(np.float64)
-    ii, jj = np.nonzero((n >= lo) & (n <= hi))
-    return ii, jj, dps
+    ii_parts, jj_parts = [], []
+    for j, d in enumerate(dps.astype(np.float64)):
+        a = np.searchsorted(n_sorted, lo / d * (1 - 1e-12), side="left")
+        b = np.searchsorted(n_sorted, hi / d * (1 + 1e-12), side="right")
+        if b > a:
+            rows = order[a:b]
+            n = n_sorted[a:b] * d
+            keep = (n >= lo) & (n <= hi)
+            ii_parts.append(rows[keep])
+            jj_parts.append(np.full(int(keep.sum()), j))
+    if not ii_parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), dps
+    return np.concatenate(ii_parts), np.concatenate(jj_parts), dps
+
+
+_MP_SORT: dict = {}
 
 
 def _m_counts(space: Space, dps: np.ndarray) -> np.ndarray:
