@@ -118,7 +118,7 @@ def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
     if plan.status in ("infeasible", "unknown"):
-        if plan.status == "infeasible":
+        if plan.status == "infeasible" and plan.solver.status == "infeasible":
             return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.",
                         style="bold red")
         return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
