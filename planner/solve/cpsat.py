@@ -473,8 +473,7 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     order = np.lexsort((lb, gpus)) if deadline_s is not None else np.argsort(lb, kind="stable")
     priced = np.full(len(t), np.inf)
     best_pl: dict[int, np.ndarray] = {}
-    per_tuple = max(1, len(hw.levels) ** 2 * 4)
-    batch = max(64, PRICING_ROWS // per_tuple)
+    batch = 256  # first batch; later ones are sized from the rows it produced
     incumbent, rows_priced, pos = None, 0, 0
     while pos < len(order):
         if incumbent is not None:
@@ -491,6 +490,8 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
         best, pls, n_rows = _price_tuples(hw, wl, t.take(idx), dp_overlap, terms["block_s"][idx],
                                           terms["block_critical_s"][idx])
         rows_priced += n_rows
+        # Size the next batch from what this one cost: placements per tuple vary from a few to thousands.
+        batch = int(min(max(16, PRICING_ROWS * len(idx) // max(n_rows, 1)), 50_000))
         priced[idx] = best
         for k, v in pls.items():
             best_pl[int(idx[k])] = v
@@ -538,6 +539,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
     m_max = {int(d): int(space.dp_m[space.dp_m[:, 0] == d, 1].max()) for d in np.unique(space.dp_m[:, 0])}
     for ii, jj, dps, n_lo, n_hi in windows(space, mp, lo, n_max, WINDOW_TUPLES):
+        if clock.out:
+            return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
         if deadline_s is not None:
             ii, jj = _floor_filter_pairs(hw, wl, mp, ii, jj, dps, m_max, shapes, lats, deadline_s)
             if len(ii) == 0:
