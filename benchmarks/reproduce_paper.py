@@ -85,6 +85,72 @@ def run_scenario(s: Scenario, per_decade: float, jobs: int, time_limit: float) -
     print(f"{s.key}: done in {time.time() - t0:.0f} s -> {DATA / (s.key + '.json')}", flush=True)
 
 
+def retry_unproven(s: Scenario, time_limit: float) -> None:
+    """Re-solve, with a longer time limit, the cached points of `s` that decide its numbers but hit the limit:
+    time-limited gaps below the last feasible point, feasible-but-unproven points, and the first time-limited
+    point above the last feasible one (only that one, to bound the time). The retried points
+    are listed in docs/reproduction/<scenario>.retries.json and in the document."""
+    from planner import api
+    from planner.sweep import solve_point
+
+    res = load(s.key)
+    if res is None:
+        print(f"{s.key}: not cached, nothing to retry", flush=True)
+        return
+    plans = list(res.plans)
+    n = len(res.compute_flop)
+    retried = []
+    for k, hw in enumerate(res.hardware):
+        hwobj = api.resolve_hardware(hw)
+        for j in range(n):
+            idx = k * n + j
+            p = plans[idx]
+            if _proof(p).startswith("yes"):
+                continue
+            mine = plans[k * n:(k + 1) * n]
+            last = max((i for i, q in enumerate(mine) if _has_plan(q)), default=-1)
+            if not _has_plan(p) and j > last + 1:
+                break  # above the first time-limited point past the wall: not worth the time
+            c = res.compute_flop[j]
+            t0 = time.time()
+            q = solve_point(hwobj, c, res.days, res.sparse, res.batch_scaling, res.schedule, time_limit, 1, "cpsat")
+            print(f"  [{s.key} retry] {hw} {c:.3g}: {p.status}/{p.solver.status} -> {q.status}/{q.solver.status} "
+                  f"mfu={q.mfu} ({time.time() - t0:.0f} s)", flush=True)
+            plans[idx] = q
+            retried.append({"hardware": hw, "compute_flop": c, "time_limit_s": time_limit,
+                            "before": f"{p.status}/{p.solver.status}", "after": f"{q.status}/{q.solver.status}"})
+            _save_retried(s.key, res, plans, retried[-1:])  # after every point, so an interrupted retry keeps it
+            if j > last:
+                break  # at most one retry above the last feasible point per hardware (time)
+    print(f"{s.key}: retried {len(retried)} point(s)", flush=True)
+
+
+def _save_retried(key: str, res, plans, retried: list[dict]) -> None:
+    import json
+
+    from planner import api
+    from planner.sweep import summarise
+
+    n = len(res.compute_flop)
+    hws = [api.resolve_hardware(h) for h in res.hardware]
+    summaries = [summarise(h, res.compute_flop, plans[i * n:(i + 1) * n]) for i, h in enumerate(hws)]
+    new = res.model_copy(update={
+        "plans": list(plans), "summaries": summaries,
+        "end_of_linear_scaling_flop": {x.hardware: x.end_of_linear_scaling_flop for x in summaries},
+        "last_feasible_flop": {x.hardware: x.last_feasible_flop for x in summaries}})
+    (DATA / f"{key}.json").write_text(new.model_dump_json(indent=1), encoding="utf-8")
+    rpath = DATA / f"{key}.retries.json"
+    old = json.loads(rpath.read_text()) if rpath.exists() else []
+    rpath.write_text(json.dumps(old + retried, indent=1), encoding="utf-8")
+
+
+def load_retries(key: str) -> list[dict]:
+    import json
+
+    path = DATA / f"{key}.retries.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
 def load(key: str):
     from planner.sweep import SweepResult
 
@@ -131,6 +197,11 @@ def _verdict(ours, paper, tol: float) -> str:
     return "pass" if 1 / tol <= r <= tol else "**FAIL**"
 
 
+def _has_plan(p) -> bool:
+    """A layout was found (status optimal or feasible). Status 'infeasible' or 'unknown' means none was."""
+    return p.status in ("optimal", "feasible")
+
+
 def _proof(p) -> str:
     """Whether the point's answer is proven: optimal layout, or no layout at all."""
     if p.status == "optimal":
@@ -148,9 +219,21 @@ def _time_limited(res) -> list[tuple[str, float, object]]:
             if not _proof(p).startswith("yes")]
 
 
+def _bracket_gap(res, hw: str, threshold: float):
+    """If the end of linear scaling is interpolated between two feasible points with time-limited (no-plan) points
+    between them, return (lower feasible compute, upper feasible compute, number of points in between)."""
+    grid, plans = res.compute_flop, res.plans_for(hw)
+    feas = [j for j, q in enumerate(plans) if _has_plan(q) and q.mfu is not None]
+    for a, b in zip(feas, feas[1:]):
+        if plans[a].mfu >= threshold > plans[b].mfu:
+            k = b - a - 1
+            return (grid[a], grid[b], k) if k > 0 else None
+    return None
+
+
 def _first_infeasible_after(res, hw, last):
     for c, p in zip(res.compute_flop, res.plans_for(hw)):
-        if p.status == "infeasible" and (last is None or c > last):
+        if not _has_plan(p) and (last is None or c > last):
             return c, p
     return None, None
 
@@ -215,16 +298,38 @@ def write_doc(a) -> None:
                     continue
                 sm = res.summary(hw)
                 end = sm.end_of_linear_scaling_flop
-                w(f"| {key} | {hw} | {_sci(end)} | {_sci(paper, 1)} | {_ratio(end, paper)} | x{s.tolerance:g} | "
-                  f"{_verdict(end, paper, s.tolerance)} | {_sci(sm.last_feasible_flop)} | {sm.unproven_points} |")
+                br = _bracket_gap(res, hw, sm.threshold_mfu)
+                verdict = _verdict(end, paper, s.tolerance)
+                shown = _sci(end)
+                if br is not None:
+                    lo, hi, k = br
+                    shown = f"{_sci(end)} (*uncertain*: bracket {_sci(lo)}–{_sci(hi)} spans {k} point(s) without a plan)"
+                    lo_ok = paper is not None and lo / paper <= s.tolerance
+                    hi_ok = paper is not None and hi / paper >= 1 / s.tolerance
+                    verdict = (verdict + " (inconclusive)") if lo_ok and hi_ok else verdict
+                w(f"| {key} | {hw} | {shown} | {_sci(paper, 1)} | {_ratio(end, paper)} | x{s.tolerance:g} | "
+                  f"{verdict} | {_sci(sm.last_feasible_flop)} | "
+                  f"{sum(not _proof(q).startswith('yes') for q in res.plans_for(hw))} |")
         w("")
         for key in keys:
             res = sweeps[key]
             if res is None:
                 continue
             for sm in res.summaries:
+                mine = res.plans_for(sm.hardware)
                 for note in sm.notes:
+                    if "hit the solver time limit" in note or note.startswith("no plan found below"):
+                        continue  # recounted below (the library's count misses status 'unknown' plans)
                     w(f"- `{key}` {sm.hardware}: {note}")
+                tl = [c for c, q in zip(res.compute_flop, mine) if not _proof(q).startswith("yes")]
+                if tl:
+                    w(f"- `{key}` {sm.hardware}: {len(tl)} point(s) hit the solver time limit: "
+                      + ", ".join(_sci(c) for c in tl) + " FLOP (see \"Solver proofs\")")
+                last = sm.last_feasible_flop
+                gaps = [c for c, q in zip(res.compute_flop, mine) if not _has_plan(q) and last is not None and c < last]
+                if gaps:
+                    w(f"- `{key}` {sm.hardware}: no plan found below the last feasible point at "
+                      + ", ".join(_sci(c) for c in gaps) + " FLOP (interpolated over)")
         w("")
 
     table(["table3-dense", "table3-sparse"], "Table 3: end of linear scaling, current hardware (tolerance x2)")
@@ -239,9 +344,9 @@ def write_doc(a) -> None:
     if not pts:
         w("MISSING: needs the `table3-dense`, `table4-dense` or `wall-h100` sweep.\n")
     else:
-        feas = [(c, p, k) for c, p, k in pts if p.status != "infeasible"]
+        feas = [(c, p, k) for c, p, k in pts if _has_plan(p)]
         last = max(feas, key=lambda t: t[0]) if feas else None
-        above = sorted([(c, p, k) for c, p, k in pts if p.status == "infeasible" and (last is None or c > last[0])],
+        above = sorted([(c, p, k) for c, p, k in pts if not _has_plan(p) and (last is None or c > last[0])],
                        key=lambda t: t[0])
         proven = [t for t in above if t[1].solver.status == "infeasible"]
         srcs = sorted({k for _, _, k in pts})
@@ -285,6 +390,12 @@ def write_doc(a) -> None:
 
     # Figures -----------------------------------------------------------------------------------------
     w("## Figures\n")
+    w("The x axis is the *requested* compute (log scale) and MFU is against the max-clock peak. The dotted "
+      "horizontal lines are 80 % of each GPU's sustained-clock ceiling. Dashed verticals mark the end of linear "
+      "scaling and dotted verticals the last feasible grid point, in each curve's colour (a marker at the grid's "
+      "right edge may be hidden by the frame). A point with no layout (proven infeasible or time-limited) is not "
+      "drawn, and the line joins its neighbours. Points that are feasible but not proven optimal are drawn like "
+      "the others; \"Solver proofs\" below lists them.\n")
     figs = []
     if sweeps["table3-dense"] is not None:
         r = sweeps["table3-dense"]
@@ -338,12 +449,24 @@ def write_doc(a) -> None:
         w(f"| `{key}` | not run | — | — | — |")
     w("")
     for key in done:
+        rs = load_retries(key)
+        if rs:
+            w(f"- `{key}` points re-solved with a longer time limit (`--retry-unproven`): " + "; ".join(
+                f"{r['hardware']} {_sci(r['compute_flop'])} ({r['time_limit_s']:g} s: {r['before']} -> {r['after']})"
+                for r in rs))
+    for key in done:
         tl = _time_limited(sweeps[key])
         if tl:
             w(f"- `{key}` time-limited points: " + "; ".join(
                 f"{hw} {_sci(c)} ({'feasible, not proven optimal' if p.status == 'feasible' else 'no layout found'}"
                 f", {p.solver.wall_s:.0f} s)" for hw, c, p in tl))
-    w("")
+    old = [k for k in done if any(q.status == "infeasible" and q.solver.status == "unknown" for q in sweeps[k].plans)]
+    if old:
+        w("Library versions: " + ", ".join(f"`{k}`" for k in old) + " ran with a library from before commit 1a3a277. "
+          "That version labelled a point where the time limit stopped the search before any layout was found as "
+          "`infeasible` with solver status `unknown`; the current library labels it `unknown`. Both mean the "
+          "same here (\"no plan (time limit)\", not proven infeasible). The same commit also changed how the "
+          "search pairs windows (a speed change, not a model change).\n")
 
     # Released logs -----------------------------------------------------------------------------------
     w(released_logs_section(sweeps["table3-dense"]))
@@ -358,7 +481,7 @@ def write_doc(a) -> None:
         w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c, p in zip([c for _ in res.hardware for c in res.compute_flop], res.plans):
             lay = p.layout
-            st = p.status if p.status != "infeasible" else (
+            st = p.status if _has_plan(p) else (
                 "infeasible" if p.solver.status == "infeasible" else "no plan (time limit)")
             degs = "| — | — | — | — | — | — | — " if lay is None else (
                 f"| {lay.dp} | {lay.tp_ff} | {lay.tp_model} | {lay.pp} | {lay.ep} | {lay.schedule}"
@@ -447,7 +570,18 @@ def differences(sweeps) -> str:
         if parts:
             one_gpu = (f" At the first grid point ({_sci(r.compute_flop[0])} FLOP, well inside linear scaling) our "
                        f"MFUs are {', '.join(parts)}, against ceilings 0.90 / 0.85 / 0.70.")
-    return DIFFERENCES.replace("{ONE_GPU}", one_gpu)
+    sched = ""
+    lays = [p.layout for res in sweeps.values() if res is not None for p in res.plans
+            if p.layout is not None and p.status in ("optimal", "feasible")]
+    if lays:
+        zb = [x for x in lays if x.schedule == "zb-h2"]
+        ratios = sorted(x.microbatches / x.pp for x in zb) if zb else []
+        sched = (f" Across all finished sweeps, {len(zb)} of {len(lays)} plans use ZB-H2"
+                 + (f" (m/N_PP from {ratios[0]:.3g} to {ratios[-1]:.3g}, median {ratios[len(ratios) // 2]:.3g})"
+                    if ratios else "")
+                 + f"; the other {len(lays) - len(zb)} use 1F1B"
+                 + f" ({sum(x.schedule != 'zb-h2' and x.interleave > 1 for x in lays)} of them interleaved).")
+    return DIFFERENCES.replace("{ONE_GPU}", one_gpu).replace("{SCHED}", sched)
 
 
 DIFFERENCES = """## Why our numbers differ from the paper's
@@ -469,11 +603,11 @@ previous section.
    released code adds one flat 5 µs per step. Ours is the larger charge whenever `m/N_PP` or the path is long,
    so our 1F1B plans are more latency-bound.
 3. **ZB-H2 with many microbatches is searched.** We search both 1F1B (any interleaving with `N_PP·i | L`) and
-   zero-bubble ZB-H2 (`m ≥ 2·N_PP − 1`) with any microbatch count the batch divides into. Near and past the
-   end of linear scaling, the optimum is typically ZB-H2 with `m` several times `N_PP` (e.g. 2e28 FLOP on
-   H100: pp 192, m 384), so no bubble. The released code uses 1F1B with `m = N_PP` and `i = L/N_PP` only.
-   This pushes our MFU *up* relative to the released logs. The latency floor (item 1) is what keeps ZB-H2
-   honest.
+   zero-bubble ZB-H2 (`m ≥ 2·N_PP − 1`) with any microbatch count the batch divides into. The optimum is
+   usually ZB-H2 with `m` at least `2·N_PP` (e.g. 2e28 FLOP on H100: pp 192, m 384), so it has no
+   bubble.{SCHED} The released code uses 1F1B with `m = N_PP` and `i = L/N_PP` only. This pushes our MFU
+   *up* relative to the released logs. The latency floor (item 1) is what stops ZB-H2 from hiding latency
+   without limit.
 4. **Shapes rounded to hardware-friendly numbers; actual vs requested compute (SPEC §3).** `d_model`, `L` and
    `E` are rounded to `f·2^k`, `f ∈ {1,3,5,7,9}`, and the batch to a friendly multiple of `E`. The trained
    compute therefore differs from the requested grid value by up to about ±25 % (2e28 requested trains 1.487e28,
@@ -531,8 +665,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=sorted(BY_KEY), help="run only these scenarios")
     ap.add_argument("--doc-only", action="store_true", help="no sweeps: rewrite the document from the cache")
     ap.add_argument("--run-only", action="store_true", help="run the sweeps, do not write the document")
+    ap.add_argument("--retry-unproven", type=float, default=None, metavar="SECONDS",
+                    help="no sweeps: re-solve the cached time-limited points that decide a scenario's numbers with "
+                         "this longer time limit (with --only: those scenarios), then write the document")
     a = ap.parse_args(argv)
-    if not a.doc_only:
+    if a.retry_unproven:
+        for s in SCENARIOS:
+            if not a.only or s.key in a.only:
+                retry_unproven(s, a.retry_unproven)
+    elif not a.doc_only:
         for s in SCENARIOS:
             if a.only and s.key not in a.only:
                 continue

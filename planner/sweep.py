@@ -126,7 +126,7 @@ def crossing_below(xs: Sequence[float], ys: Sequence[float], threshold: float) -
 def _unproven(p: Plan) -> bool:
     if p.status == "feasible":
         return True
-    return p.status == "infeasible" and p.solver.status == "unknown"
+    return p.status == "unknown" or (p.status == "infeasible" and p.solver.status == "unknown")
 
 
 def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> HardwareSummary:
@@ -146,7 +146,7 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     if unproven:
         notes.append(f"{unproven} point(s) hit the solver time limit (not proven optimal/infeasible)")
     # an unproven infeasible point below the last feasible one makes a gap in the curve; say so
-    gaps = [c for c, p in zip(grid, plans) if p.status == "infeasible" and last is not None and c < last]
+    gaps = [c for c, p in zip(grid, plans) if p.status in ("infeasible", "unknown") and last is not None and c < last]
     if gaps:
         notes.append("no plan found below the last feasible point at " + ", ".join(f"{c:.3g}" for c in gaps)
                      + " FLOP (interpolated over)")

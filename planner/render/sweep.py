@@ -53,8 +53,8 @@ def sweep_table(res: SweepResult) -> Table:
         t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
     for p in res.plans:
         lay = p.layout
-        status = p.status if p.status != "infeasible" else (
-            "infeasible" if p.solver.status == "infeasible" else "no plan (time limit)")
+        status = p.status if p.status not in ("infeasible", "unknown") else (
+            "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
         t.add_row(p.hardware, _sci(_requested(p)), "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
                   "-" if p.training_days is None else f"{p.training_days:.1f}",
