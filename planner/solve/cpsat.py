@@ -473,7 +473,7 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     order = np.lexsort((lb, gpus)) if deadline_s is not None else np.argsort(lb, kind="stable")
     priced = np.full(len(t), np.inf)
     best_pl: dict[int, np.ndarray] = {}
-    batch = 256  # first batch; later ones are sized from the rows it produced
+    batch = 16  # first batch; later ones are sized from the rows it produced
     incumbent, rows_priced, pos = None, 0, 0
     while pos < len(order):
         if incumbent is not None:
@@ -566,6 +566,12 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             return _timed_out(clock, size, evaluated, statuses, incumbent, cut, deadline_s)
         if incumbent is None:
             continue  # every tuple in this window was priced and none meets the deadline (or fits)
+        if clock.out:
+            # Pricing settled the window, but no time is left for CP-SAT's proof: report the priced incumbent
+            # without claiming optimality.
+            return SearchResult("cpsat", "feasible", incumbent[2], clock.elapsed, size, evaluated, gap=None,
+                                stage="proof", cpsat_status=" ".join(statuses),
+                                notes=["time limit reached after pricing; the CP-SAT proof did not run"])
         t = t.take(keep)
         terms = {k: v[keep] for k, v in terms.items()}
         tables = build_pair_tables(hw, wl, t, terms)
