@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc
 
 from planner import api
+from planner.choices import BatchScaling, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
@@ -57,18 +58,6 @@ DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
 
 GREEDY_ORDER = ("tp_ff", "tp_model", "pp", "dp", "ep")
 """Order in which `greedy_placement` puts degrees on the fastest level: TP talks most, then PP, DP, EP."""
-
-
-class BatchScaling(str, Enum):
-    paper = "paper"
-    deepseek = "deepseek"
-    fixed = "fixed"
-
-
-class ScheduleChoice(str, Enum):
-    auto = "auto"
-    one_f_one_b = "1f1b"
-    zb_h2 = "zb-h2"
 
 
 class LayoutSchedule(str, Enum):

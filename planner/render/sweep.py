@@ -10,7 +10,6 @@ import csv
 import math
 import sys
 from collections.abc import Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner.choices import BatchScaling, ScheduleChoice
 from planner.errors import InvalidInput
 from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
@@ -208,18 +208,6 @@ def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
 # --------------------------------------------------------------------------------------------------
 
 
-class _BatchScaling(str, Enum):
-    paper = "paper"
-    deepseek = "deepseek"
-    fixed = "fixed"
-
-
-class _Schedule(str, Enum):
-    auto = "auto"
-    one_f_one_b = "1f1b"
-    zb_h2 = "zb-h2"
-
-
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -245,10 +233,10 @@ def sweep_command(
     points: Annotated[int, typer.Option("--points", parser=_whole, metavar="INT",
                                         help="Log-spaced compute points per hardware.")] = 30,
     sparse: Annotated[bool, typer.Option("--sparse", help="Sparse (mixture-of-experts) models.")] = False,
-    batch_scaling: Annotated[_BatchScaling, typer.Option(
+    batch_scaling: Annotated[BatchScaling, typer.Option(
         "--batch-scaling", help="Batch-size law: paper, deepseek (Bi et al. 2024) or fixed (2^22 tokens).")
-    ] = _BatchScaling.paper,
-    schedule: Annotated[_Schedule, typer.Option("--schedule", help="Pipeline schedule.")] = _Schedule.auto,
+    ] = BatchScaling.paper,
+    schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")] = ScheduleChoice.auto,
     days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
                                         help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
     time_limit: Annotated[float, typer.Option("--time-limit", parser=_number, metavar="S",

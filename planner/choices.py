@@ -1,0 +1,19 @@
+"""Enumerated command-line choices shared by every command (one definition each)."""
+
+from enum import Enum
+
+
+class BatchScaling(str, Enum):
+    """Critical-batch law (paper App. 8.1.4, §6.3.2)."""
+
+    paper = "paper"
+    deepseek = "deepseek"
+    fixed = "fixed"
+
+
+class ScheduleChoice(str, Enum):
+    """Pipeline schedule the search may use; 'auto' lets it choose."""
+
+    auto = "auto"
+    one_f_one_b = "1f1b"
+    zb_h2 = "zb-h2"
