@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -77,65 +78,66 @@ def _vp(x: np.ndarray, p: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
-def _window_pairs(space: Space, mp: np.ndarray, lo: float, hi: float):
-    """(model-parallel row, N_DP value) index pairs whose GPU count lies in [lo, hi] (float: no overflow).
+@dataclass
+class PairIndex:
+    """Model-parallel rows sorted by their size N_TP,ff N_TP,model N_PP N_EP, and the N_DP values with the number
+    of microbatch counts each allows. Built once per search, so that each N_DP value selects the rows of a window
+    of GPU counts by binary search instead of a scan."""
 
-    Rows are kept sorted by their model-parallel size (cached on the array), so each N_DP value selects a contiguous
-    slice by binary search instead of a full scan.
-    """
-    key = id(mp)
-    if _MP_SORT.get("key") != key:
+    mp: np.ndarray
+    order: np.ndarray
+    mp_sorted: np.ndarray
+    dps: np.ndarray
+    m_counts: np.ndarray
+
+    @classmethod
+    def build(cls, space: Space, mp: np.ndarray) -> "PairIndex":
         n_mp = mp[:, 0].astype(np.float64) * mp[:, 1] * mp[:, 2] * mp[:, 5]
         order = np.argsort(n_mp, kind="stable")
-        _MP_SORT.update(key=key, order=order, sorted=n_mp[order], mp=mp)
-    order, n_sorted = _MP_SORT["order"], _MP_SORT["sorted"]
-    dps = np.unique(space.dp_m[:, 0])
-    ii_parts, jj_parts = [], []
-    for j, d in enumerate(dps.astype(np.float64)):
-        a = np.searchsorted(n_sorted, lo / d * (1 - 1e-12), side="left")
-        b = np.searchsorted(n_sorted, hi / d * (1 + 1e-12), side="right")
-        if b > a:
-            rows = order[a:b]
-            n = n_sorted[a:b] * d
-            keep = (n >= lo) & (n <= hi)
-            ii_parts.append(rows[keep])
-            jj_parts.append(np.full(int(keep.sum()), j))
-    if not ii_parts:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), dps
-    return np.concatenate(ii_parts), np.concatenate(jj_parts), dps
+        dps = np.unique(space.dp_m[:, 0])
+        return cls(mp, order, n_mp[order], dps, np.array([(space.dp_m[:, 0] == d).sum() for d in dps]))
+
+    def pairs(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """(model-parallel row, N_DP value index) pairs whose GPU count lies in [lo, hi] (floats: no overflow)."""
+        ii_parts, jj_parts = [], []
+        for j, d in enumerate(self.dps.astype(np.float64)):
+            a = np.searchsorted(self.mp_sorted, lo / d * (1 - 1e-12), side="left")
+            b = np.searchsorted(self.mp_sorted, hi / d * (1 + 1e-12), side="right")
+            if b > a:
+                n = self.mp_sorted[a:b] * d
+                keep = (n >= lo) & (n <= hi)
+                ii_parts.append(self.order[a:b][keep])
+                jj_parts.append(np.full(int(keep.sum()), j))
+        if not ii_parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(ii_parts), np.concatenate(jj_parts)
 
 
-_MP_SORT: dict = {}
-
-
-def _m_counts(space: Space, dps: np.ndarray) -> np.ndarray:
-    return np.array([(space.dp_m[:, 0] == d).sum() for d in dps])
-
-
-def windows(space: Space, mp: np.ndarray, lo: float, n_max: float, budget: int, scan_ratio: float = 4.0):
+def windows(index: PairIndex, lo: float, n_max: float, budget: int, scan_ratio: float = 4.0):
     """Consecutive windows of GPU counts from `lo` upward, each holding about `budget` degree tuples.
 
-    Yields (ii, jj, dps, n_lo, n_hi): the (model-parallel row, N_DP value) pairs of the window, sorted by GPU count.
+    Yields (ii, jj, n_lo, n_hi): the (model-parallel row, N_DP value index) pairs of the window, sorted by GPU count.
     A window always holds whole GPU-count groups (one count may exceed the budget on its own); empty ranges are
     skipped without cost.
     """
+    mp, dps = index.mp, index.dps
     while lo <= n_max:
         hi = min(n_max, max(lo * scan_ratio, lo + 1))
-        ii, jj, dps = _window_pairs(space, mp, lo, hi)
+        ii, jj = index.pairs(lo, hi)
         if len(ii) == 0:
             lo = math.floor(hi) + 1
             continue
         n = mp[ii, 0].astype(np.float64) * mp[ii, 1] * mp[ii, 2] * mp[ii, 5] * dps[jj]
         order = np.argsort(n, kind="stable")
         ii, jj, n = ii[order], jj[order], n[order]
-        cum = np.cumsum(_m_counts(space, dps)[jj])
+        cum = np.cumsum(index.m_counts[jj])
         start = 0
         while start < len(n):
             base = cum[start - 1] if start else 0
             end = int(np.searchsorted(cum, base + budget, side="right"))
             end = max(end, start + 1)
             end = int(np.searchsorted(n, n[end - 1], side="right"))  # keep whole GPU-count groups
-            yield ii[start:end], jj[start:end], dps, float(n[start]), float(n[end - 1])
+            yield ii[start:end], jj[start:end], float(n[start]), float(n[end - 1])
             start = end
         lo = math.floor(hi) + 1
 
@@ -530,7 +532,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     n_max = float((mp[:, 0].astype(float) * mp[:, 1] * mp[:, 2] * mp[:, 5]).max()) * float(space.dp_m[:, 0].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
-    shapes = ShapeTable(hw, wl, space.tp_ff, space.tp_model, np.unique(space.dp_m[:, 0] * space.dp_m[:, 1]))
+    shapes = ShapeTable.for_space(hw, wl, space)
     lats = LatencyTable(hw, np.concatenate([space.tp_ff, space.tp_model, space.ep, np.unique(space.dp_m[:, 0])]))
     evaluated, statuses = 0, []
     if options.gpus is not None:
@@ -538,7 +540,10 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     else:
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
     m_max = {int(d): int(space.dp_m[space.dp_m[:, 0] == d, 1].max()) for d in np.unique(space.dp_m[:, 0])}
-    for ii, jj, dps, n_lo, n_hi in windows(space, mp, lo, n_max, WINDOW_TUPLES):
+    index = PairIndex.build(space, mp)
+    dps = index.dps
+    slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
+    for ii, jj, n_lo, n_hi in windows(index, lo, n_max, WINDOW_TUPLES):
         if clock.out:
             return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
         if deadline_s is not None:
@@ -547,7 +552,6 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 continue
         # Generate and filter the window in slices so that memory stays bounded however many tuples it holds.
         kept_t, kept_terms = [], []
-        slice_pairs = max(1, WINDOW_TUPLES // max(1, int(np.mean(_m_counts(space, dps)))))
         for s0 in range(0, len(ii), slice_pairs):
             if clock.out:
                 return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)

@@ -19,7 +19,7 @@ from planner.solve.space import (
     SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
     tuples_for_model_parallel,
 )
-from planner.solve.tables import price_placements, tuple_terms
+from planner.solve.tables import ShapeTable, price_placements, tuple_terms
 
 
 @lru_cache(maxsize=None)
@@ -70,9 +70,10 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     return rows[done], assigned[done]
 
 
-def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples):
+def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples,
+                   shapes: ShapeTable):
     """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
-    terms = tuple_terms(hw, wl, t)
+    terms = tuple_terms(hw, wl, t, shapes)
     rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms["block_s"], terms["block_critical_s"])
     if len(rows) == 0:
         return None
@@ -98,6 +99,7 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
     space = build_space(hw, wl, options)
     size = space_size(space)
     mp_rows = model_parallel_rows(space)
+    shapes = ShapeTable.for_space(hw, wl, space)
     best_key, best = None, None
     evaluated = 0
     chunk = max(1, 200_000 // max(len(mp_rows), 1))
@@ -113,7 +115,7 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
                 finished = False
                 break
             t = t_all.take(np.arange(s0, min(s0 + tuple_batch, len(t_all))))
-            found = _best_in_batch(hw, wl, options, deadline_s, t)
+            found = _best_in_batch(hw, wl, options, deadline_s, t, shapes)
             if found is None:
                 continue
             evaluated += found[2]

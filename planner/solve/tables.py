@@ -30,6 +30,11 @@ class ShapeTable:
         blk, crit = block_matmul_s(hw, wl, g[0].ravel(), g[1].ravel(), per_expert / g[2].ravel().astype(np.float64))
         self.blk, self.crit = blk, crit
 
+    @classmethod
+    def for_space(cls, hw: Hardware, wl: Workload, space) -> "ShapeTable":
+        """Every shape the space can produce: its N_TP,ff and N_TP,model candidates and every N_DP m product."""
+        return cls(hw, wl, space.tp_ff, space.tp_model, np.unique(space.dp_m[:, 0] * space.dp_m[:, 1]))
+
     def lookup(self, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
         return self.lookup_arrays(t.tp_ff, t.tp_model, t.dp * t.microbatches)
 
@@ -41,24 +46,11 @@ class ShapeTable:
         return self.blk[flat], self.crit[flat]
 
 
-def block_times(hw: Hardware, wl: Workload, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
-    """block_matmul_s for every tuple, computed once per distinct (N_TP,ff, N_TP,model, nanobatch) shape."""
-    per_expert = wl.batch_tokens // wl.experts
-    u = t.dp * t.microbatches  # the nanobatch is per_expert / u
-    ranks = [np.unique(col, return_inverse=True)[1].ravel() for col in (t.tp_ff, t.tp_model, u)]
-    key = (ranks[0] * (ranks[1].max() + 1) + ranks[1]) * (ranks[2].max() + 1) + ranks[2]
-    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    bn = per_expert / u[first].astype(np.float64)
-    blk, crit = block_matmul_s(hw, wl, t.tp_ff[first], t.tp_model[first], bn)
-    inv = inv.ravel()
-    return blk[inv], crit[inv]
-
-
-def tuple_terms(hw: Hardware, wl: Workload, t: Tuples, shapes: ShapeTable | None = None) -> dict[str, np.ndarray]:
+def tuple_terms(hw: Hardware, wl: Workload, t: Tuples, shapes: ShapeTable) -> dict[str, np.ndarray]:
     """Placement-independent quantities of each degree tuple (SPEC §5): matmul, bubble, critical path, memory."""
     dp, tf, tm = (t.dp.astype(np.float64), t.tp_ff.astype(np.float64), t.tp_model.astype(np.float64))
     pp, ep, m = t.pp.astype(np.float64), t.ep.astype(np.float64), t.microbatches.astype(np.float64)
-    blk, crit = block_times(hw, wl, t) if shapes is None else shapes.lookup(t)
+    blk, crit = shapes.lookup(t)
     f_b = bubble_fraction(pp, t.interleave, m, t.zero_bubble)
     bn = nanobatch_tokens(wl, dp, m)
     in_flight = microbatches_in_flight(pp, t.interleave, m, t.zero_bubble)
