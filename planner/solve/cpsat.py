@@ -41,7 +41,7 @@ from planner.solve.space import (
     space_size,
 )
 from planner.solve.tables import (
-    LatencyTable, ShapeTable, latency_path_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
+    CommTable, ShapeTable, pair_step_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
 )
 
 QUANTUM_S = 1e-9
@@ -383,28 +383,21 @@ class _Model:
         )
 
 
-def _floor_filter_pairs(hw, wl, mp, ii, jj, dps, m_max, shapes, lats, deadline_s):
-    """Drop (model-parallel row, N_DP) pairs whose latency floor misses the deadline for every microbatch count.
-
-    The floor (DP latency + critical path) is smallest at the largest m (GEMM time never falls as its nanobatch
-    grows), and its latency part does not depend on m, so this bound holds for every tuple the pair expands to.
-    Pairs whose GPU count cannot fill the levels go too.
-    """
+def _pair_filter(hw, wl, mp, ii, jj, dps, m_max, m_min, shapes, work, comm, deadline_s, dp_overlap):
+    """Drop (model-parallel row, N_DP) pairs that miss the deadline for every microbatch count and placement
+    (tables.pair_step_lower_bound), or whose GPU count cannot fill the levels, before expanding them into tuples."""
     rows = mp[ii]
     dp = dps[jj]
     n = rows[:, 0].astype(np.float64) * rows[:, 1] * rows[:, 2] * rows[:, 5] * dp
     small = n < 2.0**62  # beyond this no cluster is meaningful and int64 products would overflow
     _, valid = level_products(hw, np.where(small, n, 1).astype(np.int64))
     valid &= small
-    mm = np.array([m_max[int(d)] for d in dps])[jj]
-    _, crit = shapes.lookup_arrays(rows[:, 0], rows[:, 1], dp * mm)
-    floor = (lats.allreduce_of(dp) + wl.layers * (wl.experts / rows[:, 5]) * crit
-             + latency_path_lower_bound(hw, wl, lats, rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 5]))
-    keep = valid & (wl.steps * floor <= deadline_s)
+    bound = pair_step_lower_bound(hw, wl, rows, dp, m_min[jj], m_max[jj], shapes, work, comm, dp_overlap)
+    keep = valid & (wl.steps * bound <= deadline_s)
     return ii[keep], jj[keep]
 
 
-def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, shapes=None, lats=None
+def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, shapes, comm, dp_overlap: bool
             ) -> tuple[Tuples, dict]:
     """Exact rules (level filling, memory) and sound placement-free bounds against the deadline."""
     _, valid = level_products(hw, t.gpus)
@@ -413,7 +406,7 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, sha
         return t, {}
     terms = tuple_terms(hw, wl, t, shapes)
     terms["pipelined_mm"] = terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
-    terms["step_lb"] = step_lower_bound_free(hw, wl, t, terms, lats)
+    terms["step_lb"] = step_lower_bound_free(hw, wl, t, terms, comm, dp_overlap)
     ok = terms["memory_bytes"] <= hw.gpu.hbm_bytes
     if deadline_s is not None:
         ok &= wl.steps * terms["step_lb"] <= deadline_s
@@ -463,8 +456,8 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     """Best-first exact pricing of a window's tuples; returns (survivor indices, incumbent, rows priced, cut).
 
     Deadline mode: tuples are priced in order of GPU count; once some tuple meets the deadline with N* GPUs, the
-    rest of the N* group is priced and nothing larger is needed (every smaller count was priced and missed the
-    deadline). Fixed-cluster mode: tuples are priced in order of their placement-free step bound, stopping when
+    rest of the N* group is priced in order of step bound until the bound exceeds the incumbent's step time, and
+    nothing larger is needed (every smaller count was priced and missed the deadline). Fixed-cluster mode: tuples are priced in order of their placement-free step bound, stopping when
     the bound exceeds the incumbent's step time. Survivors tie the incumbent's GPU count and come within the
     integer rounding of its step time; CP-SAT proves the optimum over them and all their placements.
     `cut` is the smallest GPU count (deadline mode) or step bound (fixed mode) not yet ruled out, if the clock ran
@@ -480,8 +473,8 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     while pos < len(order):
         if incumbent is not None:
             nxt = order[pos]
-            if deadline_s is not None and gpus[nxt] > incumbent[0]:
-                break
+            if deadline_s is not None and (gpus[nxt] > incumbent[0] or lb[nxt] > incumbent[1] + 8 * QUANTUM_S):
+                break  # larger clusters, or (sorted by bound within the group) nothing left can tie
             if deadline_s is None and lb[nxt] > incumbent[1] * (1 + 1e-9):
                 break
         if clock.out:
@@ -533,21 +526,24 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
     shapes = ShapeTable.for_space(hw, wl, space)
-    lats = LatencyTable(hw, np.concatenate([space.tp_ff, space.tp_model, space.ep, np.unique(space.dp_m[:, 0])]))
+    comm = CommTable(hw, np.concatenate([space.tp_ff, space.tp_model, space.ep, np.unique(space.dp_m[:, 0])]))
     evaluated, statuses = 0, []
     if options.gpus is not None:
         lo, n_max = float(options.gpus), float(options.gpus)
     else:
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
-    m_max = {int(d): int(space.dp_m[space.dp_m[:, 0] == d, 1].max()) for d in np.unique(space.dp_m[:, 0])}
     index = PairIndex.build(space, mp)
     dps = index.dps
+    m_max = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].max() for d in dps], dtype=np.float64)
+    m_min = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].min() for d in dps], dtype=np.float64)
+    work = shapes.least_work(space.dp_m) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     for ii, jj, n_lo, n_hi in windows(index, lo, n_max, WINDOW_TUPLES):
         if clock.out:
             return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
         if deadline_s is not None:
-            ii, jj = _floor_filter_pairs(hw, wl, mp, ii, jj, dps, m_max, shapes, lats, deadline_s)
+            ii, jj = _pair_filter(hw, wl, mp, ii, jj, dps, m_max, m_min, shapes, work, comm, deadline_s,
+                                  options.dp_overlap)
             if len(ii) == 0:
                 continue
         # Generate and filter the window in slices so that memory stays bounded however many tuples it holds.
@@ -556,7 +552,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             if clock.out:
                 return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
             t = tuples_from_pairs(space, mp, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs], dps)
-            t, terms = _filter(hw, wl, t, deadline_s, shapes, lats)
+            t, terms = _filter(hw, wl, t, deadline_s, shapes, comm, options.dp_overlap)
             if len(t):
                 kept_t.append(t)
                 kept_terms.append(terms)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from planner.cost import memory as mem
+from planner.cost import network as net
 from planner.cost.pipeline import bubble_fraction, microbatches_in_flight
 from planner.cost.step import block_matmul_s, nanobatch_tokens
 from planner.schema import Hardware, Workload
@@ -35,6 +36,10 @@ class ShapeTable:
         """Every shape the space can produce: its N_TP,ff and N_TP,model candidates and every N_DP m product."""
         return cls(hw, wl, space.tp_ff, space.tp_model, np.unique(space.dp_m[:, 0] * space.dp_m[:, 1]))
 
+    def least_work(self, dp_m: np.ndarray) -> "LeastWork":
+        """min over m of m * block_s(N_TP,ff, N_TP,model, N_DP m) for every (N_TP,ff, N_TP,model, N_DP)."""
+        return LeastWork(self, dp_m)
+
     def lookup(self, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
         return self.lookup_arrays(t.tp_ff, t.tp_model, t.dp * t.microbatches)
 
@@ -44,6 +49,29 @@ class ShapeTable:
         k = np.searchsorted(self.u, u)
         flat = (i * len(self.tp_model) + j) * len(self.u) + k
         return self.blk[flat], self.crit[flat]
+
+
+class LeastWork:
+    """A stage's least matmul time per layer and expert over the microbatch count, per (N_TP,ff, N_TP,model, N_DP).
+
+    A tuple's pipelined matmul time is m (L / N_PP) (E / N_EP) block_s(N_DP m) / (1 - f_b) with f_b >= 0, so
+    (L / N_PP) (E / N_EP) times this table bounds it from below for every microbatch count the batch allows: a
+    bound on a whole (model-parallel row, N_DP) pair, before its microbatch counts are expanded.
+    """
+
+    def __init__(self, shapes: ShapeTable, dp_m: np.ndarray):
+        self.dps = np.unique(dp_m[:, 0])
+        blk = shapes.blk.reshape(len(shapes.tp_ff), len(shapes.tp_model), len(shapes.u))
+        self.table = np.empty((len(shapes.tp_ff), len(shapes.tp_model), len(self.dps)))
+        for j, d in enumerate(self.dps):
+            ms = dp_m[dp_m[:, 0] == d, 1]
+            k = np.searchsorted(shapes.u, d * ms)
+            self.table[:, :, j] = (blk[:, :, k] * ms.astype(np.float64)).min(axis=2)
+        self.tp_ff, self.tp_model = shapes.tp_ff, shapes.tp_model
+
+    def lookup(self, tp_ff, tp_model, dp) -> np.ndarray:
+        return self.table[np.searchsorted(self.tp_ff, tp_ff), np.searchsorted(self.tp_model, tp_model),
+                          np.searchsorted(self.dps, dp)]
 
 
 def tuple_terms(hw: Hardware, wl: Workload, t: Tuples, shapes: ShapeTable) -> dict[str, np.ndarray]:
@@ -92,13 +120,27 @@ def min_routing_latency_s(hw: Hardware, ep: int) -> float:
     return float(suffix_min[top].min())
 
 
-class LatencyTable:
-    """Least all-reduce and routing latencies per candidate degree value, computed once per search."""
+def min_allreduce_s_per_word(hw: Hardware, degree: int) -> float:
+    """Least bandwidth time of an all-reduce of one word over `degree` ranks, over every placement of the degree
+    (planner.cost.network.allreduce_time_s is linear in the word count)."""
+    if degree == 1:
+        return 0.0
+    opts = factor_options(hw, degree)
+    if len(opts) == 0:
+        return math.inf
+    bw = np.array([lvl.bw_unidir_Bps for lvl in hw.levels], dtype=np.float64)
+    return float(net.allreduce_time_s(np.ones(len(opts)), opts, bw, hw.gpu.word_bytes).min())
+
+
+class CommTable:
+    """Least all-reduce latency, routing latency and all-reduce bandwidth time per word, per candidate degree
+    value, each over every placement of that value on the levels; computed once per search."""
 
     def __init__(self, hw: Hardware, values: np.ndarray):
         self.values = np.unique(values)
         self.allreduce = np.array([min_allreduce_latency_s(hw, int(v)) for v in self.values])
         self.routing = np.array([min_routing_latency_s(hw, int(v)) for v in self.values])
+        self.per_word = np.array([min_allreduce_s_per_word(hw, int(v)) for v in self.values])
 
     def allreduce_of(self, x: np.ndarray) -> np.ndarray:
         return self.allreduce[np.searchsorted(self.values, x)]
@@ -106,32 +148,100 @@ class LatencyTable:
     def routing_of(self, x: np.ndarray) -> np.ndarray:
         return self.routing[np.searchsorted(self.values, x)]
 
+    def per_word_of(self, x: np.ndarray) -> np.ndarray:
+        return self.per_word[np.searchsorted(self.values, x)]
 
-def latency_path_lower_bound(hw: Hardware, wl: Workload, lats: LatencyTable, tp_ff, tp_model, pp, interleave, ep
+
+def latency_path_lower_bound(hw: Hardware, wl: Workload, comm: CommTable, tp_ff, tp_model, pp, interleave, ep
                              ) -> np.ndarray:
     """Least serial latency of one microbatch through all L blocks, both passes, over every placement."""
     L = wl.layers
     lat_min = float(_lat_array(hw).min())
-    lat_tp = lats.allreduce_of(tp_ff) + lats.allreduce_of(tp_model)
+    lat_tp = comm.allreduce_of(tp_ff) + comm.allreduce_of(tp_model)
     pp_bound = (interleave * pp - 1).astype(np.float64) * np.where(pp > 1, lat_min, 0.0)
-    p2p = np.where(ep > 1, max(L - 1, 0) * lats.routing_of(ep), pp_bound)
+    p2p = np.where(ep > 1, max(L - 1, 0) * comm.routing_of(ep), pp_bound)
     return 2.0 * (L * lat_tp + p2p)
 
 
-def step_lower_bound_free(hw: Hardware, wl: Workload, t: Tuples, terms: dict[str, np.ndarray],
-                          lats: LatencyTable | None = None) -> np.ndarray:
+def bandwidth_lower_bounds(hw: Hardware, wl: Workload, comm: CommTable, dp, tp_ff, tp_model, pp, interleave, ep
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Least DP all-reduce time and least TP + pipeline/expert point-to-point time of one step, over every placement.
+
+    None depends on the microbatch count. The all-reduces are linear in their word counts, so each is its words
+    times CommTable.per_word. The point-to-point time is max_h(P_P2P(h) words / bw_h) >= sum_h P_P2P(h) words /
+    sum_h bw_h, and sum_h P_P2P(h) = 1 - P_PP(0) P_EP(0) = 1 - (1 - (i N_PP - 1) / (L - 1)) / N_EP does not depend
+    on the placement (Eqs. 19-20 telescope).
+    """
+    f = [np.asarray(x, dtype=np.float64) for x in (dp, tp_ff, tp_model, pp, interleave, ep)]
+    dp_, tf, tm, pp_, i, ep_ = f
+    L, b, wb = wl.layers, wl.batch_tokens, hw.gpu.word_bytes
+    shard_words = wl.params / (tf * tm * pp_ * ep_)
+    t_dp = shard_words * comm.per_word_of(dp)
+    layers_here, tokens_here = L / pp_, b / (dp_ * ep_)
+    t_tp = (2.0 * layers_here * tokens_here * wl.d_ff / tf * comm.per_word_of(tp_model)
+            + 2.0 * layers_here * tokens_here * wl.d_model / tm * comm.per_word_of(tp_ff))
+    if L > 1:
+        p_pp0 = np.where(pp_ > 1, 1.0 - (i * pp_ - 1.0) / (L - 1), 1.0)
+        crossing = 1.0 - p_pp0 / ep_
+        bw_sum = sum(lvl.bw_unidir_Bps for lvl in hw.levels)
+        n_gpu = dp_ * tf * tm * pp_ * ep_
+        t_p2p = 2.0 * b * (L - 1) * wl.d_model * crossing / n_gpu * wb / bw_sum
+    else:
+        t_p2p = np.zeros_like(dp_)
+    return t_dp, t_tp + t_p2p
+
+
+def step_lower_bound_free(hw: Hardware, wl: Workload, t: Tuples, terms: dict[str, np.ndarray], comm: CommTable,
+                          dp_overlap: bool = False) -> np.ndarray:
     """A placement-free lower bound of each tuple's step time (valid for every placement).
 
-    Network bandwidth terms are dropped (>= 0) and every latency is replaced by its least value over the degree's
-    placements, in both the floor (DP + critical path) and Eq. 21 (whose 1F1B latency term is m / N_PP times the
-    per-microbatch path).
+    Every placement-dependent term is replaced by its least value over the placements of the degree(s) it depends
+    on, each chosen independently (which can only lower the sum): latencies in the floor (DP + critical path) and
+    in Eq. 21 (whose 1F1B latency term is m / N_PP times the per-microbatch path), and the bandwidth terms of
+    bandwidth_lower_bounds.
     """
-    lat_path = latency_path_lower_bound(hw, wl, lats, t.tp_ff, t.tp_model, t.pp, t.interleave, t.ep)
-    lat_dp = lats.allreduce_of(t.dp)
+    lat_path = latency_path_lower_bound(hw, wl, comm, t.tp_ff, t.tp_model, t.pp, t.interleave, t.ep)
+    lat_dp = comm.allreduce_of(t.dp)
+    t_dp, t_net = bandwidth_lower_bounds(hw, wl, comm, t.dp, t.tp_ff, t.tp_model, t.pp, t.interleave, t.ep)
     lat_step = np.where(t.zero_bubble, 0.0, t.microbatches / t.pp.astype(np.float64) * lat_path)
-    floor = lat_dp + terms["critical_mm_s"] + lat_path
-    eq21 = lat_dp + lat_step + terms["matmul_s"] / (1.0 - terms["bubble_fraction"])
+    pipelined = np.maximum(terms["matmul_s"], t_net) / (1.0 - terms["bubble_fraction"])
+    if dp_overlap:
+        floor = lat_dp + terms["critical_mm_s"] + lat_path
+        eq21 = lat_dp + lat_step + np.maximum(t_dp, pipelined)
+    else:
+        floor = lat_dp + t_dp + terms["critical_mm_s"] + lat_path
+        eq21 = lat_dp + lat_step + t_dp + pipelined
     return np.maximum(floor, eq21)
+
+
+def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: np.ndarray, dp: np.ndarray, m_min: np.ndarray,
+                          m_max: np.ndarray, shapes: ShapeTable, work: LeastWork, comm: CommTable,
+                          dp_overlap: bool = False) -> np.ndarray:
+    """A lower bound of the step time of every tuple a (model-parallel row, N_DP) pair expands to, over every
+    microbatch count in [m_min, m_max] the batch allows and every placement.
+
+    `rows` are model-parallel rows (N_TP,ff, N_TP,model, N_PP, i, zero_bubble, N_EP). The placement-dependent terms
+    are at their least, as in step_lower_bound_free; for the microbatch count:
+    - the floor (DP + critical path) is smallest at the largest m (GEMM time never falls as its nanobatch grows),
+      and its latency part does not depend on m;
+    - Eq. 21 is at least the DP latency, plus the 1F1B serial latency at the fewest microbatches, plus the larger
+      of the stage's least matmul time over m (LeastWork) and its least TP + point-to-point time (the bubble
+      stretch 1 / (1 - f_b) is >= 1);
+    - the DP bandwidth term does not depend on m.
+    """
+    tf, tm, pp, il, zb, ep = (rows[:, k] for k in range(6))
+    _, crit = shapes.lookup_arrays(tf, tm, dp * m_max)
+    lat_dp = comm.allreduce_of(dp)
+    lat_path = latency_path_lower_bound(hw, wl, comm, tf, tm, pp, il, ep)
+    t_dp, t_net = bandwidth_lower_bounds(hw, wl, comm, dp, tf, tm, pp, il, ep)
+    experts_here = wl.experts / ep
+    ppf = pp.astype(np.float64)
+    lat_1f1b = np.where(zb == 0, m_min / ppf * lat_path, 0.0)
+    busy = np.maximum((wl.layers / ppf) * experts_here * work.lookup(tf, tm, dp), t_net)
+    critical = wl.layers * experts_here * crit + lat_path
+    if dp_overlap:
+        return np.maximum(lat_dp + critical, lat_dp + lat_1f1b + np.maximum(busy, t_dp))
+    return np.maximum(lat_dp + t_dp + critical, lat_dp + lat_1f1b + t_dp + busy)
 
 
 def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s: np.ndarray,
