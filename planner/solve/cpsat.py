@@ -457,8 +457,9 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
 
     Deadline mode: tuples are priced in order of GPU count; once some tuple meets the deadline with N* GPUs, the
     rest of the N* group is priced in order of step bound until the bound exceeds the incumbent's step time, and
-    nothing larger is needed (every smaller count was priced and missed the deadline). Fixed-cluster mode: tuples are priced in order of their placement-free step bound, stopping when
-    the bound exceeds the incumbent's step time. Survivors tie the incumbent's GPU count and come within the
+    nothing larger is needed (every smaller count was priced and missed the deadline). Fixed-cluster mode: tuples
+    are priced in order of their placement-free step bound, stopping when the bound exceeds the incumbent's step
+    time. No batch reaches past the first tuple that can no longer win. Survivors tie the incumbent's GPU count and come within the
     integer rounding of its step time; CP-SAT proves the optimum over them and all their placements.
     `cut` is the smallest GPU count (deadline mode) or step bound (fixed mode) not yet ruled out, if the clock ran
     out first; None when the window was settled.
@@ -470,23 +471,33 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     best_pl: dict[int, np.ndarray] = {}
     batch = 16  # first batch; later ones are sized from the rows it produced
     incumbent, rows_priced, pos = None, 0, 0
+    margin = 8 * QUANTUM_S  # survivors come within the model's integer rounding of the incumbent
+
+    def can_win(idx: np.ndarray) -> np.ndarray:
+        """Whether each tuple could still beat or tie the incumbent. In the pricing order this holds for a prefix:
+        deadline mode sorts by GPU count, then bound; fixed mode by bound."""
+        if incumbent is None:
+            return np.ones(len(idx), dtype=bool)
+        ok = lb[idx] <= incumbent[1] + margin
+        return ok & (gpus[idx] <= incumbent[0]) if deadline_s is not None else ok
+
     while pos < len(order):
-        if incumbent is not None:
-            nxt = order[pos]
-            if deadline_s is not None and (gpus[nxt] > incumbent[0] or lb[nxt] > incumbent[1] + 8 * QUANTUM_S):
-                break  # larger clusters, or (sorted by bound within the group) nothing left can tie
-            if deadline_s is None and lb[nxt] > incumbent[1] * (1 + 1e-9):
-                break
+        if not can_win(order[pos:pos + 1])[0]:
+            break
         if clock.out:
             cut = gpus[order[pos]] if deadline_s is not None else lb[order[pos]]
             return None, incumbent, rows_priced, float(cut)
         idx = order[pos:pos + batch]
+        win = can_win(idx)
+        if not win.all():
+            idx = idx[:int(np.argmin(win))]  # only the prefix that can still win
         pos += len(idx)
         best, pls, n_rows = _price_tuples(hw, wl, t.take(idx), dp_overlap, terms["block_s"][idx],
                                           terms["block_critical_s"][idx])
         rows_priced += n_rows
-        # Size the next batch from what this one cost: placements per tuple vary from a few to thousands.
-        batch = int(min(max(16, PRICING_ROWS * len(idx) // max(n_rows, 1)), 50_000))
+        # Size the next batch from what this one cost (placements per tuple vary from a few to thousands), growing
+        # at most 4x so that a better incumbent can stop the search early.
+        batch = int(min(max(16, PRICING_ROWS * len(idx) // max(n_rows, 1)), 4 * len(idx), 50_000))
         priced[idx] = best
         for k, v in pls.items():
             best_pl[int(idx[k])] = v
@@ -500,7 +511,7 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
                 incumbent = (float(gpus[k]), float(priced[k]), layout_from(t, int(k), best_pl[int(k)]))
     if incumbent is None:
         return np.zeros(0, dtype=np.int64), None, rows_priced, None
-    keep = priced <= incumbent[1] + 8 * QUANTUM_S
+    keep = priced <= incumbent[1] + margin
     if deadline_s is not None:
         keep &= (gpus == incumbent[0]) & (wl.steps * priced <= deadline_s)
     return np.nonzero(keep)[0], incumbent, rows_priced, None
