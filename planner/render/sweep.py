@@ -120,17 +120,40 @@ def _plt():
 def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, title: str = "") -> Path:
     """MFU vs compute (paper Figs. 6, 8, 9): one line per (label, sweep, hardware); a dotted horizontal line at
     80 % of each distinct ceiling; a dashed vertical marker at each curve's end of linear scaling and a dotted one
-    at its last feasible compute."""
+    at its last feasible compute (when the grid goes past it).
+
+    Proven-optimal points are filled circles; feasible points whose search hit the time limit (not proven, so
+    their MFU may be below the curve) are hollow. Points with no layout sit on the x axis: a cross when proven
+    infeasible, a hollow triangle when the time limit stopped the search first. The x range is padded so that
+    markers at the grid's ends stay clear of the frame."""
+    from matplotlib.lines import Line2D
+
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     thresholds_drawn: set[float] = set()
+    seen = {"unproven": False, "infeasible": False, "unknown": False}
     for k, (label, res, hw) in enumerate(curves):
         color = f"C{k % 10}"
         plans = res.plans_for(hw)
         s = res.summary(hw)
-        xs = [c for c, p in zip(res.compute_flop, plans) if p.mfu is not None and p.status != "infeasible"]
-        ys = [p.mfu for p in plans if p.mfu is not None and p.status != "infeasible"]
-        ax.plot(xs, ys, "-o", color=color, ms=3.5, lw=1.6, label=label)
+        pts = [(c, p) for c, p in zip(res.compute_flop, plans) if p.mfu is not None and p.status != "infeasible"]
+        ax.plot([c for c, _ in pts], [p.mfu for _, p in pts], "-", color=color, lw=1.6, label=label)
+        proven = [(c, p.mfu) for c, p in pts if p.status == "optimal"]
+        unproven = [(c, p.mfu) for c, p in pts if p.status != "optimal"]
+        ax.plot([c for c, _ in proven], [y for _, y in proven], "o", color=color, ms=3.5, ls="none")
+        if unproven:
+            seen["unproven"] = True
+            ax.plot([c for c, _ in unproven], [y for _, y in unproven], "o", color=color, ms=5, ls="none",
+                    markerfacecolor="white", markeredgewidth=1.2)
+        none_proven = [c for c, p in zip(res.compute_flop, plans) if p.mfu is None and p.solver.status == "infeasible"]
+        none_open = [c for c, p in zip(res.compute_flop, plans) if p.mfu is None and p.solver.status != "infeasible"]
+        if none_proven:
+            seen["infeasible"] = True
+            ax.plot(none_proven, [0.0] * len(none_proven), "x", color=color, ms=5, ls="none", clip_on=False)
+        if none_open:
+            seen["unknown"] = True
+            ax.plot(none_open, [0.0] * len(none_open), "^", color=color, ms=5, ls="none", clip_on=False,
+                    markerfacecolor="white")
         if s.threshold_mfu not in thresholds_drawn:
             thresholds_drawn.add(s.threshold_mfu)
             ax.axhline(s.threshold_mfu, color="grey", ls=":", lw=1.0)
@@ -141,16 +164,27 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
         if s.last_feasible_flop is not None and s.last_feasible_flop < res.compute_flop[-1]:
             ax.axvline(s.last_feasible_flop, color=color, ls=":", lw=1.2, alpha=0.9)
     ax.set_xscale("log")
+    lo = min(res.compute_flop[0] for _, res, _ in curves)
+    hi = max(res.compute_flop[-1] for _, res, _ in curves)
+    pad = 10 ** (0.03 * max(math.log10(hi / lo), 1.0))
+    ax.set_xlim(lo / pad, hi * pad)
     ax.set_ylim(0, 1.0)
     ax.set_xlabel("Training compute (FLOP, 6 N_active D)")
     ax.set_ylabel("Model FLOP utilization (MFU, fraction of peak)")
     ax.set_title(title or "MFU vs training compute")
     ax.grid(True, which="major", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    from matplotlib.lines import Line2D
-
     handles += [Line2D([], [], color="k", ls="--", lw=0.9), Line2D([], [], color="k", ls=":", lw=1.2)]
     labels += ["end of linear scaling (MFU < 80 % of ceiling)", "last feasible compute"]
+    if seen["unproven"]:
+        handles.append(Line2D([], [], color="k", marker="o", ls="none", markerfacecolor="white"))
+        labels.append("feasible, not proven optimal (time limit)")
+    if seen["infeasible"]:
+        handles.append(Line2D([], [], color="k", marker="x", ls="none"))
+        labels.append("no layout meets the deadline (proven)")
+    if seen["unknown"]:
+        handles.append(Line2D([], [], color="k", marker="^", ls="none", markerfacecolor="white"))
+        labels.append("no layout found before the time limit")
     ax.legend(handles, labels, fontsize=8, loc="lower left")
     fig.tight_layout()
     path = Path(path)

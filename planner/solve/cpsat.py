@@ -5,9 +5,11 @@ How the work is divided (docs/model.md, "The CP-SAT model", says the same at mor
 1. Windows. Degree tuples (N_DP, N_TP,ff, N_TP,model, N_PP, i, N_EP, m, schedule) are visited in windows of
    increasing GPU count, from the compute bound N >= T / (sustained FLOP/s * deadline) upward, each window holding
    about WINDOW_TUPLES tuples (whole GPU-count groups). In fixed-cluster mode there is one window: N = --gpus.
-2. Exact rules and sound bounds. Tuples that break the level-filling rule or do not fit in memory go; so do, in
-   deadline mode, tuples whose placement-free step bound (tables.step_lower_bound_free: GEMMs, and every latency
-   at its least over the placements; bandwidth terms are never negative) already misses the deadline.
+2. Exact rules and sound bounds. In deadline mode, (model-parallel row, N_DP) pairs whose bound over every
+   microbatch count misses the deadline go before they are expanded (tables.pair_step_lower_bound). Tuples that
+   break the level-filling rule or do not fit in memory go; so do, in deadline mode, tuples whose placement-free
+   step bound (tables.step_lower_bound_free: GEMMs, and every communication term at its least over the placements
+   of its degree) already misses the deadline. tests/test_bounds.py checks both bounds against full pricing.
 3. Best-first exact pricing. Remaining tuples are priced, every placement, with planner.cost.step.step_arrays (the
    function the enumerator uses) in order of GPU count (deadline mode) or of their step bound (fixed mode), and
    pricing stops once nothing unpriced can beat the incumbent. Survivors are the tuples that tie the incumbent's
