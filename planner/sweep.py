@@ -7,10 +7,12 @@ Plan that `planner.errors.Infeasible` carries, with its explanation; the sweep i
 
 Per hardware the result summarises the two numbers the paper reads off Figs. 6, 8 and 9:
 
-- `end_of_linear_scaling_flop` (Tables 3 and 4): the first compute at which MFU falls below 80 % of the
-  hardware's ceiling, the MFU a single GPU sustains (`gpu.sustained_clock_factor`, since MFU is measured against
-  the max-clock peak). The crossing is interpolated linearly in log10(compute) between the two grid points
-  around it.
+- `end_of_linear_scaling_flop` (Tables 3 and 4): the compute at which MFU falls below 80 % of the hardware's
+  ceiling, the MFU a single GPU sustains (`gpu.sustained_clock_factor`, since MFU is measured against the
+  max-clock peak). Rounded model shapes make MFU jitter from point to point, so the crossing is read off the
+  trend: the least-squares non-increasing fit to the feasible points (`non_increasing_fit`), interpolated
+  linearly in log10(compute) between the two grid points around it. Where the raw points dip below earlier,
+  that is reported as `first_dip_flop`.
 - `last_feasible_flop`: the largest compute of the grid with a feasible plan (the latency wall, §5.2, when the
   grid extends past it).
 """
@@ -47,11 +49,15 @@ class HardwareSummary(BaseModel):
     ceiling_mfu: float = Field(description="MFU one GPU sustains (sustained / max clock): the ceiling of the curve.")
     threshold_mfu: float = Field(description="0.8 x ceiling_mfu: below it linear scaling has ended.")
     end_of_linear_scaling_flop: float | None = Field(
-        description="First compute with MFU < threshold (log-interpolated between grid points); null if the curve "
-        "never drops below the threshold within the grid's feasible points.")
+        description="Compute where the MFU trend (the least-squares non-increasing fit to the feasible points) "
+        "crosses the threshold, log-interpolated between grid points; null if it never drops below it.")
     last_feasible_flop: float | None = Field(description="Largest grid compute with a feasible plan; null if none.")
     feasible_points: int
     infeasible_points: int
+    first_dip_flop: float | None = Field(
+        default=None, description="First compute where the raw MFU points dip below the threshold, when that is "
+        "more than 1.5x below end_of_linear_scaling_flop (the curve jitters with the rounded model shapes); null "
+        "otherwise.")
     unproven_points: int = Field(description="Points whose search hit the time limit: 'feasible' but not proven "
                                  "optimal, or infeasible but not proven so.")
     notes: list[str] = Field(default_factory=list)
@@ -123,6 +129,25 @@ def crossing_below(xs: Sequence[float], ys: Sequence[float], threshold: float) -
     return None
 
 
+def non_increasing_fit(ys: Sequence[float]) -> list[float]:
+    """The least-squares non-increasing fit to ys (isotonic regression, pool-adjacent-violators).
+
+    Rounding each grid point's model to hardware-friendly integers (SPEC §3) makes MFU jitter from point to point
+    by a few points of utilisation; the fit keeps the trend and averages a dip with the recovery that follows it.
+    """
+    blocks: list[list[float]] = []  # [mean, count]
+    for y in ys:
+        blocks.append([float(y), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
+            m2, n2 = blocks.pop()
+            m1, n1 = blocks.pop()
+            blocks.append([(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2])
+    out: list[float] = []
+    for mean, count in blocks:
+        out += [mean] * int(count)
+    return out
+
+
 def _unproven(p: Plan) -> bool:
     if p.status == "feasible":
         return True
@@ -134,8 +159,16 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     threshold = LINEAR_SCALING_FRACTION * ceiling
     feas = [(c, p) for c, p in zip(grid, plans) if p.status != "infeasible" and p.mfu is not None]
     notes: list[str] = []
-    end = crossing_below([c for c, _ in feas], [p.mfu for _, p in feas], threshold)
-    if feas and end is not None and end == feas[0][0] and feas[0][1].mfu < threshold:
+    xs, ys = [c for c, _ in feas], [p.mfu for _, p in feas]
+    end = crossing_below(xs, non_increasing_fit(ys), threshold)
+    first = crossing_below(xs, ys, threshold)
+    # the raw points' first dip, when it is materially (> 1.5x) earlier than the trend's crossing
+    dip = first if first is not None and (end is None or first < end / 1.5) else None
+    if dip is not None:
+        notes.append(f"the MFU points first dip below {threshold:.3f} near {dip:.3g} FLOP, but the trend (the "
+                     "non-increasing fit) crosses "
+                     + (f"at {end:.3g} FLOP" if end is not None else "nowhere in the feasible grid"))
+    if feas and end is not None and end == feas[0][0]:
         notes.append(f"MFU is already below {threshold:.3f} at the first feasible point {end:.3g} FLOP: linear "
                      "scaling ends at or before it")
     last = feas[-1][0] if feas else None
@@ -152,7 +185,7 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
                      + " FLOP (interpolated over)")
     return HardwareSummary(
         hardware=hw.name, ceiling_mfu=ceiling, threshold_mfu=threshold, end_of_linear_scaling_flop=end,
-        last_feasible_flop=last, feasible_points=len(feas), infeasible_points=len(plans) - len(feas),
+        last_feasible_flop=last, first_dip_flop=dip, feasible_points=len(feas), infeasible_points=len(plans) - len(feas),
         unproven_points=unproven, notes=notes,
     )
 

@@ -16,7 +16,7 @@ from planner.errors import InvalidInput
 from planner.hardware import get_hardware
 from planner.render.sweep import write_csv, write_plots
 from planner.schema import Plan
-from planner.sweep import SweepResult, compute_grid, crossing_below, summarise, sweep
+from planner.sweep import SweepResult, compute_grid, crossing_below, non_increasing_fit, summarise, sweep
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +63,14 @@ def test_crossing_interpolates_in_log_compute():
     assert crossing_below(xs, ys, 0.9) == 1e26  # already below at the first point
 
 
+def test_non_increasing_fit_by_hand():
+    # pool-adjacent-violators: 0.50 < 0.68 pools to 0.59; 0.59 < 0.60 pools the three to (0.50+0.68+0.60)/3
+    assert non_increasing_fit([0.70, 0.50, 0.68, 0.60, 0.40]) == pytest.approx([0.70, 0.5933333, 0.5933333,
+                                                                                0.5933333, 0.40], abs=1e-7)
+    assert non_increasing_fit([0.9, 0.8, 0.7]) == [0.9, 0.8, 0.7]  # already non-increasing: unchanged
+    assert non_increasing_fit([0.1, 0.3]) == pytest.approx([0.2, 0.2])
+
+
 def _fake(mfu: float | None, compute: float, template: Plan) -> Plan:
     if mfu is None:
         return template.model_copy(update={"status": "infeasible", "mfu": None})
@@ -80,6 +88,16 @@ def test_summary_end_and_last_feasible_on_synthetic_mfu(small):
     assert s.end_of_linear_scaling_flop == pytest.approx(10 ** 28.2, rel=1e-9)
     assert s.last_feasible_flop == 1e29
     assert s.feasible_points == 3 and s.infeasible_points == 1
+    assert s.first_dip_flop is None
+
+    # a dip at 1e28 that recovers at 1e29: the fit pools 0.50 and 0.66 to 0.58 (above 0.56), so the trend crosses
+    # between 1e29 (0.58) and 1e30 (0.46), a sixth of the way in log10; the raw dip is reported apart
+    grid = [1e27, 1e28, 1e29, 1e30]
+    plans = [_fake(0.70, 1e27, tpl), _fake(0.50, 1e28, tpl), _fake(0.66, 1e29, tpl), _fake(0.46, 1e30, tpl)]
+    s = summarise(hw, grid, plans)
+    assert s.end_of_linear_scaling_flop == pytest.approx(10 ** (29 + 1 / 6), rel=1e-9)
+    assert s.first_dip_flop == pytest.approx(10 ** 27.7, rel=1e-9)  # 0.70 -> 0.50 crosses 0.56 at 0.7 of the way
+    assert any("first dip" in n for n in s.notes)
 
 
 def test_csv_and_plots_written(small, tmp_path):
