@@ -14,33 +14,13 @@ import json
 import platform
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
 PLAN = str(BIN / "plan")
 
-FIVE_LEVELS = """name = "five-level"
-description = "hypothetical five-level hierarchy: 4 per board, 8 per node, 64 per rack, 1024 per pod, unbounded DC"
-[gpu]
-name = "H100-like"
-sms = 132
-threads_per_sm = 128
-flop_per_clock_per_thread = 32
-max_clock_MHz = 1830
-sustained_clock_factor = 0.7
-hbm_GBps = 3352
-l2_GBps = 6441
-l2_MiB = 50
-register_file_per_block_KiB = 64
-l1_per_sm_KiB = 256
-hbm_GB = 80
-matmul_latency_us = 4.5
-dsmem = true
-""" + "".join(
-    f'[[levels]]\nname = "{n}"\n{s}bw_bidir_GBps = {b}\nlat_us = {lat}\n'
-    for n, s, b, lat in (("NVLink", "size = 4\n", 900, 1.0), ("Board", "size = 8\n", 600, 1.5),
-                         ("Rack", "size = 64\n", 400, 2.0), ("Pod", "size = 1024\n", 200, 3.0), ("DC", "", 100, 5.0)))
+FIVE_LEVELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "five-level.toml"
+"""The five-level hierarchy that tests/test_reliability.py also uses."""
 
 WRAPPER = r"""
 import json, resource, subprocess, sys, time
@@ -92,10 +72,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        five = Path(tmp) / "five-level.toml"
-        five.write_text(FIVE_LEVELS)
-        rows = [(name, run_case(argv, args.time_limit)) for name, argv in cases(str(five))]
+    rows = [(name, run_case(argv, args.time_limit)) for name, argv in cases(str(FIVE_LEVELS))]
     if args.markdown:
         print(f"`--time-limit {args.time_limit:g}`, {platform.machine()}, Python {platform.python_version()}; "
               "one fresh `plan --json` process per case.\n")
