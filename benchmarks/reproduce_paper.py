@@ -89,6 +89,7 @@ def run_scenario(s: Scenario, per_decade: float, jobs: int, time_limit: float) -
                 batch_scaling=s.batch_scaling, schedule=s.schedule, time_limit_s=time_limit, workers=1, jobs=jobs,
                 progress=progress)
     DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / f"{s.key}.retries.json").unlink(missing_ok=True)  # retries belong to the sweep they re-solved
     (DATA / f"{s.key}.json").write_text(res.model_dump_json(indent=1), encoding="utf-8")
     print(f"{s.key}: done in {time.time() - t0:.0f} s -> {DATA / (s.key + '.json')}", flush=True)
 
@@ -439,12 +440,14 @@ def write_doc(a) -> None:
 
     # Figures -----------------------------------------------------------------------------------------
     w("## Figures\n")
-    w("The x axis is the *requested* compute (log scale) and MFU is against the max-clock peak. The dotted "
-      "horizontal lines are 80 % of each GPU's sustained-clock ceiling. Dashed verticals mark the end of linear "
-      "scaling and dotted verticals the last feasible grid point, in each curve's colour (a marker at the grid's "
-      "right edge may be hidden by the frame). A point with no layout (proven infeasible or time-limited) is not "
-      "drawn, and the line joins its neighbours. Points that are feasible but not proven optimal are drawn like "
-      "the others; \"Solver proofs\" below lists them.\n")
+    n_unproven = sum(q.status == "feasible" for r in sweeps.values() if r is not None for q in r.plans)
+    w("The x axis is the *requested* compute (log scale, padded so that markers at the grid's ends stay clear of "
+      "the frame) and MFU is against the max-clock peak. The dotted horizontal lines are 80 % of each GPU's "
+      "sustained-clock ceiling. Dashed verticals mark the end of linear scaling (where the non-increasing fit "
+      "crosses that line) and dotted verticals the last feasible grid point, in each curve's colour. Filled "
+      "circles are proven-optimal plans; hollow circles would be feasible plans whose proof hit the time limit "
+      "(" + (f"{n_unproven} in this run" if n_unproven else "none in this run") + "). Points with no layout sit on the x axis: a cross when proven infeasible, a hollow "
+      "triangle when the time limit stopped the search first; the line joins the plans around them.\n")
     figs = []
     if sweeps["table3-dense"] is not None:
         r = sweeps["table3-dense"]
