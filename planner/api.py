@@ -120,7 +120,7 @@ def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadl
 def plan(
     compute_flop: float | None = None,
     gpu: str | Hardware = "h100",
-    days: float | None = 90.0,
+    days: float | None = None,
     *,
     workload: Workload | None = None,
     sparse: bool = False,
@@ -136,6 +136,8 @@ def plan(
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
     Give either `compute_flop` (the shape is inferred from the paper's scaling laws) or an explicit `workload`.
+    Without `gpus`, `days` defaults to 90. With `gpus` and `days`, the fastest layout on that cluster must also
+    meet the deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout.
     """
     hw = resolve_hardware(gpu)
     if solver not in SOLVERS:
@@ -154,7 +156,7 @@ def plan(
     elif compute_flop is not None:
         raise InvalidInput("give either --compute or an explicit shape/preset, not both")
     if gpus is None and days is None:
-        raise InvalidInput("give --days (deadline mode) or --gpus (fixed-cluster mode)")
+        days = 90.0
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
 
@@ -170,7 +172,7 @@ def plan(
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
-            deadline_days=None if gpus is not None else days, dp_overlap=dp_overlap, gpus=gpus, nodes=None,
+            deadline_days=days, fixed_gpus=gpus is not None, dp_overlap=dp_overlap, gpus=gpus, nodes=None,
             gpu_hours=None, mfu=None,
             training_days=None, step_time_s=None, bottleneck=None, workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
@@ -183,7 +185,14 @@ def plan(
         ratio = workload.compute_flop / workload.requested_compute_flop
         notes.append(f"the rounded shape trains {workload.compute_flop:.3g} FLOP, {ratio:.3f}x the requested "
                      f"{workload.requested_compute_flop:.3g} (hardware-friendly rounding of d_model, L, E, batch)")
+    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
+    doc = doc.model_copy(update={"fixed_gpus": gpus is not None})
     if gpus is not None and days is not None and ev.training_days > days:
-        notes.append(f"on {gpus} GPUs the run takes {ev.training_days:.1f} days, more than the {days:g} requested")
-    return plan_from_evaluation(hw, workload, ev, result, None if gpus is not None else days,
-                                price_per_gpu_hour, notes, dp_overlap=dp_overlap)
+        # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
+        # deadline means no layout on this cluster meets it.
+        proven = "proven fastest" if result.status == "optimal" else "fastest found (not proven)"
+        explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {ev.training_days:.4g} days, more "
+                       f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
+        raise Infeasible(explanation, explanation, {"plan": doc})
+    return doc

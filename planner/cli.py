@@ -560,13 +560,16 @@ def evaluate_command(
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
                           notes=["no search: the layout was given and only evaluated"])
     doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
+    why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+           f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
+    if not fits:  # a layout that does not fit cannot run at all: the document says so, not only the exit code
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     if json_out:
         _emit_json(_plan_json(doc))
     else:
         print_plan(_stdout_console(), doc, evaluated=True)
     if not fits:
-        sys.stderr.write(f"infeasible: the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but "
-                         f"{hw.name} has {ev.memory.capacity_bytes / 1e9:.2f} GB of HBM\n")
+        sys.stderr.write(f"infeasible: {why}\n")
         raise typer.Exit(1)
 
 
@@ -699,7 +702,9 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         sys.stderr.write("error: aborted\n")
         return 1
     except Infeasible as exc:
-        sys.stderr.write(f"infeasible: {exc.explanation or exc}\n")
+        doc = exc.details.get("plan")
+        kind = "unknown" if doc is not None and getattr(doc, "status", None) == "unknown" else "infeasible"
+        sys.stderr.write(f"{kind}: {exc.explanation or exc}\n")
         return 1
     except (InvalidInput, PlannerError) as exc:
         sys.stderr.write(f"error: {_one_line(str(exc))}\n")

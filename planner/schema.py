@@ -339,6 +339,8 @@ class Plan(_Frozen):
     peak_flops: float = Field(description="Peak dense 16-bit FLOP/s per GPU at max clock: MFU's denominator.")
     flop_convention: str = "6 * active_params * tokens"
     deadline_days: float | None
+    fixed_gpus: bool = Field(False, description="Fixed-cluster mode (--gpus N): the objective was the least step time "
+                             "on exactly `gpus` GPUs; deadline_days, if set, was then checked, not minimised over.")
     dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
     gpus: int | None
     nodes: int | None

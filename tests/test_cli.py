@@ -118,6 +118,22 @@ def test_plan_json_is_deterministic_apart_from_wall_time(capsys):
     assert math.prod(f[1] for f in a["layout"]["placement"].values()) == 2
 
 
+def test_plan_fixed_cluster_with_a_deadline_it_misses_is_infeasible(capsys):
+    # On one H100 the tiny model needs 8.3e-4 days (test_plan_deadline_mode_finds_one_gpu): --gpus 1 --days 1e-4
+    # cannot be met, and the user must hear so (exit 1, status infeasible), with the fastest layout attached.
+    code, out, err = invoke(capsys, ["plan", *TINY, *EXH, "--gpus", "1", "--days", "1e-4", "--json"])
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["status"] == "infeasible" and doc["fixed_gpus"] is True and doc["deadline_days"] == 1e-4
+    assert doc["layout"] is not None and doc["training_days"] > 1e-4
+    assert err.startswith("infeasible: on 1 GPUs of h100") and "more than the 0.0001 days asked" in err
+    # a deadline the cluster does meet: an ordinary fixed-cluster plan that records the deadline
+    doc = plan_json(capsys, "--gpus", "1", "--days", "1e-3")
+    assert doc["status"] == "optimal" and doc["fixed_gpus"] is True and doc["deadline_days"] == 1e-3
+    code, out, err = invoke(capsys, ["plan", *TINY, *EXH, "--gpus", "1", "--days", "1e-4"])
+    assert code == 1 and out.startswith("MISSES THE DEADLINE: 1 x ")
+
+
 def test_plan_deadline_mode_finds_one_gpu(capsys):
     # On one H100 this model trains in 8.3e-4 days (latency-bound 109 µs steps, 655,360 of them); the deadline
     # 1e-3 days is met by one GPU, so the fewest-GPU optimum is 1.
@@ -301,6 +317,10 @@ def test_evaluate_layout_that_does_not_fit_memory_exits_1(capsys):
     assert doc["memory"]["total_bytes"] > doc["memory"]["capacity"]
     assert any("DOES NOT FIT" in n for n in doc["notes"])
     assert err.startswith("infeasible: ") and "Traceback" not in err
+    # the document itself says the layout cannot run (scripts read `status`, not only the exit code)
+    assert doc["status"] == "infeasible" and "GB per GPU" in doc["explanation"]
+    code, out, err = invoke(capsys, ["evaluate", "--model", "gpt3-175b-mlp", "--tp-ff", "8"])
+    assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 8 x ")
 
 
 def test_greedy_placement_fills_lowest_level_tp_first():

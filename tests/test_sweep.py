@@ -126,3 +126,18 @@ def test_cli_sweep_json_and_errors(capsys):
     code = run(app, ["sweep", "--gpu", "nope"], "planner")
     _, err = capsys.readouterr()
     assert code == 2 and "nope" in err
+
+
+def test_cli_sweep_checks_output_paths_before_solving(capsys, monkeypatch, tmp_path):
+    import planner.render.sweep as render_sweep
+
+    def no_solving(*args, **kwargs):
+        raise AssertionError("the sweep ran before its output paths were checked")
+
+    monkeypatch.setattr(render_sweep, "sweep", no_solving)
+    missing = tmp_path / "missing-dir"
+    for argv, flag in ((["--csv", str(missing / "s.csv")], "--csv"), (["--plot", str(missing / "fig")], "--plot")):
+        capsys.readouterr()
+        code = run(app, ["sweep", "--points", "30", *argv], "planner")
+        _, err = capsys.readouterr()
+        assert code == 2 and err.startswith(f"error: {flag} ") and "does not exist" in err

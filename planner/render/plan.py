@@ -117,6 +117,12 @@ def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
 
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
+    if plan.status == "infeasible" and plan.layout is not None and not evaluated:  # --gpus N with --days D
+        return Text.assemble(("MISSES THE DEADLINE: ", "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
+                             f" (hardware '{plan.hardware}'): {plan.explanation}.")
+    if evaluated and plan.status == "infeasible" and plan.gpus is not None:
+        return Text.assemble(("Evaluated layout CANNOT RUN: ", "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
+                             f" (hardware '{plan.hardware}'): {plan.explanation}.")
     if plan.status in ("infeasible", "unknown"):
         if plan.status == "infeasible" and plan.solver.status == "infeasible":
             return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.",
@@ -283,7 +289,7 @@ def proof_line(plan: Plan) -> Text:
     s = plan.solver
     if s.status == "optimal":
         goal = "fewest GPUs, then least step time, then least network time"
-        if plan.deadline_days is None:
+        if plan.fixed_gpus or plan.deadline_days is None:
             goal = "least step time on this many GPUs, then least network time"
         return Text.assemble(("proven optimal", "bold green"), f" ({goal}) over the whole search space.")
     if s.status == "infeasible":
@@ -300,7 +306,7 @@ def proof_line(plan: Plan) -> Text:
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
-    if plan.status == "infeasible" or plan.layout is None:
+    if plan.layout is None:
         out += [solver_table(plan), proof_line(plan)]
         return out
     out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), run_table(plan),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,14 +49,15 @@ def _requested(p: Plan) -> float:
 def sweep_table(res: SweepResult) -> Table:
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
                     f"batch scaling {res.batch_scaling}", title_justify="left")
-    for col in ("hardware", "compute (FLOP)", "GPUs", "MFU", "days", "dp", "tp_ff", "tp_model", "pp", "ep",
-                "schedule", "status"):
+    for col in ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days", "dp", "tp_ff", "tp_model", "pp",
+                "ep", "schedule", "status"):
         t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
     for p in res.plans:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
-        t.add_row(p.hardware, _sci(_requested(p)), "-" if p.gpus is None else f"{p.gpus:,}",
+        t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
+                  "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
                   "-" if p.training_days is None else f"{p.training_days:.1f}",
                   *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
@@ -101,6 +103,22 @@ def write_csv(res: SweepResult, path: Path | str) -> None:
                 w.writerow({k: ("" if v is None else v) for k, v in plan_row(p).items()})
     except OSError as exc:
         raise InvalidInput(f"cannot write --csv {path}: {exc.strerror}") from None
+
+
+def _check_outputs(csv_file: Path | None, plot: str | None) -> None:
+    """The --csv file and the --plot prefix's directory must be writable before the sweep starts."""
+    if csv_file is not None:
+        parent = Path(csv_file).parent
+        if not parent.is_dir():
+            raise InvalidInput(f"--csv {csv_file}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK) or (Path(csv_file).exists() and not os.access(csv_file, os.W_OK)):
+            raise InvalidInput(f"--csv {csv_file}: not writable")
+    if plot is not None:
+        parent = Path(plot).parent
+        if not parent.is_dir():
+            raise InvalidInput(f"--plot {plot}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise InvalidInput(f"--plot {plot}: directory {parent} is not writable")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,7 +187,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
     pad = 10 ** (0.03 * max(math.log10(hi / lo), 1.0))
     ax.set_xlim(lo / pad, hi * pad)
     ax.set_ylim(0, 1.0)
-    ax.set_xlabel("Training compute (FLOP, 6 N_active D)")
+    ax.set_xlabel("Requested training compute (FLOP)")
     ax.set_ylabel("Model FLOP utilization (MFU, fraction of peak)")
     ax.set_title(title or "MFU vs training compute")
     ax.grid(True, which="major", alpha=0.3)
@@ -212,7 +230,7 @@ def plot_parallelism(res: SweepResult, hw: str, path: Path | str, title: str = "
         ax.plot([x for x, _ in pts], [y for _, y in pts], "-o", ms=3.5, color=f"C{k}", label=name)
     ax.set_xscale("log")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("Training compute (FLOP)")
+    ax.set_xlabel("Requested training compute (FLOP)")
     ax.set_ylabel("Fraction of parallelism, log N_X / log N_GPU")
     ax.set_title(title or f"Parallelism split on {hw}")
     ax.grid(True, which="major", alpha=0.3)
@@ -292,6 +310,7 @@ def sweep_command(
     compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
     for name in gpu or ["h100"]:
         resolve_hardware(name)
+    _check_outputs(csv_file, plot)  # a bad path fails now, not after every point has been solved
     progress_cb = None
     bar = None
     err_console = Console(stderr=True)
