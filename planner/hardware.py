@@ -139,7 +139,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             raise InvalidInput(f"{origin}: levels[{k}] must be a table")
         levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
     try:
-        return Hardware(
+        hw = Hardware(
             name=doc["name"],
             description=doc.get("description", ""),
             gpus_per_node=doc.get("gpus_per_node", 8),
@@ -151,6 +151,14 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
         raise InvalidInput(f"{origin}: {loc or 'hardware'}: {err['msg']}") from None
+    # Nodes are counted as GPUs / gpus_per_node; a node must tile the lowest bounded network group or be tiled by
+    # it (8 per DGX node = 8 per NVLink group; 4 per GB200 tray inside a 72-GPU NVLink domain).
+    lowest = next((lvl for lvl in hw.levels if lvl.size is not None), None)
+    n = hw.gpus_per_node
+    if lowest is not None and lowest.size % n and n % lowest.size:
+        raise InvalidInput(f"{origin}: gpus_per_node = {n} does not fit the lowest network level "
+                           f"({lowest.name}, groups of {lowest.size} GPUs): one must divide the other")
+    return hw
 
 
 def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardware:

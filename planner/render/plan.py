@@ -212,18 +212,19 @@ def time_table(plan: Plan) -> Table:
     table.add_column("time", justify="right")
     table.add_column("of step", justify="right")
     table.add_column("note")
-    table.add_row("step time", fmt_time(step), "100%", "max(Eq. 21, latency floor)", style="bold")
+    table.add_row("step time", fmt_time(step), "100%", "the larger of Eq. 21 and the floor below", style="bold")
     table.add_row("  matmul", fmt_time(b.matmul_s), _share(b.matmul_s, step), "GEMMs, all microbatches")
-    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "overlaps matmuls")
-    table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "overlaps matmuls")
+    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "TP + PP/EP hide under matmuls if their sum is less")
+    table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "counted with TP (row above)")
     table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step), "gradient all-reduce")
-    table.add_row("  latency", fmt_time(b.latency_s), _share(b.latency_s, step), "serial, Eq. 21's t_lat")
+    table.add_row("  serial latency", fmt_time(b.latency_s), _share(b.latency_s, step),
+                  "Eq. 21's t_lat (DP, and 1F1B's TP/PP/EP hops)")
     table.add_row("  bubble", fmt_time(b.bubble_s), _share(b.bubble_s, step), f"f_b = {b.bubble_fraction:.3g}")
     table.add_section()
-    table.add_row("Eq. 21", fmt_time(b.eq21_s), _share(b.eq21_s, step), "pipelined time")
+    table.add_row("Eq. 21", fmt_time(b.eq21_s), _share(b.eq21_s, step), "pipelined time (shares above overlap)")
     table.add_row("critical path", fmt_time(b.critical_path_s), _share(b.critical_path_s, step),
                   "1 microbatch, all L blocks")
-    table.add_row("latency floor", fmt_time(b.floor_s), _share(b.floor_s, step), "DP + critical path")
+    table.add_row("floor", fmt_time(b.floor_s), _share(b.floor_s, step), "DP + critical path: no step is shorter")
     table.add_row("network (all)", fmt_time(b.network_s), _share(b.network_s, step), "hidden or not")
     return table
 

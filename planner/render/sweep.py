@@ -149,7 +149,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     thresholds_drawn: set[float] = set()
-    seen = {"unproven": False, "infeasible": False, "unknown": False}
+    seen = {"unproven": False, "infeasible": False, "unknown": False, "end": False, "wall": False}
     for k, (label, res, hw) in enumerate(curves):
         color = f"C{k % 10}"
         plans = res.plans_for(hw)
@@ -178,8 +178,10 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
             ax.annotate(f"80 % of {s.ceiling_mfu:.2f} ceiling", (1.0, s.threshold_mfu), xycoords=("axes fraction", "data"),
                         ha="right", va="bottom", fontsize=7, color="grey")
         if s.end_of_linear_scaling_flop is not None:
+            seen["end"] = True
             ax.axvline(s.end_of_linear_scaling_flop, color=color, ls="--", lw=0.9, alpha=0.8)
         if s.last_feasible_flop is not None and s.last_feasible_flop < res.compute_flop[-1]:
+            seen["wall"] = True
             ax.axvline(s.last_feasible_flop, color=color, ls=":", lw=1.2, alpha=0.9)
     ax.set_xscale("log")
     lo = min(res.compute_flop[0] for _, res, _ in curves)
@@ -192,8 +194,12 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
     ax.set_title(title or "MFU vs training compute")
     ax.grid(True, which="major", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], color="k", ls="--", lw=0.9), Line2D([], [], color="k", ls=":", lw=1.2)]
-    labels += ["end of linear scaling (MFU < 80 % of ceiling)", "last feasible compute"]
+    if seen["end"]:
+        handles.append(Line2D([], [], color="k", ls="--", lw=0.9))
+        labels.append("end of linear scaling (MFU trend < 80 % of ceiling)")
+    if seen["wall"]:
+        handles.append(Line2D([], [], color="k", ls=":", lw=1.2))
+        labels.append("last feasible compute")
     if seen["unproven"]:
         handles.append(Line2D([], [], color="k", marker="o", ls="none", markerfacecolor="white"))
         labels.append("feasible, not proven optimal (time limit)")
