@@ -132,12 +132,15 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             raise InvalidInput(f"{origin}: missing required '{key}'")
     if not isinstance(doc["gpu"], dict) or not isinstance(doc["levels"], list):
         raise InvalidInput(f"{origin}: [gpu] must be a table and [[levels]] an array of tables")
-    gpu_fields = _convert(doc["gpu"], GPU_KEYS, "gpu", sources, require_source)
-    levels = []
-    for k, lvl in enumerate(doc["levels"]):
-        if not isinstance(lvl, dict):
-            raise InvalidInput(f"{origin}: levels[{k}] must be a table")
-        levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
+    try:  # name the file in every field error
+        gpu_fields = _convert(doc["gpu"], GPU_KEYS, "gpu", sources, require_source)
+        levels = []
+        for k, lvl in enumerate(doc["levels"]):
+            if not isinstance(lvl, dict):
+                raise InvalidInput(f"levels[{k}] must be a table")
+            levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
+    except InvalidInput as exc:
+        raise InvalidInput(f"{origin}: {exc}") from None
     try:
         hw = Hardware(
             name=doc["name"],
