@@ -79,10 +79,27 @@ app = typer.Typer(
 )
 hardware_app = typer.Typer(help="The hardware library: shipped systems and user TOML files.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
-# `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar; SPEC §7) goes here, registered from
-# its own module, e.g. `from planner.sweep_cli import sweep_app; app.add_typer(sweep_app, name="sweep")` or
-# `app.command("sweep")(sweep)`. It should reuse `_workload_options`-style flags and the exit-code rules of `run`.
-from planner.render.sweep import sweep_command  # noqa: E402  (the command and its rendering live there)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"planner {version('planner')}")
+        except PackageNotFoundError:
+            print("planner (not installed as a package)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version_flag: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False) -> None:
+    """Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model)."""
+
+
+# `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar; SPEC §7) lives with its rendering.
+from planner.render.sweep import sweep_command  # noqa: E402
 
 app.command("sweep", help=sweep_command.__doc__)(sweep_command)
 

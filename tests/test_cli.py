@@ -553,3 +553,10 @@ def test_console_scripts(tmp_path):
                          timeout=120)
     assert nan.returncode == 2 and nan.stderr.startswith("error: ") and len(nan.stderr.splitlines()) == 1
 
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    code, out, err = invoke(capsys, ["--version"])
+    assert code == 0 and out == f"planner {version('planner')}\n" and err == ""
