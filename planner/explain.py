@@ -149,8 +149,13 @@ def can_form(hw: Hardware, wl: Workload, n: int) -> bool:
     return levels_allow(hw, n) and divisors_allow(wl, n)
 
 
-def nearby_counts(hw: Hardware, wl: Workload, n: int, limit: int = 100_000) -> tuple[int | None, int | None]:
-    """The nearest usable GPU counts below and above n (None when there is none within reach)."""
+def nearby_counts(hw: Hardware, wl: Workload, n: int, limit: int | None = None) -> tuple[int | None, int | None]:
+    """The nearest usable GPU counts below and above n (None when there is none within reach).
+
+    The scan reaches `limit` counts each way: by default half of n (usable counts thin out as n grows), at least
+    100,000 and at most 1,000,000 (about a second)."""
+    if limit is None:
+        limit = min(max(100_000, n // 2), 1_000_000)
     below = next((k for k in range(n - 1, max(0, n - limit), -1) if can_form(hw, wl, k)), None)
     top = n + limit if hw.max_gpus is None else min(hw.max_gpus, n + limit)
     above = next((k for k in range(n + 1, top + 1) if can_form(hw, wl, k)), None)

@@ -560,3 +560,11 @@ def test_version(capsys):
 
     code, out, err = invoke(capsys, ["--version"])
     assert code == 0 and out == f"planner {version('planner')}\n" and err == ""
+
+
+def test_unusable_gpu_count_names_the_nearest_counts_on_both_sides(capsys):
+    # 1e28 FLOP (d_model 49152, d_ff 196608, L 512, b 25,165,824 = 3 x 2^23): usable counts are multiples of 8 built
+    # from those divisors; 884,736 = 2^15 x 27 lies 115,267 below 1,000,003, and 1,048,576 = 2^20 lies above.
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e28", "--gpus", "1000003"])
+    assert code == 1
+    assert "the nearest usable counts are 884736 and 1048576" in err
