@@ -658,7 +658,8 @@ previous section.
    zero-bubble ZB-H2 (`m ≥ 2·N_PP − 1`) with any microbatch count the batch divides into. The optimum is
    usually ZB-H2 with `m` at least `2·N_PP` (e.g. 2e28 FLOP on H100: pp 192, m 384), so it has no
    bubble.{SCHED} The released code uses 1F1B with `m = N_PP` and `i = L/N_PP` only. This pushes our MFU
-   *up* relative to the released logs. The latency floor (item 1) is what stops ZB-H2 from hiding latency
+   *up* relative to the released logs, and our ends of linear scaling later: the 1F1B-only sensitivity sweeps
+   ("Sensitivity: Table 3 with 1F1B only") end 3-11x earlier, at the paper's printed values for H100. The latency floor (item 1) is what stops ZB-H2 from hiding latency
    without limit.
 4. **Shapes rounded to hardware-friendly numbers; actual vs requested compute (SPEC §3).** `d_model`, `L` and
    `E` are rounded to `f·2^k`, `f ∈ {1,3,5,7,9}`, and the batch to a friendly multiple of `E`. The trained
