@@ -75,8 +75,21 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                             reserve_bytes=mem.reserve_bytes, total_bytes=mem.total_bytes,
                             capacity=mem.capacity_bytes),
         solver=solver_report(result),
-        notes=notes or [],
+        notes=(notes or []) + _estimate_note(hw),
     )
+
+
+def _estimate_note(hw: Hardware) -> list[str]:
+    """Say which hardware numbers behind the result are estimates (their sources say so), so a comparison across
+    hardware is read with that in mind."""
+    from planner.hardware import estimated_fields
+
+    est = estimated_fields(hw)
+    if not est:
+        return []
+    return [f"{hw.name}: {len(est)} hardware value{'s' if len(est) > 1 else ''} behind this result "
+            f"{'are estimates' if len(est) > 1 else 'is an estimate'} ({', '.join(est)}); "
+            f"`planner hardware show {hw.name}` gives the sources"]
 
 
 def solver_report(result: SearchResult) -> SolverReport:

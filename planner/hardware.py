@@ -85,6 +85,11 @@ def _unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool) 
     return raw
 
 
+def estimated_fields(hw: Hardware) -> list[str]:
+    """The hardware numbers whose source or note calls them an estimate, as file keys (e.g. gpu.l2_GBps)."""
+    return sorted(k for k, src in hw.sources.items() if "estimate" in src.lower())
+
+
 def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float]], where: str, sources: dict[str, str],
              require_source: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}

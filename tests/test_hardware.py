@@ -210,3 +210,46 @@ def test_shipped_style_load_requires_a_source(tmp_path, sms):
 def test_unknown_hardware_name_suggests_close_one():
     with pytest.raises(InvalidInput, match="did you mean h100"):
         get_hardware("h10")
+
+
+def test_estimates_are_named_in_results(capsys, tmp_path):
+    """Numbers whose source calls them an estimate are listed in every plan/evaluation on that hardware."""
+    import json
+    import tomllib
+
+    from planner.cli import app, run
+    from planner.hardware import estimated_fields
+
+    # read the shipped h100 file directly: its only estimate is the L2 bandwidth (the paper's simulator's value)
+    path = Path(__file__).parent.parent / "hardware_specs" / "h100.toml"
+    doc = tomllib.loads(path.read_text())
+    marked = [f"gpu.{k}" for k, v in doc["gpu"].items() if isinstance(v, dict)
+              and "estimate" in (v.get("source", "") + v.get("note", "")).lower()]
+    assert marked == ["gpu.l2_GBps"]
+    assert estimated_fields(get_hardware("h100")) == marked
+
+    shape = ["--d-model", "256", "--d-ff", "1024", "--layers", "2", "--batch-tokens", "64", "--json"]
+    capsys.readouterr()
+    assert run(app, ["evaluate", "--gpu", "h100", *shape], "planner") == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert "h100: 1 hardware value behind this result is an estimate (gpu.l2_GBps); `planner hardware show h100` " \
+           "gives the sources" in notes
+    # the same numbers without sources (a user's file): nothing is called an estimate
+    plain = tmp_path / "plain.toml"
+    plain.write_text(_plain_copy(doc))
+    assert run(app, ["evaluate", "--gpu", str(plain), *shape], "planner") == 0
+    assert not any("estimate" in n for n in json.loads(capsys.readouterr().out)["notes"])
+
+
+def _plain_copy(doc: dict) -> str:
+    """A hardware TOML with the same values and no source/note annotations."""
+    lines = ['name = "plain"', f"gpus_per_node = {doc.get('gpus_per_node', 8)}", "[gpu]"]
+    for k, v in doc["gpu"].items():
+        v = v["value"] if isinstance(v, dict) else v
+        lines.append(f"{k} = " + (f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)))
+    for lvl in doc["levels"]:
+        lines.append("[[levels]]")
+        for k, v in lvl.items():
+            v = v["value"] if isinstance(v, dict) else v
+            lines.append(f"{k} = " + (f'"{v}"' if isinstance(v, str) else str(v)))
+    return "\n".join(lines) + "\n"
