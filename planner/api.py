@@ -52,14 +52,15 @@ def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap
 
 def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: SearchResult,
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
-                         notes: list[str] | None = None, dp_overlap: bool = False) -> Plan:
+                         notes: list[str] | None = None, dp_overlap: bool = False,
+                         fixed_gpus: bool = False) -> Plan:
     lay = ev.layout
     gpu_hours = ev.gpus * ev.training_s / 3600.0
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
         hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
-        dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
+        fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
         cost_usd=None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
         mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
@@ -198,8 +199,8 @@ def plan(
         ratio = workload.compute_flop / workload.requested_compute_flop
         notes.append(f"the rounded shape trains {workload.compute_flop:.3g} FLOP, {ratio:.3f}x the requested "
                      f"{workload.requested_compute_flop:.3g} (hardware-friendly rounding of d_model, L, E, batch)")
-    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
-    doc = doc.model_copy(update={"fixed_gpus": gpus is not None})
+    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
+                               fixed_gpus=gpus is not None)
     if gpus is not None and days is not None and ev.training_days > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.

@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from planner import api
 from planner.choices import BatchScaling, ScheduleChoice
-from planner.errors import Infeasible, InvalidInput, PlannerError
+from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
 from planner.render.limits import fmt_sci, limits_table
@@ -317,12 +317,7 @@ def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int,
 
 
 def _load_plan_file(path: Path) -> Plan:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInput(f"cannot read plan file '{path}': {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"plan file '{path}' is not UTF-8 text") from None
+    text = read_text_file(path, "plan file")
     try:
         return Plan.model_validate_json(text)
     except ValidationError as exc:
@@ -720,7 +715,7 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         return 1
     except Infeasible as exc:
         doc = exc.details.get("plan")
-        kind = "unknown" if doc is not None and getattr(doc, "status", None) == "unknown" else "infeasible"
+        kind = "unknown" if doc is not None and doc.status == "unknown" else "infeasible"
         sys.stderr.write(f"{kind}: {exc.explanation or exc}\n")
         return 1
     except (InvalidInput, PlannerError) as exc:

@@ -1,5 +1,9 @@
 """Typed errors. The CLI maps InvalidInput to exit code 2 and Infeasible to exit code 1."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
 
 class PlannerError(Exception):
     """Base class: every error the library raises on purpose."""
@@ -16,3 +20,13 @@ class Infeasible(PlannerError):
         super().__init__(message)
         self.explanation = explanation
         self.details = details or {}
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    """A user's file as UTF-8 text; an unreadable or binary file is an InvalidInput naming `what` and the path."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what} '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} '{path}' is not UTF-8 text") from None

@@ -319,9 +319,8 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, result: S
     if fit.total_bytes > hw.gpu.hbm_bytes:
         return _memory_line(hw, wl, options, n, fit)
     if result.status == "unknown":
-        return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on {n} "
-                f"GPUs; this "
-                f"was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} needs "
+        return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on "
+                f"{n} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} needs "
                 f"{fit.total_bytes / GB:,.1f} GB per GPU); raise --time-limit")
     return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space, although "
             f"the degree tuple {fit.tuple_text} fits in memory ({fit.total_bytes / GB:,.1f} GB per GPU): no valid "
@@ -364,8 +363,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout; the "
-                f"request was "
-                f"NOT proven infeasible (raise --time-limit)\n"
+                f"request was NOT proven infeasible (raise --time-limit)\n"
                 f"for reference, no layout can be faster than {_fmt_days(fb.days)} (critical-path lower bound), "
                 f"which is within the {days:g} days asked")
     need = gpus_to_fit(hw, wl, options)

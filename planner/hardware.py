@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, read_text_file
 from planner.schema import Gpu, Hardware, NetworkLevel
 
 KiB = 1024
@@ -171,12 +171,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
 
 def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardware:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read hardware file '{path}': {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"hardware file '{path}' is not UTF-8 text (expected TOML)") from None
+    text = read_text_file(path, "hardware file")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

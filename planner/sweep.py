@@ -185,7 +185,8 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
                      + " FLOP (interpolated over)")
     return HardwareSummary(
         hardware=hw.name, ceiling_mfu=ceiling, threshold_mfu=threshold, end_of_linear_scaling_flop=end,
-        last_feasible_flop=last, first_dip_flop=dip, feasible_points=len(feas), infeasible_points=len(plans) - len(feas),
+        last_feasible_flop=last, first_dip_flop=dip, feasible_points=len(feas),
+        infeasible_points=len(plans) - len(feas),
         unproven_points=unproven, notes=notes,
     )
 

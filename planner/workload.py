@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, read_text_file
 from planner.schema import Workload
 
 BatchLaw = Literal["paper", "deepseek", "fixed"]
@@ -413,12 +413,7 @@ def read_model_preset(name_or_path: str | Path) -> ModelPreset:
     text_arg = str(name_or_path)
     if isinstance(name_or_path, Path) or text_arg.endswith(".toml") or "/" in text_arg or "\\" in text_arg:
         path = Path(text_arg)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput(f"cannot read model preset file '{path}': {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise InvalidInput(f"model preset file '{path}' is not UTF-8 text") from None
+        text = read_text_file(path, "model preset file")
         return parse_model_preset(_read_toml(text, str(path)), path.stem, str(path))
     key = text_arg.strip().lower()
     names = model_preset_names()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from planner.hardware import get_hardware
+from planner.solve.cpsat import PairIndex
 from planner.solve.space import (
     SearchOptions, build_space, level_products, model_parallel_rows, tuples_for_model_parallel,
 )
@@ -63,15 +64,14 @@ def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
     assert np.median(lb[priced] / best[priced]) > 0.5
 
     # Per (model-parallel row, N_DP) pair: pair_step_lower_bound <= the best of its tuples over every m.
-    dps = np.unique(space.dp_m[:, 0])
-    m_min = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].min() for d in dps], dtype=np.float64)
-    m_max = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].max() for d in dps], dtype=np.float64)
+    index = PairIndex.build(space, model_parallel_rows(space))
     work = shapes.least_work(space.dp_m)
     keys = np.stack([t.tp_ff, t.tp_model, t.pp, t.interleave, t.zero_bubble.astype(np.int64), t.ep, t.dp], axis=1)
     uniq, inv = np.unique(keys[priced], axis=0, return_inverse=True)
     pair_best = np.full(len(uniq), np.inf)
     np.minimum.at(pair_best, inv.ravel(), best[priced])
-    j = np.searchsorted(dps, uniq[:, 6])
-    bound = pair_step_lower_bound(hw, wl, uniq[:, :6], uniq[:, 6], m_min[j], m_max[j], shapes, work, comm, overlap)
+    j = np.searchsorted(index.dps, uniq[:, 6])
+    bound = pair_step_lower_bound(hw, wl, uniq[:, :6], uniq[:, 6], index.m_min[j], index.m_max[j], shapes, work, comm,
+                                  overlap)
     slack = bound - pair_best
     assert (slack <= 1e-12 * pair_best).all(), f"pair bound above the priced optimum by {slack.max():.3g} s"

@@ -117,11 +117,9 @@ def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
 
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
-    if plan.status == "infeasible" and plan.layout is not None and not evaluated:  # --gpus N with --days D
-        return Text.assemble(("MISSES THE DEADLINE: ", "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
-                             f" (hardware '{plan.hardware}'): {plan.explanation}.")
-    if evaluated and plan.status == "infeasible" and plan.gpus is not None:
-        return Text.assemble(("Evaluated layout CANNOT RUN: ", "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
+    if plan.status == "infeasible" and plan.layout is not None:  # evaluate: no fit; plan --gpus N --days D: too slow
+        head = "Evaluated layout CANNOT RUN: " if evaluated else "MISSES THE DEADLINE: "
+        return Text.assemble((head, "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
                              f" (hardware '{plan.hardware}'): {plan.explanation}.")
     if plan.status in ("infeasible", "unknown"):
         if plan.status == "infeasible" and plan.solver.status == "infeasible":
@@ -214,7 +212,8 @@ def time_table(plan: Plan) -> Table:
     table.add_column("note")
     table.add_row("step time", fmt_time(step), "100%", "the larger of Eq. 21 and the floor below", style="bold")
     table.add_row("  matmul", fmt_time(b.matmul_s), _share(b.matmul_s, step), "GEMMs, all microbatches")
-    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step), "TP + PP/EP hide under matmuls if their sum is less")
+    table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step),
+                  "TP + PP/EP hide under matmuls if their sum is less")
     table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "counted with TP (row above)")
     table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step), "gradient all-reduce")
     table.add_row("  serial latency", fmt_time(b.latency_s), _share(b.latency_s, step),

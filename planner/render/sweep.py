@@ -105,20 +105,16 @@ def write_csv(res: SweepResult, path: Path | str) -> None:
         raise InvalidInput(f"cannot write --csv {path}: {exc.strerror}") from None
 
 
-def _check_outputs(csv_file: Path | None, plot: str | None) -> None:
-    """The --csv file and the --plot prefix's directory must be writable before the sweep starts."""
-    if csv_file is not None:
-        parent = Path(csv_file).parent
+def _check_outputs(csv_file: Path | str | None, plot: str | Path | None) -> None:
+    """The --csv file's and the --plot prefix's directories must exist and be writable (checked before a sweep)."""
+    for flag, target in (("--csv", csv_file), ("--plot", plot)):
+        if target is None:
+            continue
+        parent = Path(target).parent
         if not parent.is_dir():
-            raise InvalidInput(f"--csv {csv_file}: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK) or (Path(csv_file).exists() and not os.access(csv_file, os.W_OK)):
-            raise InvalidInput(f"--csv {csv_file}: not writable")
-    if plot is not None:
-        parent = Path(plot).parent
-        if not parent.is_dir():
-            raise InvalidInput(f"--plot {plot}: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise InvalidInput(f"--plot {plot}: directory {parent} is not writable")
+            raise InvalidInput(f"{flag} {target}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK) or (Path(target).is_file() and not os.access(target, os.W_OK)):
+            raise InvalidInput(f"{flag} {target}: not writable")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,8 +171,8 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
         if s.threshold_mfu not in thresholds_drawn:
             thresholds_drawn.add(s.threshold_mfu)
             ax.axhline(s.threshold_mfu, color="grey", ls=":", lw=1.0)
-            ax.annotate(f"80 % of {s.ceiling_mfu:.2f} ceiling", (1.0, s.threshold_mfu), xycoords=("axes fraction", "data"),
-                        ha="right", va="bottom", fontsize=7, color="grey")
+            ax.annotate(f"80 % of {s.ceiling_mfu:.2f} ceiling", (1.0, s.threshold_mfu),
+                        xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=7, color="grey")
         if s.end_of_linear_scaling_flop is not None:
             seen["end"] = True
             ax.axvline(s.end_of_linear_scaling_flop, color=color, ls="--", lw=0.9, alpha=0.8)
@@ -251,9 +247,7 @@ def plot_parallelism(res: SweepResult, hw: str, path: Path | str, title: str = "
 def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
     """`PREFIX-mfu.png` (all hardware) and `PREFIX-parallelism-HW.png` (one per hardware)."""
     prefix = str(prefix)
-    parent = Path(prefix).parent
-    if not parent.is_dir():
-        raise InvalidInput(f"--plot {prefix}: directory {parent} does not exist")
+    _check_outputs(None, prefix)
     kind = f"{'sparse' if res.sparse else 'dense'}, {res.days:g}-day runs, batch scaling {res.batch_scaling}"
     out = [plot_mfu([(hw, res, hw) for hw in res.hardware], f"{prefix}-mfu.png", f"MFU vs compute ({kind})")]
     for hw in res.hardware:

@@ -83,21 +83,25 @@ def _vp(x: np.ndarray, p: int) -> np.ndarray:
 @dataclass
 class PairIndex:
     """Model-parallel rows sorted by their size N_TP,ff N_TP,model N_PP N_EP, and the N_DP values with the number
-    of microbatch counts each allows. Built once per search, so that each N_DP value selects the rows of a window
-    of GPU counts by binary search instead of a scan."""
+    of microbatch counts each allows and their least and largest. Built once per search, so that each N_DP value
+    selects the rows of a window of GPU counts by binary search instead of a scan."""
 
     mp: np.ndarray
     order: np.ndarray
     mp_sorted: np.ndarray
     dps: np.ndarray
     m_counts: np.ndarray
+    m_min: np.ndarray
+    m_max: np.ndarray
 
     @classmethod
     def build(cls, space: Space, mp: np.ndarray) -> "PairIndex":
         n_mp = mp[:, 0].astype(np.float64) * mp[:, 1] * mp[:, 2] * mp[:, 5]
         order = np.argsort(n_mp, kind="stable")
         dps = np.unique(space.dp_m[:, 0])
-        return cls(mp, order, n_mp[order], dps, np.array([(space.dp_m[:, 0] == d).sum() for d in dps]))
+        ms = [space.dp_m[space.dp_m[:, 0] == d, 1] for d in dps]
+        return cls(mp, order, n_mp[order], dps, np.array([len(m) for m in ms]),
+                   np.array([m.min() for m in ms], dtype=np.float64), np.array([m.max() for m in ms], dtype=np.float64))
 
     def pairs(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
         """(model-parallel row, N_DP value index) pairs whose GPU count lies in [lo, hi] (floats: no overflow)."""
@@ -385,16 +389,16 @@ class _Model:
         )
 
 
-def _pair_filter(hw, wl, mp, ii, jj, dps, m_max, m_min, shapes, work, comm, deadline_s, dp_overlap):
+def _pair_filter(hw, wl, index: PairIndex, ii, jj, shapes, work, comm, deadline_s, dp_overlap):
     """Drop (model-parallel row, N_DP) pairs that miss the deadline for every microbatch count and placement
     (tables.pair_step_lower_bound), or whose GPU count cannot fill the levels, before expanding them into tuples."""
-    rows = mp[ii]
-    dp = dps[jj]
+    rows = index.mp[ii]
+    dp = index.dps[jj]
     n = rows[:, 0].astype(np.float64) * rows[:, 1] * rows[:, 2] * rows[:, 5] * dp
     small = n < 2.0**62  # beyond this no cluster is meaningful and int64 products would overflow
     _, valid = level_products(hw, np.where(small, n, 1).astype(np.int64))
     valid &= small
-    bound = pair_step_lower_bound(hw, wl, rows, dp, m_min[jj], m_max[jj], shapes, work, comm, dp_overlap)
+    bound = pair_step_lower_bound(hw, wl, rows, dp, index.m_min[jj], index.m_max[jj], shapes, work, comm, dp_overlap)
     keep = valid & (wl.steps * bound <= deadline_s)
     return ii[keep], jj[keep]
 
@@ -461,8 +465,9 @@ def _price_window(hw: Hardware, wl: Workload, t: Tuples, terms, deadline_s, dp_o
     rest of the N* group is priced in order of step bound until the bound exceeds the incumbent's step time, and
     nothing larger is needed (every smaller count was priced and missed the deadline). Fixed-cluster mode: tuples
     are priced in order of their placement-free step bound, stopping when the bound exceeds the incumbent's step
-    time. No batch reaches past the first tuple that can no longer win. Survivors tie the incumbent's GPU count and come within the
-    integer rounding of its step time; CP-SAT proves the optimum over them and all their placements.
+    time. No batch reaches past the first tuple that can no longer win. Survivors tie the incumbent's GPU count
+    and come within the integer rounding of its step time; CP-SAT proves the optimum over them and all their
+    placements.
     `cut` is the smallest GPU count (deadline mode) or step bound (fixed mode) not yet ruled out, if the clock ran
     out first; None when the window was settled.
     """
@@ -547,16 +552,13 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
     index = PairIndex.build(space, mp)
     dps = index.dps
-    m_max = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].max() for d in dps], dtype=np.float64)
-    m_min = np.array([space.dp_m[space.dp_m[:, 0] == d, 1].min() for d in dps], dtype=np.float64)
     work = shapes.least_work(space.dp_m) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     for ii, jj, n_lo, n_hi in windows(index, lo, n_max, WINDOW_TUPLES):
         if clock.out:
             return _timed_out(clock, size, evaluated, statuses, None, n_lo, deadline_s)
         if deadline_s is not None:
-            ii, jj = _pair_filter(hw, wl, mp, ii, jj, dps, m_max, m_min, shapes, work, comm, deadline_s,
-                                  options.dp_overlap)
+            ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, comm, deadline_s, options.dp_overlap)
             if len(ii) == 0:
                 continue
         # Generate and filter the window in slices so that memory stays bounded however many tuples it holds.
