@@ -24,17 +24,7 @@ from planner.hardware import get_hardware, hardware_names
 from planner.render.plan import plan_renderables
 from planner.schema import Plan
 
-TINY = ["--d-model", "256", "--d-ff", "1024", "--layers", "4", "--batch-tokens", "64"]
-"""N_p = 2 L E d_model d_ff = 2,097,152; D = 20 N_p = 41,943,040 tokens; 655,360 steps of 64 tokens."""
-EXH = ["--solver", "exhaustive"]
-BIN = Path(sys.executable).parent
-
-
-def invoke(capsys, argv: list[str], typer_app=app, prog: str = "planner") -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = run(typer_app, argv, prog)
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_helpers import BIN, EXH, TINY, invoke
 
 
 def plan_json(capsys, *extra: str) -> dict:
@@ -552,7 +542,6 @@ def test_console_scripts(tmp_path):
     nan = subprocess.run([_script("plan"), "--compute", "nan", "--days", "90"], capture_output=True, text=True,
                          timeout=120)
     assert nan.returncode == 2 and nan.stderr.startswith("error: ") and len(nan.stderr.splitlines()) == 1
-
 
 
 def test_version(capsys):

@@ -217,7 +217,8 @@ def test_estimates_are_named_in_results(capsys, tmp_path):
     import json
     import tomllib
 
-    from planner.cli import app, run
+    from cli_helpers import invoke
+
     from planner.hardware import estimated_fields
 
     # read the shipped h100 file directly: its only estimate is the L2 bandwidth (the paper's simulator's value)
@@ -229,16 +230,17 @@ def test_estimates_are_named_in_results(capsys, tmp_path):
     assert estimated_fields(get_hardware("h100")) == marked
 
     shape = ["--d-model", "256", "--d-ff", "1024", "--layers", "2", "--batch-tokens", "64", "--json"]
-    capsys.readouterr()
-    assert run(app, ["evaluate", "--gpu", "h100", *shape], "planner") == 0
-    notes = json.loads(capsys.readouterr().out)["notes"]
+    code, out, _ = invoke(capsys, ["evaluate", "--gpu", "h100", *shape])
+    assert code == 0
+    notes = json.loads(out)["notes"]
     assert "h100: 1 hardware value behind this result is an estimate (gpu.l2_GBps); `planner hardware show h100` " \
            "gives the sources" in notes
     # the same numbers without sources (a user's file): nothing is called an estimate
     plain = tmp_path / "plain.toml"
     plain.write_text(_plain_copy(doc))
-    assert run(app, ["evaluate", "--gpu", str(plain), *shape], "planner") == 0
-    assert not any("estimate" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    code, out, _ = invoke(capsys, ["evaluate", "--gpu", str(plain), *shape])
+    assert code == 0
+    assert not any("estimate" in n for n in json.loads(out)["notes"])
 
 
 def _plain_copy(doc: dict) -> str:

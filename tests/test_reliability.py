@@ -14,10 +14,8 @@ Commands run in-process through `planner.cli.run` (what both console scripts cal
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner import api
-from planner.cli import app, plan_app, run
+from planner.cli import plan_app
 from planner.cost.step import evaluate as fresh_evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.explain import explain_infeasible, floor_bound, min_memory_on
@@ -37,16 +35,7 @@ from planner.solve.result import SearchResult
 from planner.solve.space import SearchOptions, check_layout
 from planner.workload import infer_workload, workload_from_shape
 
-TINY = ["--d-model", "256", "--d-ff", "1024", "--layers", "4", "--batch-tokens", "64"]
-EXH = ["--solver", "exhaustive"]
-BIN = Path(sys.executable).parent
-
-
-def invoke(capsys, argv: list[str], typer_app=app, prog: str = "planner") -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = run(typer_app, argv, prog)
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_helpers import BIN, EXH, TINY, invoke
 
 
 # --------------------------------------------------------------------------------------------------

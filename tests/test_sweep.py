@@ -11,12 +11,13 @@ import math
 
 import pytest
 
-from planner.cli import app, run
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware
 from planner.render.sweep import write_csv, write_plots
 from planner.schema import Plan
 from planner.sweep import SweepResult, compute_grid, crossing_below, non_increasing_fit, summarise, sweep
+
+from cli_helpers import invoke
 
 
 @pytest.fixture(scope="module")
@@ -113,18 +114,14 @@ def test_csv_and_plots_written(small, tmp_path):
 
 
 def test_cli_sweep_json_and_errors(capsys):
-    capsys.readouterr()
-    code = run(app, ["sweep", "--gpu", "h100", "--from", "1e21", "--to", "1e21", "--points", "1", "--jobs", "1",
-                     "--json"], "planner")
-    out, err = capsys.readouterr()
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "h100", "--from", "1e21", "--to", "1e21", "--points", "1",
+                                     "--jobs", "1", "--json"])
     assert code == 0 and err == ""
     doc = json.loads(out)
     assert set(doc["end_of_linear_scaling_flop"]) == {"h100"} and doc["last_feasible_flop"]["h100"] == 1e21
-    code = run(app, ["sweep", "--from", "-1"], "planner")
-    _, err = capsys.readouterr()
+    code, _, err = invoke(capsys, ["sweep", "--from", "-1"])
     assert code == 2 and err.startswith("error: --from")
-    code = run(app, ["sweep", "--gpu", "nope"], "planner")
-    _, err = capsys.readouterr()
+    code, _, err = invoke(capsys, ["sweep", "--gpu", "nope"])
     assert code == 2 and "nope" in err
 
 
@@ -137,7 +134,5 @@ def test_cli_sweep_checks_output_paths_before_solving(capsys, monkeypatch, tmp_p
     monkeypatch.setattr(render_sweep, "sweep", no_solving)
     missing = tmp_path / "missing-dir"
     for argv, flag in ((["--csv", str(missing / "s.csv")], "--csv"), (["--plot", str(missing / "fig")], "--plot")):
-        capsys.readouterr()
-        code = run(app, ["sweep", "--points", "30", *argv], "planner")
-        _, err = capsys.readouterr()
+        code, _, err = invoke(capsys, ["sweep", "--points", "30", *argv])
         assert code == 2 and err.startswith(f"error: {flag} ") and "does not exist" in err

@@ -24,11 +24,9 @@ def test_cut_short_search_reports_unknown_not_infeasible():
 
 
 def test_cli_says_unknown_not_infeasible_when_the_clock_stops_the_search(capsys):
-    from planner.cli import app, run
+    from cli_helpers import invoke
 
-    capsys.readouterr()
-    code = run(app, ["plan", "--compute", "1e31", "--gpu", "h100-superpod", "--time-limit", "1"], "planner")
-    out, err = capsys.readouterr()
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e31", "--gpu", "h100-superpod", "--time-limit", "1"])
     assert code == 1
     assert err.startswith("unknown: the search stopped at its time limit") and "NOT proven infeasible" in err
     assert out.startswith("NO LAYOUT FOUND")
