@@ -97,39 +97,35 @@ def _lat_array(hw: Hardware) -> np.ndarray:
     return np.array([lvl.lat_s for lvl in hw.levels], dtype=np.float64)
 
 
-def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
-    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
+def _least_over_placements(hw: Hardware, degree: int, cost) -> float:
+    """min over every placement (factor vector) of `degree` of cost(factor vectors (k, H)) -> (k,) seconds;
+    0 for degree 1 (no communication), inf when the degree cannot be placed on the levels."""
     if degree == 1:
         return 0.0
     opts = factor_options(hw, degree)
     if len(opts) == 0:
         return math.inf
-    return float((2.0 * (opts > 1) * _lat_array(hw)[None, :]).sum(axis=1).min())
+    return float(cost(opts).min())
+
+
+def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
+    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
+    return _least_over_placements(hw, degree, lambda opts: net.allreduce_latency_s(opts, _lat_array(hw)))
 
 
 def min_routing_latency_s(hw: Hardware, ep: int) -> float:
     """Least one-way latency of an expert-routing hop (at or above the top level N_EP spans)."""
-    if ep == 1:
-        return 0.0
-    opts = factor_options(hw, ep)
-    if len(opts) == 0:
-        return math.inf
     lat = _lat_array(hw)
     suffix_min = np.minimum.accumulate(lat[::-1])[::-1]  # min latency at or above each level
-    top = len(lat) - 1 - np.argmax((opts > 1)[:, ::-1], axis=1)  # 0-based top level of each placement
-    return float(suffix_min[top].min())
+    return _least_over_placements(hw, ep, lambda opts: suffix_min[net.top_level(opts) - 1])
 
 
 def min_allreduce_s_per_word(hw: Hardware, degree: int) -> float:
     """Least bandwidth time of an all-reduce of one word over `degree` ranks, over every placement of the degree
     (planner.cost.network.allreduce_time_s is linear in the word count)."""
-    if degree == 1:
-        return 0.0
-    opts = factor_options(hw, degree)
-    if len(opts) == 0:
-        return math.inf
     bw = np.array([lvl.bw_unidir_Bps for lvl in hw.levels], dtype=np.float64)
-    return float(net.allreduce_time_s(np.ones(len(opts)), opts, bw, hw.gpu.word_bytes).min())
+    return _least_over_placements(
+        hw, degree, lambda opts: net.allreduce_time_s(np.ones(len(opts)), opts, bw, hw.gpu.word_bytes))
 
 
 class CommTable:
