@@ -74,6 +74,8 @@ class SweepResult(BaseModel):
     sparse: bool
     batch_scaling: str
     schedule: str
+    dp_overlap: bool = Field(False, description="DP all-reduce overlapped with compute in every plan (--dp-overlap).")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour used for each plan's cost_usd.")
     time_limit_s: float | None
     plans: list[Plan] = Field(description="One plan per (hardware, compute), hardware-major, compute ascending; "
                               "infeasible points are Plans with status 'infeasible' and an explanation.")
@@ -209,11 +211,13 @@ def _infeasible_doc(hw: Hardware, exc: Exception, compute: float, days: float) -
 
 
 def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
-                time_limit_s: float | None, workers: int, solver: str) -> Plan:
+                time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool = False,
+                price_per_gpu_hour: float | None = None) -> Plan:
     """One full plan; Infeasible becomes the infeasible Plan it carries."""
     try:
         return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, schedule=schedule,
-                        solver=solver, time_limit_s=time_limit_s, workers=workers)
+                        solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
+                        price_per_gpu_hour=price_per_gpu_hour)
     except Infeasible as exc:
         doc = exc.details.get("plan")
         if isinstance(doc, Plan):
@@ -242,6 +246,8 @@ def sweep(
     jobs: int = 2,
     progress: ProgressCallback | None = None,
     solver: str = "cpsat",
+    dp_overlap: bool = False,
+    price_per_gpu_hour: float | None = None,
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
@@ -268,10 +274,11 @@ def sweep(
         raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(api.SOLVERS)}")
     api._positive("--days", days)
     api._positive("--time-limit", time_limit_s, " seconds")
+    api._positive("--price-per-gpu-hour", price_per_gpu_hour)
 
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
-    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver)
+    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour)
     done = 0
     if jobs == 1 or len(tasks) == 1:
         for k, (hw, c) in enumerate(tasks):
@@ -298,7 +305,8 @@ def sweep(
     summaries = [summarise(hw, grid, plans[i * n:(i + 1) * n]) for i, hw in enumerate(hws)]
     return SweepResult(
         hardware=names, compute_flop=grid, days=float(days), sparse=sparse, batch_scaling=batch_scaling,
-        schedule=schedule, time_limit_s=time_limit_s, plans=plans, summaries=summaries,
+        schedule=schedule, dp_overlap=bool(dp_overlap), price_per_gpu_hour=price_per_gpu_hour,
+        time_limit_s=time_limit_s, plans=plans, summaries=summaries,
         end_of_linear_scaling_flop={s.hardware: s.end_of_linear_scaling_flop for s in summaries},
         last_feasible_flop={s.hardware: s.last_feasible_flop for s in summaries},
     )

@@ -136,3 +136,26 @@ def test_cli_sweep_checks_output_paths_before_solving(capsys, monkeypatch, tmp_p
     for argv, flag in ((["--csv", str(missing / "s.csv")], "--csv"), (["--plot", str(missing / "fig")], "--plot")):
         code, _, err = invoke(capsys, ["sweep", "--points", "30", *argv])
         assert code == 2 and err.startswith(f"error: {flag} ") and "does not exist" in err
+
+
+def test_cli_sweep_dp_overlap_and_price_reach_every_plan(capsys, tmp_path):
+    path = tmp_path / "s.csv"
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "h100", "--from", "1e22", "--to", "1e22", "--points", "1",
+                                     "--jobs", "1", "--dp-overlap", "--price-per-gpu-hour", "2.5", "--json",
+                                     "--csv", str(path)])
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["dp_overlap"] is True and doc["price_per_gpu_hour"] == 2.5
+    (p,) = doc["plans"]
+    assert p["dp_overlap"] is True
+    # Cost by hand: GPUs x hours of training x USD per GPU-hour.
+    assert p["cost_usd"] == pytest.approx(p["gpus"] * p["training_days"] * 24.0 * 2.5, rel=1e-12)
+    (row,) = list(csv.DictReader(path.open()))
+    assert float(row["cost_usd"]) == pytest.approx(p["cost_usd"], rel=1e-12)
+    # The same point planned directly with DP overlapped gives the same plan.
+    from planner import api
+
+    direct = api.plan(1e22, "h100", 90.0, dp_overlap=True, time_limit_s=20.0)
+    assert (direct.gpus, direct.step_time_s) == (p["gpus"], p["step_time_s"])
+    code, _, err = invoke(capsys, ["sweep", "--points", "1", "--price-per-gpu-hour", "0"])
+    assert code == 2 and err.startswith("error: --price-per-gpu-hour")

@@ -24,7 +24,7 @@ from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "step_time_s", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
+              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
               "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens", "bottleneck", "solver_wall_s",
               "explanation")
 
@@ -47,19 +47,23 @@ def _requested(p: Plan) -> float:
 
 
 def sweep_table(res: SweepResult) -> Table:
+    priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
-                    f"batch scaling {res.batch_scaling}", title_justify="left")
-    for col in ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days", "dp", "tp_ff", "tp_model", "pp",
-                "ep", "schedule", "status"):
+                    f"batch scaling {res.batch_scaling}" + (", DP overlapped with compute" if res.dp_overlap else "")
+                    + (f", at ${res.price_per_gpu_hour:g} per GPU-hour" if priced else ""), title_justify="left")
+    cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days") + (("cost (USD)",) if priced else ()) \
+        + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
+    for col in cols:
         t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
     for p in res.plans:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
+        cost = (_sci(p.cost_usd),) if priced else ()
         t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
                   "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
-                  "-" if p.training_days is None else f"{p.training_days:.1f}",
+                  "-" if p.training_days is None else f"{p.training_days:.1f}", *cost,
                   *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
                                                     str(lay.ep))),
                   "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
@@ -84,7 +88,8 @@ def plan_row(p: Plan) -> dict:
     row = {
         "hardware": p.hardware, "requested_compute_flop": wl.requested_compute_flop, "compute_flop": wl.compute_flop,
         "status": p.status, "solver_status": p.solver.status, "gpus": p.gpus, "nodes": p.nodes, "mfu": p.mfu,
-        "training_days": p.training_days, "step_time_s": p.step_time_s, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "training_days": p.training_days, "step_time_s": p.step_time_s, "gpu_hours": p.gpu_hours,
+        "cost_usd": p.cost_usd, "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
     }
@@ -291,6 +296,12 @@ def sweep_command(
     schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")] = ScheduleChoice.auto,
     days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
                                         help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
+    dp_overlap: Annotated[bool, typer.Option(
+        "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase, SPEC §5.2).")
+    ] = False,
+    price_per_gpu_hour: Annotated[float | None, typer.Option(
+        "--price-per-gpu-hour", parser=_number, metavar="USD", show_default=False,
+        help="Price per GPU-hour; adds each point's cost (table, CSV, JSON).")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", parser=_number, metavar="S",
                                               help="Solver time limit per point, seconds.")] = 30.0,
     jobs: Annotated[int, typer.Option("--jobs", parser=_whole, metavar="INT",
@@ -304,10 +315,11 @@ def sweep_command(
         "--json", help="Print one JSON document (plans, end_of_linear_scaling_flop, last_feasible_flop).")] = False,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
-    from planner.api import resolve_hardware
+    from planner.api import _positive, resolve_hardware
     from planner.sweep import compute_grid
 
     compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
+    _positive("--price-per-gpu-hour", price_per_gpu_hour)
     for name in gpu or ["h100"]:
         resolve_hardware(name)
     _check_outputs(csv_file, plot)  # a bad path fails now, not after every point has been solved
@@ -330,7 +342,7 @@ def sweep_command(
 
         res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
-                    jobs=jobs, progress=progress_cb)
+                    jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour)
     finally:
         if bar is not None:
             bar.stop()
