@@ -99,9 +99,15 @@ def _law_of(wl: Workload) -> tuple[bool, str] | None:
     return None
 
 
-def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, hi: float,
+def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
                            options: SearchOptions | None = None) -> float | None:
-    """Largest compute (FLOP, inferred shape) whose floor bound fits in `days`: an upper estimate, to ~1%."""
+    """Largest compute (FLOP, inferred shape) whose floor bound fits in `days`: an upper estimate, to ~1%.
+
+    The bracket does not depend on what was asked for: whole decades are tried upward from the smallest accepted
+    compute, and the first decade that does not fit is bisected in log compute. So every request past the same
+    wall gets the same estimate (shape rounding makes the bound slightly non-monotone in compute, so a bracket
+    taken from the request would move the answer by up to a few per cent).
+    """
     from planner.workload import MIN_COMPUTE_FLOP, infer_workload
 
     def fits(c: float) -> bool:
@@ -110,6 +116,11 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, hi
     lo = MIN_COMPUTE_FLOP
     if not fits(lo):
         return None
+    hi = lo * 10.0
+    while fits(hi):
+        if hi >= 1e60:
+            return hi
+        lo, hi = hi, hi * 10.0
     a, b = math.log(lo), math.log(hi)
     while b - a > 0.01:
         mid = 0.5 * (a + b)
@@ -347,7 +358,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
         law = _law_of(wl)
         if law is not None:
             sparse, batch_law = law
-            est = largest_compute_within(hw, days, sparse, batch_law, wl.requested_compute_flop, options)
+            est = largest_compute_within(hw, days, sparse, batch_law, options)
             if est is None:
                 lines.append(f"even the smallest accepted compute cannot be trained in {days:g} days")
             else:

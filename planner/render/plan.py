@@ -303,11 +303,19 @@ def proof_line(plan: Plan) -> Text:
                          f": best layout found before the search stopped; proven bound {bound}, gap {gap}.")
 
 
+def why_text(plan: Plan) -> Text:
+    """The explanation of a plan without a layout, one bullet per line (what would be feasible included)."""
+    lines = [ln.strip() for ln in plan.explanation.splitlines() if ln.strip()]
+    return Text.assemble(("Why:", "bold"), *(f"\n  - {ln}" for ln in lines))
+
+
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
     if plan.layout is None:
         out += [solver_table(plan), proof_line(plan)]
+        if plan.explanation:  # the report on stdout says why, not only the error line on stderr
+            out.append(why_text(plan))
         return out
     out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), run_table(plan),
             memory_table(plan)]
