@@ -251,6 +251,25 @@ def _bracket_gap(res, hw: str, threshold: float):
     return None
 
 
+def _trend_at(res, hw: str, x: float | None) -> float | None:
+    """Our MFU trend (the non-increasing fit the crossing is read from) at compute x, log-interpolated; None
+    outside the feasible points."""
+    from planner.sweep import non_increasing_fit
+
+    feas = [(c, p.mfu) for c, p in zip(res.compute_flop, res.plans_for(hw)) if p.status != "infeasible"
+            and p.mfu is not None]
+    if x is None or not feas or not feas[0][0] <= x <= feas[-1][0]:
+        return None
+    xs = [math.log10(c) for c, _ in feas]
+    ys = non_increasing_fit([m for _, m in feas])
+    lx = math.log10(x)
+    for k in range(1, len(xs)):
+        if xs[k] >= lx:
+            f = (lx - xs[k - 1]) / (xs[k] - xs[k - 1])
+            return ys[k - 1] + f * (ys[k] - ys[k - 1])
+    return ys[0]
+
+
 def _first_infeasible_after(res, hw, last):
     for c, p in zip(res.compute_flop, res.plans_for(hw)):
         if not _has_plan(p) and (last is None or c > last):
@@ -329,14 +348,14 @@ def write_doc(a) -> None:
         if intro:
             w(intro + "\n")
         w("| scenario | hardware | end of linear scaling, ours | paper | ratio | tolerance | verdict | "
-          "last feasible (ours) | unproven points |")
-        w("|---|---|---|---|---|---|---|---|---|")
+          "our MFU at the paper's compute (trend) / threshold | last feasible (ours) | unproven points |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
         for key in keys:
             s = BY_KEY[key]
             res = sweeps[key]
             for hw, paper in zip(s.hardware, s.paper):
                 if res is None:
-                    w(f"| {key} | {hw} | not run | {_sci(paper, 1)} | — | x{s.tolerance:g} | MISSING | — | — |")
+                    w(f"| {key} | {hw} | not run | {_sci(paper, 1)} | — | x{s.tolerance:g} | MISSING | — | — | — |")
                     continue
                 sm = res.summary(hw)
                 end = sm.end_of_linear_scaling_flop
@@ -349,8 +368,10 @@ def write_doc(a) -> None:
                     lo_ok = paper is not None and lo / paper <= s.tolerance
                     hi_ok = paper is not None and hi / paper >= 1 / s.tolerance
                     verdict = (verdict + " (inconclusive)") if lo_ok and hi_ok else verdict
+                at = _trend_at(res, hw, paper)
+                vertical = "—" if at is None else f"{at:.3f} / {sm.threshold_mfu:.3f} ({at / sm.threshold_mfu:.2f}x)"
                 w(f"| {key} | {hw} | {shown} | {_sci(paper, 1)} | {_ratio(end, paper)} | x{s.tolerance:g} | "
-                  f"{verdict} | {_sci(sm.last_feasible_flop)} | "
+                  f"{verdict} | {vertical} | {_sci(sm.last_feasible_flop)} | "
                   f"{sum(not _proof(q).startswith('yes') for q in res.plans_for(hw))} |")
         w("")
         for key in keys:
@@ -374,7 +395,12 @@ def write_doc(a) -> None:
                       + ", ".join(_sci(c) for c in gaps) + " FLOP (interpolated over)")
         w("")
 
-    table(["table3-dense", "table3-sparse"], "Table 3: end of linear scaling, current hardware (tolerance x2)")
+    vertical_intro = ("The column \"our MFU at the paper's compute\" reads the same trend vertically: how far above "
+                      "(or below) the 80 % line our curve is at the compute where the paper says it crosses. Past "
+                      "the knee the curves fall slowly, by a few points of MFU per decade, so a difference of a few "
+                      "per cent in MFU moves a crossing by a factor of several in compute.")
+    table(["table3-dense", "table3-sparse"], "Table 3: end of linear scaling, current hardware (tolerance x2)",
+          vertical_intro)
     table(["table4-dense", "table4-sparse"], "Table 4: end of linear scaling, improved hardware (tolerance x3)")
     table(["table3-dense-1f1b", "table3-sparse-1f1b"], "Sensitivity: Table 3 with 1F1B only (not a verdict)",
           "The same sweeps as Table 3 with `--schedule 1f1b`: no zero-bubble schedule, as in the paper's released "
@@ -571,6 +597,95 @@ RELEASED_LOGS_END = {"v100": 5e28, "a100": 1e29, "h100": 1.5e29}
 PAPER_TABLE3_DENSE = {"v100": 3e27, "a100": 3e28, "h100": 2e28}
 
 
+# Six rows of the released H100 log (logs/1f1b_latency_dense_superpod_comparison.txt @ 94a35ee, its "H100 SXM"
+# section): shape, layout (factors per level, NVLink then InfiniBand), and what the log prints for it.
+# (d_model, L, batch tokens, dp, tp_model, tp_ff, pp, i, m, util, months, TP months, DP months, latency months)
+RELEASED_H100_ROWS = (
+    (12288, 192, 7340032, (1, 128), (1, 1), (8, 1), (1, 1), 1, 1, 0.700, 3.46, 0.506, 0.553, 0.001),
+    (28672, 384, 14680064, (8, 256), (1, 1), (1, 8), (1, 8), 48, 8, 0.681, 3.29, 1.808, 0.916, 0.015),
+    (49152, 576, 25165824, (1, 1024), (8, 1), (1, 8), (1, 32), 18, 32, 0.641, 4.26, 1.850, 1.462, 0.097),
+    (61440, 640, 29360128, (1, 1024), (8, 1), (1, 16), (1, 64), 10, 64, 0.590, 3.48, 1.998, 0.945, 0.160),
+    (81920, 768, 37748736, (1, 1024), (8, 2), (1, 16), (1, 128), 6, 128, 0.515, 4.54, 2.374, 0.836, 0.447),
+    (106496, 1024, 50331648, (1, 1024), (8, 4), (1, 32), (1, 256), 4, 256, 0.315, 4.71, 2.548, 0.398, 1.007),
+)
+RELEASED_V100_ROW = (28672, 384, 14680064, (1, 1024), (8, 1), (1, 8), (1, 8), 48, 8, 0.877, 5.04)
+"""logs/base_comparison.txt @ d4833dc, "V100 SXM" section, the 7.65e26 FLOP row: same fields as above, to months."""
+RELEASED_LATENCY_S = 5e-6
+"""Network latency per level in the released code (gpu/gpu_model.py @ 00b203e) that produced the logs."""
+
+
+def same_layout_section() -> str:
+    """Price the released log's own layouts with our cost model: as shipped, and with the released code's
+    5 us latency and overlapped DP."""
+    from planner.api import resolve_hardware
+    from planner.cost.step import evaluate
+    from planner.schema import Layout, Workload
+
+    month = 365.25 / 12 * 86400
+    hw = resolve_hardware("h100")
+    hw5 = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
+                                                for lv in hw.levels)})
+    L: list[str] = []
+    w = L.append
+    w("### The same layouts priced by both models\n")
+    w("Six rows of the released H100 log (`logs/1f1b_latency_dense_superpod_comparison.txt`, commit 94a35ee), "
+      "priced by our cost model on the log's own shape and layout (1F1B, its `i` and `m`, its placement). "
+      "'Matched' uses the released code's two settings that differ from ours: 5 µs per network level and DP "
+      "overlapped with compute. Months are 365.25/12 days; component times are per run.\n")
+    w("| d_model | L | layout (dp, tp_model, tp_ff, pp, i, m) | nanobatch | log MFU | ours, matched | "
+      "ours, as shipped | TP months log / ours | DP months log / ours | latency months log / ours | "
+      "GEMM time / arithmetic time, log / ours |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, gemm = [], []
+    for d, n_l, b, dp, tpm, tpff, pp, i, m, util, months, ltp, ldp, llat in RELEASED_H100_ROWS:
+        wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
+        lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp),
+                     interleave=i, ep=1, microbatches=m, schedule="1f1b",
+                     placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+        matched, shipped = evaluate(hw5, wl, lay, dp_overlap=True), evaluate(hw, wl, lay)
+        steps = wl.tokens / b
+        st = matched.step
+        ratios.append(matched.mfu / util)
+        # Arithmetic alone at the sustained clock, per run; the log's GEMM time is its pipelined term with the
+        # latency and bubble taken out, when that term is above its overlapped communication (else GEMMs hide).
+        arith = 6.0 * wl.active_params * wl.tokens / (lay.gpus * hw.gpu.sustained_flops) / month
+        f_b = (lay.pp - 1) / (lay.pp - 1 + i * m)
+        log_term = (months - llat) * (1 - f_b)
+        log_gemm = f"{log_term / arith:.2f}" if log_term > 1.02 * (ltp + ldp + 0.1) else "hidden by comm."
+        ours_gemm = st.matmul_s * steps / month / arith
+        gemm.append((b // (lay.dp * m), log_gemm, ours_gemm))
+        w(f"| {d} | {n_l} | {lay.dp}, {lay.tp_model}, {lay.tp_ff}, {lay.pp}, {i}, {m} | {b // (lay.dp * m)} | "
+          f"{util:.3f} | {matched.mfu:.3f} | {shipped.mfu:.3f} | {ltp:.3f} / {st.tp_s * steps / month:.3f} | "
+          f"{ldp:.3f} / {st.dp_s * steps / month:.3f} | {llat:.3f} / {st.latency_s * steps / month:.3f} | "
+          f"{log_gemm} / {ours_gemm:.2f} |")
+    w("")
+    d, n_l, b, dp, tpm, tpff, pp, i, m, v_util, v_months = RELEASED_V100_ROW
+    v100 = resolve_hardware("v100")
+    v100 = v100.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
+                                                   for lv in v100.levels)})
+    wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
+    lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp), interleave=i,
+                 ep=1, microbatches=m, schedule="1f1b",
+                 placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+    v_ev = evaluate(v100, wl, lay, dp_overlap=True)
+    w(f"With the two settings matched, our MFU is {min(ratios):.2f}-{max(ratios):.2f}x the log's on the same "
+      "layout. The network terms agree to the printed digits wherever a degree sits on one network level; where "
+      "one spans both levels (DP in row 2, tp_model in rows 5-6) the log's is larger, because it sums the levels' "
+      "bandwidth times where App. 8.1.2 and SPEC §5.2 overlap them. The rest of the gap is GEMM time (last "
+      "column: time over arithmetic-only time at the sustained clock): the log's GEMMs run close to the "
+      "arithmetic down to small nanobatches, while our GEMM model, whose byte counts follow `gpu/gpu_model.py` "
+      "@ 00b203e, has the shared-memory traffic bind above the arithmetic, more so the smaller the nanobatch. "
+      "On a GPU without distributed shared memory the two agree: for a DGX-1 row of `logs/base_comparison.txt` "
+      f"(d_model {d}, L {n_l}, {lay.gpus:,} V100s, 1F1B i={i}, m={m}, nanobatch {b // (lay.dp * m)}) the matched "
+      f"evaluation gives MFU {v_ev.mfu:.3f} and {v_ev.training_s / month:.2f} months against the log's "
+      f"{v_util:.3f} and {v_months:.2f}. The H100 log was therefore written by a GEMM model that differs from the "
+      "current `gpu_model.py` on Hopper; we have not identified the term (turning distributed shared memory off "
+      "makes ours slower still, 1.35x instead of 1.09x on row 3's GEMMs). So on a given layout our model is, if anything, *more* pessimistic than the "
+      "code that produced the logs. Our later ends of linear scaling come from the search (ZB-H2, microbatch "
+      "counts, GPU counts that are not `E·2^k`), not from cheaper layouts.\n")
+    return "\n".join(L)
+
+
 def released_logs_section(res) -> str:
     L: list[str] = []
     w = L.append
@@ -622,6 +737,7 @@ def released_logs_section(res) -> str:
       "the paper's text and SPEC §5 as written, and the differences are listed below. SPEC §8's tolerances are "
       "stated against the printed table, so the verdicts above and in the Table 3 section are against the "
       "printed values. A failing row is a documented difference, not a fitted one.\n")
+    w(same_layout_section())
     return "\n".join(L)
 
 
