@@ -12,6 +12,7 @@ finishes, so an interrupted run keeps what it finished and `--doc-only` marks th
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -39,6 +40,17 @@ class Scenario:
     tolerance: float = 2.0
     time_limit_factor: float = 1.0
     """This scenario's CP-SAT time limit is --time-limit x this factor (the latency wall needs longer)."""
+    latency_s: float | None = None
+    """If set, every network level's one-way latency is replaced by this (a sensitivity; the name stays)."""
+
+    def hardware_objects(self) -> list:
+        from planner import api
+
+        hws = [api.resolve_hardware(h) for h in self.hardware]
+        if self.latency_s is None:
+            return hws
+        return [hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": self.latency_s})
+                                                      for lv in hw.levels)}) for hw in hws]
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -64,6 +76,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              schedule="1f1b", paper=(3e27, 3e28, 2e28), tolerance=2.0),
     Scenario("table3-sparse-1f1b", "Table 3, sparse, 1F1B only (sensitivity)", ("v100", "a100", "h100"), 1e25,
              1e32, sparse=True, schedule="1f1b", paper=(2e27, 2e29, 7e28), tolerance=2.0),
+    # Sensitivity: the latency wall with the 5 us per level of every stored gpu_model.py (SPEC uses 1.125 us).
+    Scenario("wall-h100-5us", "Latency wall, dense H100 at 5 us per network level (sensitivity)", ("h100",), 5e30,
+             5e31, paper=(None,), tolerance=3.0, time_limit_factor=2.0, latency_s=5e-6),
 )
 BY_KEY = {s.key: s for s in SCENARIOS}
 
@@ -85,7 +100,7 @@ def run_scenario(s: Scenario, per_decade: float, jobs: int, time_limit: float) -
               f"({plan.solver.wall_s:.1f} s; {time.time() - t0:.0f} s elapsed)", flush=True)
 
     print(f"{s.key}: {len(s.hardware)} hardware x {n} points, {s.compute_from:.0e}..{s.compute_to:.0e}", flush=True)
-    res = sweep(list(s.hardware), s.compute_from, s.compute_to, n, days=THREE_MONTHS_DAYS, sparse=s.sparse,
+    res = sweep(s.hardware_objects(), s.compute_from, s.compute_to, n, days=THREE_MONTHS_DAYS, sparse=s.sparse,
                 batch_scaling=s.batch_scaling, schedule=s.schedule, time_limit_s=time_limit, workers=1, jobs=jobs,
                 progress=progress)
     DATA.mkdir(parents=True, exist_ok=True)
@@ -99,7 +114,6 @@ def retry_unproven(s: Scenario, time_limit: float) -> None:
     time-limited gaps below the last feasible point, feasible-but-unproven points, and the first time-limited
     point above the last feasible one (only that one, to bound the time). The retried points
     are listed in docs/reproduction/<scenario>.retries.json and in the document."""
-    from planner import api
     from planner.sweep import solve_point
 
     res = load(s.key)
@@ -109,8 +123,7 @@ def retry_unproven(s: Scenario, time_limit: float) -> None:
     plans = list(res.plans)
     n = len(res.compute_flop)
     retried = []
-    for k, hw in enumerate(res.hardware):
-        hwobj = api.resolve_hardware(hw)
+    for k, (hw, hwobj) in enumerate(zip(res.hardware, s.hardware_objects())):
         for j in range(n):
             idx = k * n + j
             p = plans[idx]
@@ -178,6 +191,80 @@ def load(key: str):
         "summaries": summaries,
         "end_of_linear_scaling_flop": {x.hardware: x.end_of_linear_scaling_flop for x in summaries},
         "last_feasible_flop": {x.hardware: x.last_feasible_flop for x in summaries}})
+
+
+PAPER_SEARCH = DATA / "paper-search.json"
+"""Cache of the replay of the paper's own search space (benchmarks/paper_search.py) for the Table 3 curves."""
+
+
+def run_paper_search(per_decade: float) -> None:
+    from paper_search import SIX_MONTHS_DAYS, replay
+
+    from planner.sweep import THREE_MONTHS_DAYS, compute_grid
+
+    grid = compute_grid(1e25, 1e31, max(2, int(round(6 * per_decade)) + 1))
+    curves = []
+    for days in (THREE_MONTHS_DAYS, SIX_MONTHS_DAYS):
+        for key in ("table3-dense", "table3-sparse"):
+            for hw in BY_KEY[key].hardware:
+                t0 = time.time()
+                rows = replay(hw, BY_KEY[key].sparse, days, grid)
+                curves.append({"scenario": key, "hardware": hw, "days": days, "rows": rows})
+                print(f"paper-search {key} {hw} {days:.4g} days: {len(rows)} points, {time.time() - t0:.0f} s",
+                      flush=True)
+    DATA.mkdir(parents=True, exist_ok=True)
+    PAPER_SEARCH.write_text(json.dumps({"grid": grid, "curves": curves}, indent=1), encoding="utf-8")
+
+
+def paper_search_section(sweeps) -> str:
+    from paper_search import end_of_linear_scaling
+
+    if not PAPER_SEARCH.exists():
+        return ("## The paper's own search space, replayed\n\nNot run (`python benchmarks/reproduce_paper.py "
+                "--paper-search`).\n")
+    data = json.loads(PAPER_SEARCH.read_text(encoding="utf-8"))
+    ends = {(c["scenario"], c["hardware"], round(c["days"], 2)): end_of_linear_scaling(c["hardware"], c["rows"])
+            for c in data["curves"]}
+    days = sorted({k[2] for k in ends})
+    L: list[str] = []
+    w = L.append
+    w("## The paper's own search space, replayed on our cost model\n")
+    w("`benchmarks/paper_search.py` searches the space of the paper's released simulator instead of ours, "
+      "exhaustively, pricing every layout with our float cost model: clusters of `E·2^k` GPUs only, 1F1B with one "
+      "layer per virtual stage (`i = L/N_PP`), `m` the smallest divisor of `b/(E·N_DP)` that is at least `N_PP`, "
+      "`N_TP,ff` within `[isqrt(N_TP), 4·isqrt(N_TP)]`, `N_EP = gcd(N, E)`, 5 µs per network level, DP in its own "
+      "phase, and the simulator's memory check (the whole cluster's HBM against weights replicated over DP plus "
+      "sharded optimizer state, no activations). These rules were read in the newest stored version of its "
+      "notebook (`optimal_parallelism.ipynb` @ 3a871bed), whose printed H100 rows our model reproduces on the same "
+      "layouts (previous section). Every main cell of every stored version of that notebook uses a **6-month** "
+      "deadline (`years=0.5`); the paper's text says three months. So the replay is run at both.\n")
+    w("| curve | paper (Table 3) | planner, 3 months (our search) | "
+      + " | ".join(f"replay, {d:g} days" for d in days) + " |")
+    w("|---|---|---|" + "---|" * len(days))
+    for key in ("table3-dense", "table3-sparse"):
+        s = BY_KEY[key]
+        res = sweeps.get(key)
+        for hw, paper in zip(s.hardware, s.paper):
+            ours = res.summary(hw).end_of_linear_scaling_flop if res is not None else None
+            cells = []
+            for d in days:
+                e = ends.get((key, hw, d))
+                cells.append("—" if e is None else f"{_sci(e)} ({e / paper:.2g}x)")
+            w(f"| {key.split('-')[1]} {hw} | {_sci(paper, 1)} | {_sci(ours)} ({_ratio(ours, paper)}x) | "
+              + " | ".join(cells) + " |")
+    w("")
+    within = {d: sum(1 for (k, hw, dd), e in ends.items() if dd == d and e is not None
+                     and 0.5 <= e / dict(zip(BY_KEY[k].hardware, BY_KEY[k].paper))[hw] <= 2.0) for d in days}
+    w("Within x2 of the printed table: " + ", ".join(f"{within[d]} of 6 curves at {d:g} days" for d in days)
+      + ". The replay at the stored code's six-month deadline is closest to the printed dense A100 and H100 "
+      "numbers, which suggests those came from six-month runs; at three months the same search ends linear "
+      "scaling one to two orders of magnitude earlier. The V100 and sparse curves are not reproduced by either deadline. No single configuration we can "
+      "derive from the paper or its stored code reproduces all six printed values.\n")
+    w("Grid: " + f"{len(data['grid'])} points from {_sci(data['grid'][0])} to {_sci(data['grid'][-1])} FLOP; the "
+      "crossing is read off the non-increasing fit, as everywhere on this page. The replay is a diagnostic, not a "
+      "verdict: SPEC §8 asks for the planner's own three-month optimum. It separates what the search space and "
+      "the deadline do from what the cost model does.\n")
+    return "\n".join(L)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,8 +413,13 @@ def write_doc(a) -> None:
                      + (f" (outside: {', '.join(fails)})" if fails else ""))
     w("**Scoreboard.** Table 2 and Eqs. 15, 17, 18: all to the paper's printed precision. " + "; ".join(score)
       + ". The latency wall and Fig. 9 have their own sections below. Every miss is discussed under \"Why our "
-      "numbers differ from the paper's\"; the largest single cause is the schedule (see the 1F1B-only "
-      "sensitivity table).\n")
+      "numbers differ from the paper's\". In short: on the same layout our cost model prices what the paper's "
+      "newest stored simulator prints to within 1 % (four H100 rows, at its 5 µs latency: \"The same layouts priced "
+      "by both models\"); the "
+      "differences come from the search (we also search ZB-H2, any microbatch count and GPU counts that are not "
+      "`E·2^k`), the deadline (the stored code runs six months, the text says three) and the network latency "
+      "constant (5 µs there, 1.125 µs in SPEC §4). Replaying the stored code's own search on our cost model "
+      "(\"The paper's own search space, replayed\") does not reproduce the whole printed table either.\n")
     w("## Table 2 and Eqs. 15, 17, 18 (closed form, `planner limits`)\n")
     w("| system | d' ours | d' paper | ratio | b' ours | b' paper | ratio | T_critical ours | paper | ratio |")
     w("|---|---|---|---|---|---|---|---|---|---|")
@@ -462,6 +554,26 @@ def write_doc(a) -> None:
         if above and above[0][1].explanation:
             w(f"The planner's explanation at {_sci(above[0][0])} FLOP:\n")
             w("```\n" + above[0][1].explanation.strip() + "\n```\n")
+    res5 = sweeps.get("wall-h100-5us")
+    if res5 is not None:
+        from planner.explain import largest_compute_within
+        from planner.sweep import THREE_MONTHS_DAYS
+
+        mine = list(zip(res5.compute_flop, res5.plans_for("h100")))
+        last5 = max((c for c, p in mine if _has_plan(p)), default=None)
+        over5 = [(c, p) for c, p in mine if not _has_plan(p) and (last5 is None or c > last5)]
+        bound5 = largest_compute_within(BY_KEY["wall-h100-5us"].hardware_objects()[0], THREE_MONTHS_DAYS, False,
+                                        "paper")
+        w("**Sensitivity: 5 µs per network level.** Every stored version of the paper's `gpu/gpu_model.py` we could "
+          "read uses 5 µs per level; SPEC §4 and our hardware files use 1.125 µs (commit b1f771c). With 5 µs "
+          f"(`wall-h100-5us`), the last feasible dense H100 point is {_sci(last5)} FLOP "
+          f"({_ratio(last5, PAPER_WALL_H100)}x the paper's 2e31)"
+          + (f", the first point above it without a plan is {_sci(over5[0][0])} FLOP ("
+             + ("proven infeasible" if over5[0][1].solver.status == "infeasible" else "not proven: time limit")
+             + ")" if over5 else ", and every point of the grid up to 5e31 has a plan")
+          + f", and the critical-path bound caps a three-month run at about {_sci(bound5)} FLOP. The wall moves as "
+          "the square of the per-layer latency (Eq. 18), so the latency constant alone decides whether it lands "
+          "inside the factor-3 tolerance.\n")
 
     # Fig. 9 ------------------------------------------------------------------------------------------
     w("## Fig. 9: batch-size scaling laws (dense H100; tolerance x3)\n")
@@ -563,6 +675,7 @@ def write_doc(a) -> None:
 
     # Released logs -----------------------------------------------------------------------------------
     w(released_logs_section(sweeps["table3-dense"]))
+    w(paper_search_section(sweeps))
 
     # Per-point tables --------------------------------------------------------------------------------
     w("## Per-point results\n")
@@ -607,6 +720,14 @@ RELEASED_H100_ROWS = (
     (61440, 640, 29360128, (1, 1024), (8, 1), (1, 16), (1, 64), 10, 64, 0.590, 3.48, 1.998, 0.945, 0.160),
     (81920, 768, 37748736, (1, 1024), (8, 2), (1, 16), (1, 128), 6, 128, 0.515, 4.54, 2.374, 0.836, 0.447),
     (106496, 1024, 50331648, (1, 1024), (8, 4), (1, 32), (1, 256), 4, 256, 0.315, 4.71, 2.548, 0.398, 1.007),
+)
+# Four H100 rows printed by the newest stored notebook (optimal_parallelism.ipynb @ 3a871bed, first output cell),
+# which runs DP in its own phase as we do: same fields as RELEASED_H100_ROWS except PP months, kept out here.
+NEWEST_H100_ROWS = (
+    (12288, 192, 7340032, (1, 16), (4, 1), (2, 4), (1, 2), 96, 2, 0.680, 3.56, 3.108, 0.065, 0.003),
+    (40960, 512, 20971520, (1, 256), (8, 1), (1, 16), (1, 32), 16, 32, 0.562, 3.70, 3.031, 0.333, 0.064),
+    (49152, 576, 25165824, (2, 256), (4, 2), (1, 16), (1, 32), 18, 32, 0.559, 4.88, 3.965, 0.405, 0.136),
+    (53248, 576, 25165824, (1, 256), (2, 4), (4, 8), (1, 64), 9, 64, 0.518, 3.62, 2.727, 0.251, 0.205),
 )
 RELEASED_V100_ROW = (28672, 384, 14680064, (1, 1024), (8, 1), (1, 8), (1, 8), 48, 8, 0.877, 5.04)
 """logs/base_comparison.txt @ d4833dc, "V100 SXM" section, the 7.65e26 FLOP row: same fields as above, to months."""
@@ -659,6 +780,27 @@ def same_layout_section() -> str:
           f"{ldp:.3f} / {st.dp_s * steps / month:.3f} | {llat:.3f} / {st.latency_s * steps / month:.3f} | "
           f"{log_gemm} / {ours_gemm:.2f} |")
     w("")
+    w("The newest stored notebook (@ 3a871bed) runs DP in its own phase, as we do, so only the latency needs "
+      "matching there. Four of the H100 rows it prints, priced the same way:\n")
+    w("| d_model | L | layout (dp, tp_model, tp_ff, pp, i, m) | its MFU | ours (5 µs) | months, its / ours | "
+      "TP months, its / ours | DP months, its / ours |")
+    w("|---|---|---|---|---|---|---|---|")
+    worst = 0.0
+    for d, n_l, b, dp, tpm, tpff, pp, i, m, util, months, ltp, ldp, _llat in NEWEST_H100_ROWS:
+        wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
+        lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp),
+                     interleave=i, ep=1, microbatches=m, schedule="1f1b",
+                     placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+        ev = evaluate(hw5, wl, lay)
+        steps = wl.tokens / b
+        worst = max(worst, abs(ev.mfu / util - 1))
+        w(f"| {d} | {n_l} | {lay.dp}, {lay.tp_model}, {lay.tp_ff}, {lay.pp}, {i}, {m} | {util:.3f} | {ev.mfu:.3f} | "
+          f"{months:.2f} / {ev.training_s / month:.2f} | {ltp:.3f} / {ev.step.tp_s * steps / month:.3f} | "
+          f"{ldp:.3f} / {ev.step.dp_s * steps / month:.3f} |")
+    w("")
+    w(f"The MFU agrees within {worst:.1%}. The TP and DP times differ only where that degree spans both network "
+      "levels, because the simulator sums the levels' bandwidth times. So the newest stored simulator and our cost model "
+      "price a layout the same way, up to that sum and the latency constant.\n")
     d, n_l, b, dp, tpm, tpff, pp, i, m, v_util, v_months = RELEASED_V100_ROW
     v100 = resolve_hardware("v100")
     v100 = v100.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
@@ -690,22 +832,24 @@ def released_logs_section(res) -> str:
     L: list[str] = []
     w = L.append
     w("## What the paper's released simulator logs say\n")
-    w("A colleague read the paper's public repository, `ege-erdil/limits_to_distributed_training` "
-      "(`logs/base_comparison.txt`, `logs/grand_comparison_dense.txt`, `optimal_parallelism.ipynb`). Applying the "
-      "paper's own rule (linear scaling ends where MFU < 0.8 x the sustained-clock ceiling) to the released "
-      "*dense* logs, the threshold is crossed at about **1.5e29 FLOP for H100, ~5e28 for V100 and ~1e29 for "
-      "A100**. That is 3-17x later than the paper's printed Table 3 (2e28, 3e27, 3e28). The logs were not "
-      "produced with the setup the paper's text describes:\n")
-    w("- a **6-month** limit, not 3 months: the logged runs last 3.1-6.0 months. A longer deadline lets a run "
-      "use fewer GPUs, which moves the end of linear scaling to larger compute;")
-    w("- **1F1B only**, with interleaving `i = L/N_PP` (one layer per virtual stage) and `m = N_PP` "
-      "microbatches; no zero-bubble schedule;")
-    w("- a latency of **5 µs** added per step (SPEC §4 and our hardware files use 1.125 µs per level, from "
-      "commit b1f771c of `gpu/gpu_model.py`);")
-    w("- DP communication **overlapped inside the bubble term** (we run DP in its own phase, SPEC §5.2);")
+    w("We read the paper's public repository, `ege-erdil/limits_to_distributed_training` (`logs/*.txt` and six "
+      "of the stored versions of `optimal_parallelism.ipynb` and `gpu/gpu_model.py`). Applying the paper's own "
+      "rule (linear scaling ends where MFU < 0.8 x the sustained-clock ceiling) to the *dense* logs "
+      "(`logs/base_comparison.txt`, `logs/grand_comparison_dense.txt`), the threshold is crossed at about "
+      "**1.5e29 FLOP for H100, ~5e28 for V100 and ~1e29 for A100**, 3-17x later than the printed Table 3 (2e28, "
+      "3e27, 3e28). The newest stored notebook (commit 3a871bed) prints a dense H100 crossing of **1.49e28**, near "
+      "the printed 2e28. What the stored code does, against the paper's text:\n")
+    w("- a **6-month** deadline: every main cell of every version read sets `years=0.5`, and the logged runs last "
+      "3.0-6.0 months (cluster sizes double from one candidate to the next). The text says three months;")
+    w("- **1F1B only** (`zero_bubble_pp = False` in every main cell), with interleaving `i = L/N_PP` (one layer "
+      "per virtual stage) and `m` the smallest divisor of `b/(E·N_DP)` that is at least `N_PP`;")
+    w("- **5 µs** per network level in every version of `gpu/gpu_model.py` we could read (SPEC §4 and our hardware "
+      "files use 1.125 µs per level, from commit b1f771c, which we could not open);")
+    w("- DP **overlapped** with compute inside the bubble term in the older versions (those that wrote the logs); "
+      "the newest version runs DP in its own phase, as SPEC §5.2 does;")
     w("- network bandwidth time **summed** over levels (App. 8.1.2's text, and SPEC §5.2, take the max);")
-    w("- clusters restricted to **`E·2^k` GPUs**, and `N_TP,ff` restricted to `[sqrt(N_TP), 4 sqrt(N_TP)]` "
-      "(we allow any divisor, SPEC §6).\n")
+    w("- clusters restricted to **`E·2^k` GPUs**, `N_TP,ff` to `[isqrt(N_TP), 4·isqrt(N_TP)]` and `N_EP` to "
+      "`gcd(N, E)` (we allow any divisor, SPEC §6); memory checked for the whole cluster without activations.\n")
     w("Where the shapes coincide, the two models agree closely. The H100 log row at 1.49e28 FLOP (d_model 49152, "
       "L 576, batch 25,165,824 tokens) logs MFU **0.641**. `plan --compute 2e28 --gpu h100 --days 91.3125` "
       "rounds to exactly that shape (actual compute 1.487e28 FLOP) and gives MFU **0.637**, proven optimal "
@@ -783,12 +927,14 @@ previous section.
 2. **1F1B latency accounting.** The paper says only that latencies count by their serial occurrences. Under
    1F1B we charge each GPU `m/N_PP` times one microbatch's serial TP/PP/EP latency path (its share of the
    layers, for every microbatch), plus the DP all-reduce latency once per step (docs/model.md §4). The
-   released code adds one flat 5 µs per step. Ours is the larger charge whenever `m/N_PP` or the path is long,
-   so our 1F1B plans are more latency-bound.
+   released code runs `m` at (or just above) `N_PP` and charges one microbatch's path per step, the same charge: on its own
+   layouts our latency times match its logged ones to the printed digits ("The same layouts priced by both
+   models"). The two readings part only when `m > N_PP`, which its search never tries.
 3. **ZB-H2 with many microbatches is searched.** We search both 1F1B (any interleaving with `N_PP·i | L`) and
    zero-bubble ZB-H2 (`m ≥ 2·N_PP − 1`) with any microbatch count the batch divides into. The optimum is
    usually ZB-H2 with `m` at least `2·N_PP` (e.g. 2e28 FLOP on H100: pp 192, m 384), so it has no
-   bubble.{SCHED} The released code uses 1F1B with `m = N_PP` and `i = L/N_PP` only. This pushes our MFU
+   bubble.{SCHED} The released code uses 1F1B only, with `i = L/N_PP` and `m` the smallest divisor of
+   `b/(E·N_DP)` that is at least `N_PP`. This pushes our MFU
    *up* relative to the released logs, and our ends of linear scaling later: the 1F1B-only sensitivity sweeps
    ("Sensitivity: Table 3 with 1F1B only") end 3-11x earlier, within x2 of the paper's printed values for H100. The latency floor (item 1) is what stops ZB-H2 from hiding latency
    without limit.
@@ -824,7 +970,8 @@ previous section.
    released code sums the bandwidth times over levels. That makes its hierarchical collectives slower than ours
    and, taken alone, would make its curves bend *earlier*.
 10. **DP in its own phase.** We do not overlap the DP all-reduce with compute (SPEC §5.2 default; `--dp-overlap`
-    exists). The released code overlaps DP inside the bubble term, which is more optimistic at large DP.
+    exists). The older stored versions of the released code (those that wrote the logs) overlap DP inside the
+    bubble term, which is more optimistic at large DP; the newest stored version does not overlap it either.
 11. **Finite search time.** Each plan had a CP-SAT time limit (see "Solver proofs" above). A point that hit it
     is either `feasible` (a layout not proven optimal, possibly with too many GPUs, so its MFU is a lower bound
     on the model's) or "no plan (time limit)" (not proven infeasible). A "no plan" point *below* the last
@@ -852,11 +999,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=sorted(BY_KEY), help="run only these scenarios")
     ap.add_argument("--doc-only", action="store_true", help="no sweeps: rewrite the document from the cache")
     ap.add_argument("--run-only", action="store_true", help="run the sweeps, do not write the document")
+    ap.add_argument("--paper-search", action="store_true",
+                    help="no sweeps: replay the paper's own search space for Table 3 (benchmarks/paper_search.py), "
+                         "cache it, then write the document")
     ap.add_argument("--retry-unproven", type=float, default=None, metavar="SECONDS",
                     help="no sweeps: re-solve the cached time-limited points that decide a scenario's numbers with "
                          "this longer time limit (with --only: those scenarios), then write the document")
     a = ap.parse_args(argv)
-    if a.retry_unproven:
+    if a.paper_search:
+        run_paper_search(a.points_per_decade)
+    elif a.retry_unproven:
         for s in SCENARIOS:
             if not a.only or s.key in a.only:
                 retry_unproven(s, a.retry_unproven)
