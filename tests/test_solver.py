@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from planner.cost.matmul import matmul_time_s
 from planner.cost.step import evaluate
-from planner.hardware import get_hardware, load_hardware_file
+from planner.hardware import get_hardware
 from planner.schema import DEGREES, Layout
 from planner.solve.cpsat import solve_cpsat
 from planner.solve.exhaustive import solve_exhaustive
@@ -30,43 +30,11 @@ from planner.workload import workload_from_shape
 TOL_S = 10e-9
 """CP-SAT rounding: integer nanoseconds, rounded up per summed term (planner.solve.cpsat.QUANTUM_S)."""
 
-SMALL_HBM_TOML = """
-name = "h100-3gb"
-description = "H100 with 3 GB of HBM (test hardware: memory binds)"
-gpus_per_node = 8
-[gpu]
-name = "H100 3GB"
-sms = 132
-threads_per_sm = 128
-flop_per_clock_per_thread = 32
-max_clock_MHz = 1830
-sustained_clock_factor = 0.70
-hbm_GBps = 3352
-l2_GBps = 6441
-l2_MiB = 50
-register_file_per_block_KiB = 64
-l1_per_sm_KiB = 256
-hbm_GB = 3
-matmul_latency_us = 4.5
-dsmem = true
-word_bytes = 2
-[[levels]]
-name = "NVLink"
-size = 8
-bw_bidir_GBps = 900
-lat_us = 1.125
-[[levels]]
-name = "InfiniBand"
-bw_bidir_GBps = 100
-lat_us = 1.125
-"""
-
-
 @pytest.fixture(scope="session")
-def small_hbm(tmp_path_factory):
-    path = tmp_path_factory.mktemp("hw") / "h100-3gb.toml"
-    path.write_text(SMALL_HBM_TOML)
-    return load_hardware_file(path)
+def small_hbm():
+    """The h100 preset with 3 GB of HBM (test hardware: memory binds)."""
+    h100 = get_hardware("h100")
+    return h100.model_copy(update={"name": "h100-3gb", "gpu": h100.gpu.model_copy(update={"hbm_bytes": 3e9})})
 
 
 def hardware(name: str, small_hbm):
