@@ -983,8 +983,8 @@ def differences(sweeps) -> str:
 DIFFERENCES = """## Why our numbers differ from the paper's
 
 Each item says what differs, which way it pushes our numbers, and where it matters most; the items are
-mechanisms, and together they do not account for every miss quantitatively (the sparse V100 curve, for one, is
-not explained by any of them). "Released code" means the paper's public simulator
+mechanisms, and together they do not account for every miss quantitatively (replaying the paper's own search,
+for one, still misses the V100 and sparse curves). "Released code" means the paper's public simulator
 (`ege-erdil/limits_to_distributed_training`), described under "What the paper's released simulator logs say";
 where its stored versions differ, the item says which.
 
