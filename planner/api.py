@@ -56,6 +56,9 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                          fixed_gpus: bool = False) -> Plan:
     lay = ev.layout
     gpu_hours = ev.gpus * ev.training_s / 3600.0
+    if price_per_gpu_hour is not None and not math.isfinite(gpu_hours * price_per_gpu_hour):
+        raise InvalidInput(f"--price-per-gpu-hour {price_per_gpu_hour:g} makes the cost of {gpu_hours:.3g} GPU-hours "
+                           "overflow; give a price a float can multiply")
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
@@ -159,7 +162,7 @@ def plan(
     if schedule not in SCHEDULES:
         raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(SCHEDULES)}")
     _positive("--days", days)
-    _positive("--time-limit", time_limit_s, " seconds")
+    _positive("--time-limit", time_limit_s, " (seconds)")
     _positive("--price-per-gpu-hour", price_per_gpu_hour)
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 2**53):
         raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")

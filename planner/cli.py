@@ -521,7 +521,7 @@ def evaluate_command(
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory."""
+    """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory or misses --days."""
     _check_positive("--days", days)
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     layout_flags = {"--dp": dp, "--tp-ff": tp_ff, "--tp-model": tp_model, "--pp": pp, "--interleave": interleave,
@@ -565,22 +565,22 @@ def evaluate_command(
     if not fits:
         notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
                      f"{ev.memory.capacity_bytes / 1e9:.2f} GB")
-    if days is not None and ev.training_days > days:
-        notes.append(f"misses the deadline: {ev.training_days:.4g} days > {days:g} days")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
                           notes=["no search: the layout was given and only evaluated"])
     doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
+    late = days is not None and ev.training_days > days
     why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-           f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
-    if not fits:  # a layout that does not fit cannot run at all: the document says so, not only the exit code
+           f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM" if not fits else
+           f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked" if late else "")
+    if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     if json_out:
         _emit_json(_plan_json(doc))
     else:
         print_plan(_stdout_console(), doc, evaluated=True)
-    if not fits:
+    if why:
         sys.stderr.write(f"infeasible: {why}\n")
         raise typer.Exit(1)
 

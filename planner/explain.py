@@ -291,7 +291,8 @@ def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit
             f"layout ({fit.tuple_text}) needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has "
             f"{cap / GB:.4g} GB of HBM ({fit.total_bytes / cap:.3g}x as much is needed)")
     if need is not None:
-        tail = f"the fewest GPUs on which some layout fits is {need:,} (use --gpus {need} or more, or --days)"
+        tail = (f"the fewest GPUs on which some layout fits is {need:,} (use --gpus {need} or more; to meet a "
+                f"deadline as well, drop --gpus and give --days, and the planner sizes the cluster)")
     else:
         lower = math.ceil(16.0 * wl.params / max(cap - mem.RESERVE_BYTES, 1.0))
         tail = (f"no GPU count of {hw.name} was found on which it fits; weights, gradients and optimizer state "

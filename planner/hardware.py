@@ -146,19 +146,21 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
     except InvalidInput as exc:
         raise InvalidInput(f"{origin}: {exc}") from None
-    try:
-        hw = Hardware(
-            name=doc["name"],
-            description=doc.get("description", ""),
-            gpus_per_node=doc.get("gpus_per_node", 8),
-            gpu=Gpu(**gpu_fields),
-            levels=tuple(NetworkLevel(**lv) for lv in levels),
-            sources=sources,
-        )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise InvalidInput(f"{origin}: {loc or 'hardware'}: {err['msg']}") from None
+    def build(make, where: str, keys: dict[str, tuple[str, float]]):
+        """Validate one part; name a bad field by its TOML key (l2_MiB, not l2_bytes) and its table."""
+        try:
+            return make()
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            toml_key = {field: key for key, (field, _) in keys.items()}
+            loc = ".".join(toml_key.get(str(p), str(p)) for p in err["loc"])
+            raise InvalidInput(f"{origin}: {where}{loc or 'hardware'}: {err['msg']}") from None
+
+    gpu = build(lambda: Gpu(**gpu_fields), "gpu.", GPU_KEYS)
+    built = tuple(build(lambda lv=lv: NetworkLevel(**lv), f"levels[{k}].", LEVEL_KEYS) for k, lv in enumerate(levels))
+    hw = build(lambda: Hardware(name=doc["name"], description=doc.get("description", ""),
+                                gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources),
+               "", {})
     # Nodes are counted as GPUs / gpus_per_node; a node must tile the lowest bounded network group or be tiled by
     # it (8 per DGX node = 8 per NVLink group; 4 per GB200 tray inside a 72-GPU NVLink domain).
     lowest = next((lvl for lvl in hw.levels if lvl.size is not None), None)

@@ -110,6 +110,9 @@ def compute_grid(compute_from: float, compute_to: float, points: int) -> list[fl
     if compute_to < compute_from:
         raise InvalidInput(f"--to ({compute_to:g}) must not be below --from ({compute_from:g})")
     if points == 1:
+        if compute_to != compute_from:
+            raise InvalidInput(f"--points 1 gives one point, but --from ({compute_from:g}) and --to ({compute_to:g}) "
+                               "differ; give --points 2 or more, or equal --from and --to")
         return [float(compute_from)]
     lo, hi = math.log10(compute_from), math.log10(compute_to)
     return [float(f"{10 ** (lo + (hi - lo) * k / (points - 1)):.6g}") for k in range(points)]
@@ -174,6 +177,9 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
         notes.append(f"MFU is already below {threshold:.3f} at the first feasible point {end:.3g} FLOP: linear "
                      "scaling ends at or before it")
     last = feas[-1][0] if feas else None
+    if not feas:
+        notes.append("no point of the grid has a plan; each point's explanation says why (e.g. past the latency "
+                     "wall: lower --from/--to or raise --days)")
     if end is None and feas:
         notes.append(f"MFU stays >= {threshold:.3f} up to the last feasible point {last:.3g} FLOP: linear scaling "
                      "ends at the feasibility wall or beyond the grid")
@@ -273,7 +279,7 @@ def sweep(
     if solver not in api.SOLVERS:
         raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(api.SOLVERS)}")
     api._positive("--days", days)
-    api._positive("--time-limit", time_limit_s, " seconds")
+    api._positive("--time-limit", time_limit_s, " (seconds)")
     api._positive("--price-per-gpu-hour", price_per_gpu_hour)
 
     tasks = [(hw, c) for hw in hws for c in grid]

@@ -104,7 +104,7 @@ def _check_compute(compute_flop: Any) -> float:
         raise InvalidInput(f"compute must be a positive finite number of FLOP, got {compute_flop!r}")
     if not MIN_COMPUTE_FLOP <= t <= MAX_COMPUTE_FLOP:
         raise InvalidInput(
-            f"compute {compute_flop!r} FLOP is outside the accepted range "
+            f"compute {t:g} FLOP is outside the accepted range "
             f"{MIN_COMPUTE_FLOP:g} to {MAX_COMPUTE_FLOP:g} FLOP"
         )
     return t

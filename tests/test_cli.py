@@ -313,6 +313,20 @@ def test_evaluate_layout_that_does_not_fit_memory_exits_1(capsys):
     assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 8 x ")
 
 
+def test_evaluate_against_a_deadline_it_misses_exits_1(capsys, p8):
+    doc, path = p8
+    days = doc["training_days"]
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--days", repr(days * 1.01), "--json"])
+    assert code == 0 and json.loads(out)["status"] == "feasible", err
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--days", repr(days / 2), "--json"])
+    assert code == 1
+    ev = json.loads(out)
+    assert ev["status"] == "infeasible" and f"{days:.4g} days" in ev["explanation"]
+    assert err.startswith("infeasible: the layout trains in ") and len(err.splitlines()) == 1
+    code, out, _ = invoke(capsys, ["evaluate", "--plan", str(path), "--days", repr(days / 2)])
+    assert code == 1 and out.startswith("Evaluated layout MISSES THE DEADLINE: ")
+
+
 def test_greedy_placement_fills_lowest_level_tp_first():
     h100 = get_hardware("h100")
     degrees = {"dp": 4, "tp_ff": 4, "tp_model": 2, "pp": 1, "ep": 1}  # 32 GPUs = 4 nodes

@@ -33,7 +33,8 @@ def test_grid_is_log_spaced_and_inclusive():
     assert all(b > a for a, b in zip(g, g[1:]))
 
 
-@pytest.mark.parametrize("args", [(0, 1e22, 3), (1e22, math.inf, 3), (1e23, 1e22, 3), (1e21, 1e22, 0)])
+@pytest.mark.parametrize("args", [(0, 1e22, 3), (1e22, math.inf, 3), (1e23, 1e22, 3), (1e21, 1e22, 0),
+                                  (1e21, 1e22, 1)])
 def test_grid_rejects_bad_input(args):
     with pytest.raises(InvalidInput):
         compute_grid(*args)
@@ -157,5 +158,5 @@ def test_cli_sweep_dp_overlap_and_price_reach_every_plan(capsys, tmp_path):
 
     direct = api.plan(1e22, "h100", 90.0, dp_overlap=True, time_limit_s=20.0)
     assert (direct.gpus, direct.step_time_s) == (p["gpus"], p["step_time_s"])
-    code, _, err = invoke(capsys, ["sweep", "--points", "1", "--price-per-gpu-hour", "0"])
+    code, _, err = invoke(capsys, ["sweep", "--points", "2", "--price-per-gpu-hour", "0"])
     assert code == 2 and err.startswith("error: --price-per-gpu-hour")

@@ -117,8 +117,9 @@ def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
 
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
-    if plan.status == "infeasible" and plan.layout is not None:  # evaluate: no fit; plan --gpus N --days D: too slow
-        head = "Evaluated layout CANNOT RUN: " if evaluated else "MISSES THE DEADLINE: "
+    if plan.status == "infeasible" and plan.layout is not None:  # does not fit (evaluate), or too slow
+        fits = plan.memory is None or plan.memory.total_bytes <= plan.memory.capacity
+        head = ("Evaluated layout " if evaluated else "") + ("MISSES THE DEADLINE: " if fits else "CANNOT RUN: ")
         return Text.assemble((head, "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
                              f" (hardware '{plan.hardware}'): {plan.explanation}.")
     if plan.status in ("infeasible", "unknown"):
@@ -215,7 +216,9 @@ def time_table(plan: Plan) -> Table:
     table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step),
                   "TP + PP/EP hide under matmuls if their sum is less")
     table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "counted with TP (row above)")
-    table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step), "gradient all-reduce")
+    table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step),
+                  "gradient all-reduce, overlapped with compute (--dp-overlap)" if plan.dp_overlap
+                  else "gradient all-reduce, in its own phase")
     table.add_row("  serial latency", fmt_time(b.latency_s), _share(b.latency_s, step),
                   "Eq. 21's t_lat (DP, and 1F1B's TP/PP/EP hops)")
     table.add_row("  bubble", fmt_time(b.bubble_s), _share(b.bubble_s, step), f"f_b = {b.bubble_fraction:.3g}")

@@ -24,7 +24,7 @@ from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
+              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
               "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens", "bottleneck", "solver_wall_s",
               "explanation")
 
@@ -50,7 +50,7 @@ def sweep_table(res: SweepResult) -> Table:
     priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
                     f"batch scaling {res.batch_scaling}" + (", DP overlapped with compute" if res.dp_overlap else "")
-                    + (f", at ${res.price_per_gpu_hour:g} per GPU-hour" if priced else ""), title_justify="left")
+                    + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days") + (("cost (USD)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
     for col in cols:
@@ -59,7 +59,8 @@ def sweep_table(res: SweepResult) -> Table:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
-        cost = (_sci(p.cost_usd),) if priced else ()
+        cost = ((f"${p.cost_usd:,.0f}" if p.cost_usd is not None and p.cost_usd < 1e9 else _sci(p.cost_usd, 3)),
+                ) if priced else ()
         t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
                   "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
@@ -89,7 +90,7 @@ def plan_row(p: Plan) -> dict:
         "hardware": p.hardware, "requested_compute_flop": wl.requested_compute_flop, "compute_flop": wl.compute_flop,
         "status": p.status, "solver_status": p.solver.status, "gpus": p.gpus, "nodes": p.nodes, "mfu": p.mfu,
         "training_days": p.training_days, "step_time_s": p.step_time_s, "gpu_hours": p.gpu_hours,
-        "cost_usd": p.cost_usd, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "cost_usd": p.cost_usd, "dp_overlap": p.dp_overlap, "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
     }
