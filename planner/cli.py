@@ -6,10 +6,11 @@ Two console scripts share these commands:
     planner plan | evaluate | limits | hardware list|show | schema
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
-document on stdout) or a given layout that does not fit in memory; 2 bad input (one line `error: ...` on
+document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line `error: ...` on
 stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
 impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
-`internal error: ...`). No traceback is ever printed. `--json` writes exactly one JSON document on stdout.
+`internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
+is ever printed. `--json` writes exactly one JSON document on stdout.
 
 The commands run through `run()` with click's standalone mode off, so that usage errors, library errors and
 bugs all end up in the one place that turns them into one-line messages and exit codes.
@@ -43,6 +44,7 @@ from planner.choices import BatchScaling, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
+from planner.render import StdoutConsole
 from planner.render.limits import fmt_sci, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
 from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
@@ -373,7 +375,7 @@ def _stdout_console() -> Console:
     """Rich console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2)
     unless COLUMNS is set."""
     width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
-    return Console(file=sys.stdout, width=width)
+    return StdoutConsole(file=sys.stdout, width=width)
 
 
 def _searching(enabled: bool):
@@ -725,7 +727,7 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         # The reader went away (`plan --json | head`): nothing left to say; keep the interpreter from complaining.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
     except Exception as exc:  # a bug, not a user error: still one line, distinct exit code
         sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}\n")
         return 3

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from planner.render import StdoutConsole
 from rich.table import Table
 
 from planner.choices import BatchScaling, ScheduleChoice
@@ -353,7 +354,7 @@ def sweep_command(
     if json_out:
         sys.stdout.write(res.model_dump_json(indent=2) + "\n")
         return
-    console = Console(width=max(Console().width, 140))
+    console = StdoutConsole(width=max(Console().width, 140))
     console.print(sweep_table(res))
     console.print(summary_table(res))
     for path in ([csv_file] if csv_file else []) + written:
