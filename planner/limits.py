@@ -285,6 +285,9 @@ def limits_for(
     t_train, t_lat, t0 = _positive("t_train_s", t_train_s), _positive("t_latency_s", t_latency_s), _positive("t0_mac", t0_mac)
     if not math.isfinite(alpha):
         raise InvalidInput(f"alpha must be a finite number below 0.5, got {alpha!r}")
+    for name, v in (("experts", e), ("layers", n_layers)):
+        if v < 1:  # E = 1 is a dense model; fewer than one expert or one layer has no meaning
+            raise InvalidInput(f"{name} must be at least 1, got {v:g}")
 
     gpus, _ = node_and_uplink(hardware)
     c = node_mac_per_s(hardware)

@@ -271,6 +271,13 @@ def test_alpha_at_or_above_one_half_is_rejected() -> None:
         limits_for(get_hardware("h100"), alpha=0.5)
 
 
+@pytest.mark.parametrize("field", ["layers", "experts"])
+def test_fewer_than_one_expert_or_layer_is_rejected(field: str) -> None:
+    with pytest.raises(InvalidInput, match=f"{field} must be at least 1"):
+        limits_for(get_hardware("h100"), **{field: 0.5})
+    limits_for(get_hardware("h100"), **{field: 1.0})  # one is fine (dense; a single block)
+
+
 @pytest.mark.parametrize("field", ["batch_tokens", "layers", "experts", "t_train_s", "t_latency_s"])
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
 def test_bad_inputs_name_the_value(field: str, bad: float) -> None:
