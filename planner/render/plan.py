@@ -194,6 +194,8 @@ def layout_table(plan: Plan) -> Table:
 def schedule_table(plan: Plan) -> Table:
     lay = plan.layout
     bubble_note = "zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
+    if lay.pp == 1:
+        bubble_note += "; no pipeline (pp = 1), so no bubble under either schedule"
     return _kv_table("Pipeline schedule", [
         ("schedule", f"{lay.schedule} ({bubble_note})"),
         ("interleave i", str(lay.interleave)),

@@ -255,7 +255,8 @@ def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
     """`PREFIX-mfu.png` (all hardware) and `PREFIX-parallelism-HW.png` (one per hardware)."""
     prefix = str(prefix)
     _check_outputs(None, prefix)
-    kind = f"{'sparse' if res.sparse else 'dense'}, {res.days:g}-day runs, batch scaling {res.batch_scaling}"
+    kind = (f"{'sparse' if res.sparse else 'dense'}, {res.days:g}-day runs, batch scaling {res.batch_scaling}"
+            + (", DP overlapped" if res.dp_overlap else ""))
     out = [plot_mfu([(hw, res, hw) for hw in res.hardware], f"{prefix}-mfu.png", f"MFU vs compute ({kind})")]
     for hw in res.hardware:
         out.append(plot_parallelism(res, hw, f"{prefix}-parallelism-{hw}.png", f"Parallelism split on {hw} ({kind})"))
