@@ -37,12 +37,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.schema import Hardware, Workload  # noqa: E402
-from planner.solve.space import layout_from  # noqa: E402
 from planner.solve.space import (  # noqa: E402
     SearchOptions,
+    Space,
     Tuples,
     build_space,
     divisors,
+    layout_from,
     model_parallel_rows,
 )
 from planner.solve.tables import ShapeTable, price_placements, tuple_terms  # noqa: E402
@@ -51,10 +52,14 @@ RELEASED_LATENCY_S = 5e-6
 """Network latency per level in every stored version of the simulator's gpu/gpu_model.py (e.g. 00b203e)."""
 
 
+def with_latency(hw: Hardware, lat_s: float) -> Hardware:
+    """`hw` with every network level's one-way latency set to `lat_s` (its name unchanged)."""
+    return hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": lat_s}) for lv in hw.levels)})
+
+
 def released_hardware(hw: Hardware) -> Hardware:
     """`hw` with the simulator's 5 us per network level."""
-    return hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
-                                                 for lv in hw.levels)})
+    return with_latency(hw, RELEASED_LATENCY_S)
 
 
 def _smallest_divisor_at_least(n: int, low: int) -> int | None:
@@ -64,9 +69,11 @@ def _smallest_divisor_at_least(n: int, low: int) -> int | None:
     return None
 
 
-def paper_tuples(wl: Workload) -> Tuples:
-    """Every degree tuple of the simulator's space for this workload (all cluster sizes E * 2^k)."""
-    space = build_space_1f1b(wl)
+def paper_tuples(space: Space) -> Tuples:
+    """Every degree tuple of the simulator's space for the space's workload (all cluster sizes E * 2^k).
+
+    `space` is our 1F1B space (`SearchOptions(schedule="1f1b")`); its divisor candidates are filtered here."""
+    wl = space.wl
     mp = model_parallel_rows(space)  # (tf, tm, pp, i, zb, ep)
     tp = mp[:, 0] * mp[:, 1]
     root = np.array([math.isqrt(int(x)) for x in tp], dtype=np.int64)
@@ -95,13 +102,6 @@ def paper_tuples(wl: Workload) -> Tuples:
     return t.take(np.nonzero(power_of_two & ep_rule)[0])
 
 
-def build_space_1f1b(wl: Workload):
-    # The hardware only matters for placements, which _best_in_batch enumerates from the hardware it is given.
-    from planner.hardware import get_hardware
-
-    return build_space(get_hardware("h100"), wl, SearchOptions(schedule="1f1b"))
-
-
 def _fastest(hw: Hardware, wl: Workload, deadline_s: float, t: Tuples, shapes: ShapeTable):
     """(step seconds, layout) of the fastest layout of the batch that meets the deadline and the simulator's
     memory rule, or None. Ties: least network time, then enumeration order."""
@@ -121,9 +121,8 @@ def _fastest(hw: Hardware, wl: Workload, deadline_s: float, t: Tuples, shapes: S
 def plan_paper_space(hw: Hardware, wl: Workload, days: float):
     """(GPUs, step seconds, layout) of the simulator's choice, or None if no E * 2^k cluster meets the deadline."""
     hw = released_hardware(hw)
-    t = paper_tuples(wl)
-    options = SearchOptions(schedule="1f1b")
-    space = build_space(hw, wl, options)
+    space = build_space(hw, wl, SearchOptions(schedule="1f1b"))
+    t = paper_tuples(space)
     shapes = ShapeTable.for_space(hw, wl, space)
     deadline_s = days * 86400.0
     for n in np.unique(t.gpus):

@@ -44,13 +44,12 @@ class Scenario:
     """If set, every network level's one-way latency is replaced by this (a sensitivity; the name stays)."""
 
     def hardware_objects(self) -> list:
+        from paper_search import with_latency
+
         from planner import api
 
         hws = [api.resolve_hardware(h) for h in self.hardware]
-        if self.latency_s is None:
-            return hws
-        return [hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": self.latency_s})
-                                                      for lv in hw.levels)}) for hw in hws]
+        return hws if self.latency_s is None else [with_latency(hw, self.latency_s) for hw in hws]
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -795,21 +794,31 @@ NEWEST_H100_ROWS = (
 )
 RELEASED_V100_ROW = (28672, 384, 14680064, (1, 1024), (8, 1), (1, 8), (1, 8), 48, 8, 0.877, 5.04)
 """logs/base_comparison.txt @ d4833dc, "V100 SXM" section, the 7.65e26 FLOP row: same fields as above, to months."""
-RELEASED_LATENCY_S = 5e-6
-"""Network latency per level in every stored gpu/gpu_model.py we could read (e.g. 00b203e, 3a871bed)."""
+
+
+def _log_row(d: int, n_l: int, b: int, dp, tpm, tpff, pp, i: int, m: int):
+    """(workload, layout) of a logged row: dense, d_ff = 4 d_model, Chinchilla tokens, 1F1B, the row's placement
+    (each degree's factors per network level)."""
+    from planner.schema import Layout, Workload
+
+    wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
+    lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp), interleave=i,
+                 ep=1, microbatches=m, schedule="1f1b",
+                 placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+    return wl, lay
 
 
 def same_layout_section() -> str:
     """Price the released log's own layouts with our cost model: as shipped, and with the released code's
     5 us latency and overlapped DP."""
+    from paper_search import released_hardware
+
     from planner.api import resolve_hardware
     from planner.cost.step import evaluate
-    from planner.schema import Layout, Workload
 
     month = 365.25 / 12 * 86400
     hw = resolve_hardware("h100")
-    hw5 = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
-                                                for lv in hw.levels)})
+    hw5 = released_hardware(hw)
     L: list[str] = []
     w = L.append
     w("### The same layouts priced by both models\n")
@@ -824,12 +833,9 @@ def same_layout_section() -> str:
       "ours, as shipped | TP months log / ours | DP months log / ours | latency months log / ours | "
       "GEMM time / arithmetic time, log / ours |")
     w("|---|---|---|---|---|---|---|---|---|---|---|")
-    ratios, gemm = [], []
+    ratios = []
     for d, n_l, b, dp, tpm, tpff, pp, i, m, util, months, ltp, ldp, llat in RELEASED_H100_ROWS:
-        wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
-        lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp),
-                     interleave=i, ep=1, microbatches=m, schedule="1f1b",
-                     placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+        wl, lay = _log_row(d, n_l, b, dp, tpm, tpff, pp, i, m)
         matched, shipped = evaluate(hw5, wl, lay, dp_overlap=True), evaluate(hw, wl, lay)
         steps = wl.tokens / b
         st = matched.step
@@ -841,7 +847,6 @@ def same_layout_section() -> str:
         log_term = (months - llat) * (1 - f_b)
         log_gemm = f"{log_term / arith:.2f}" if log_term > 1.02 * (ltp + ldp + 0.1) else "hidden by comm."
         ours_gemm = st.matmul_s * steps / month / arith
-        gemm.append((b // (lay.dp * m), log_gemm, ours_gemm))
         w(f"| {d} | {n_l} | {lay.dp}, {lay.tp_ff}, {lay.tp_model}, {lay.pp}, {i}, {m} | {b // (lay.dp * m)} | "
           f"{util:.3f} | {matched.mfu:.3f} | {shipped.mfu:.3f} | {ltp:.3f} / {st.tp_s * steps / month:.3f} | "
           f"{ldp:.3f} / {st.dp_s * steps / month:.3f} | {llat:.3f} / {st.latency_s * steps / month:.3f} | "
@@ -854,10 +859,7 @@ def same_layout_section() -> str:
     w("|---|---|---|---|---|---|---|---|")
     worst = 0.0
     for d, n_l, b, dp, tpm, tpff, pp, i, m, util, months, ltp, ldp, _llat in NEWEST_H100_ROWS:
-        wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
-        lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp),
-                     interleave=i, ep=1, microbatches=m, schedule="1f1b",
-                     placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
+        wl, lay = _log_row(d, n_l, b, dp, tpm, tpff, pp, i, m)
         ev = evaluate(hw5, wl, lay)
         steps = wl.tokens / b
         worst = max(worst, abs(ev.mfu / util - 1))
@@ -870,14 +872,8 @@ def same_layout_section() -> str:
       "the GEMMs and the MFU does not move. So the newest stored simulator and our cost model "
       "price a layout the same way, up to that sum and the latency constant.\n")
     d, n_l, b, dp, tpm, tpff, pp, i, m, v_util, v_months = RELEASED_V100_ROW
-    v100 = resolve_hardware("v100")
-    v100 = v100.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": RELEASED_LATENCY_S})
-                                                   for lv in v100.levels)})
-    wl = Workload(d_model=d, d_ff=4 * d, layers=n_l, experts=1, batch_tokens=b, tokens=20 * 8 * n_l * d * d)
-    lay = Layout(dp=math.prod(dp), tp_ff=math.prod(tpff), tp_model=math.prod(tpm), pp=math.prod(pp), interleave=i,
-                 ep=1, microbatches=m, schedule="1f1b",
-                 placement={"dp": dp, "tp_ff": tpff, "tp_model": tpm, "pp": pp, "ep": (1, 1)})
-    v_ev = evaluate(v100, wl, lay, dp_overlap=True)
+    wl, lay = _log_row(d, n_l, b, dp, tpm, tpff, pp, i, m)
+    v_ev = evaluate(released_hardware(resolve_hardware("v100")), wl, lay, dp_overlap=True)
     w(f"With the two settings matched, our MFU is {min(ratios):.2f}-{max(ratios):.2f}x the log's on the same "
       "layout. The network terms agree to the printed digits wherever a degree sits on one network level; where "
       "one spans both levels (DP in row 2, tp_model in rows 5-6) the log's is larger, because it sums the levels' "
