@@ -56,7 +56,8 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                          fixed_gpus: bool = False) -> Plan:
     lay = ev.layout
     gpu_hours = ev.gpus * ev.training_s / 3600.0
-    if price_per_gpu_hour is not None and not math.isfinite(gpu_hours * price_per_gpu_hour):
+    cost = None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour
+    if cost is not None and not math.isfinite(cost):
         raise InvalidInput(f"--price-per-gpu-hour {price_per_gpu_hour:g} makes the cost of {gpu_hours:.3g} GPU-hours "
                            "overflow; give a price a float can multiply")
     mem = ev.memory
@@ -64,7 +65,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         status="optimal" if result.status == "optimal" else "feasible",
         hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
-        cost_usd=None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
+        cost_usd=cost,
         mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
         layout=LayoutReport(
@@ -188,10 +189,10 @@ def plan(
 
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
-            status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
-            deadline_days=days, fixed_gpus=gpus is not None, dp_overlap=dp_overlap, gpus=gpus, nodes=None,
-            gpu_hours=None, mfu=None,
-            training_days=None, step_time_s=None, bottleneck=None, workload=workload_report(workload),
+            status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
+            peak_flops=hw.gpu.peak_flops, deadline_days=days, fixed_gpus=gpus is not None, dp_overlap=dp_overlap,
+            gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
+            workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,

@@ -6,8 +6,8 @@ Two console scripts share these commands:
     planner plan | evaluate | limits | hardware list|show | schema
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
-document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line `error: ...` on
-stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
+document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
+`error: ...` on stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
 impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
 `internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
 is ever printed. `--json` writes exactly one JSON document on stdout.
@@ -572,10 +572,12 @@ def evaluate_command(
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
                           notes=["no search: the layout was given and only evaluated"])
     doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
-    late = days is not None and ev.training_days > days
-    why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-           f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM" if not fits else
-           f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked" if late else "")
+    why = ""
+    if not fits:
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
+    elif days is not None and ev.training_days > days:
+        why = f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     if json_out:

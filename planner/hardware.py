@@ -146,6 +146,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
     except InvalidInput as exc:
         raise InvalidInput(f"{origin}: {exc}") from None
+
     def build(make, where: str, keys: dict[str, tuple[str, float]]):
         """Validate one part; name a bad field by its TOML key (l2_MiB, not l2_bytes) and its table."""
         try:

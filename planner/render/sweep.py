@@ -16,18 +16,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from planner.render import StdoutConsole
 from rich.table import Table
 
 from planner.choices import BatchScaling, ScheduleChoice
+from planner.render import StdoutConsole
 from planner.errors import InvalidInput
 from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches",
-              "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens", "bottleneck", "solver_wall_s",
-              "explanation")
+              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp", "tp_ff", "tp_model", "pp",
+              "interleave", "ep", "microbatches", "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens",
+              "bottleneck", "solver_wall_s", "explanation")
 
 
 def _sci(x: float | None, digits: int = 2) -> str:
@@ -36,6 +36,11 @@ def _sci(x: float | None, digits: int = 2) -> str:
     if math.isinf(x):
         return "inf"
     return f"{x:.{digits - 1}e}".replace("e+", "e")
+
+
+def _usd(x: float | None) -> str:
+    """Whole dollars below a billion, three significant figures above."""
+    return f"${x:,.0f}" if x is not None and x < 1e9 else _sci(x, 3)
 
 
 def _requested(p: Plan) -> float:
@@ -60,8 +65,7 @@ def sweep_table(res: SweepResult) -> Table:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
-        cost = ((f"${p.cost_usd:,.0f}" if p.cost_usd is not None and p.cost_usd < 1e9 else _sci(p.cost_usd, 3)),
-                ) if priced else ()
+        cost = (_usd(p.cost_usd),) if priced else ()
         t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
                   "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
