@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.schema import Hardware, Workload  # noqa: E402
-from planner.solve.space import (  # noqa: E402
+from planner.parallel.space import (  # noqa: E402
     SearchOptions,
     Space,
     Tuples,
@@ -46,7 +46,7 @@ from planner.solve.space import (  # noqa: E402
     layout_from,
     model_parallel_rows,
 )
-from planner.solve.tables import ShapeTable, price_placements, tuple_terms  # noqa: E402
+from planner.search.presolve import ShapeTable, price_placements, tuple_terms  # noqa: E402
 
 RELEASED_LATENCY_S = 5e-6
 """Network latency per level in every stored version of the simulator's gpu/gpu_model.py (e.g. 00b203e)."""

@@ -14,8 +14,8 @@ from planner.hardware import get_hardware
 from planner.schema import (
     Evaluation, Hardware, Layout, LayoutReport, MemoryReport, Plan, SolverReport, Workload, WorkloadReport,
 )
-from planner.solve.result import SearchResult
-from planner.solve.space import SearchOptions, check_layout
+from planner.search.result import SearchResult
+from planner.parallel.space import SearchOptions, check_layout
 from planner.workload import infer_workload
 
 SOLVERS = ("cpsat", "exhaustive")
@@ -107,10 +107,10 @@ def solver_report(result: SearchResult) -> SolverReport:
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2) -> SearchResult:
     if solver == "exhaustive":
-        from planner.solve.exhaustive import solve_exhaustive
+        from planner.search.exhaustive import solve_exhaustive
 
         return solve_exhaustive(hw, wl, options, deadline_s, time_limit_s=time_limit_s)
-    from planner.solve.cpsat import solve_cpsat
+    from planner.search.cpsat import solve_cpsat
 
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers)
 
@@ -123,7 +123,7 @@ def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadl
     import time
 
     from planner.explain import floor_bound
-    from planner.solve.space import build_space, space_size
+    from planner.parallel.space import build_space, space_size
 
     t0 = time.perf_counter()
     fb = floor_bound(hw, wl, options)

@@ -29,9 +29,9 @@ from planner.cost import memory as mem
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
 from planner.schema import Hardware, Workload
-from planner.solve.result import SearchResult
-from planner.solve.tables import min_allreduce_latency_s, min_routing_latency_s
-from planner.solve.space import SearchOptions, divisors
+from planner.search.result import SearchResult
+from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
+from planner.parallel.space import SearchOptions, divisors
 
 GB = 1e9
 

@@ -1,6 +1,6 @@
 """The search's pruning bounds are sound: never above the float model's best step time over the placements.
 
-`planner.solve.cpsat` discards (model-parallel row, N_DP) pairs and degree tuples whose lower bound misses the
+`planner.search.cpsat` discards (model-parallel row, N_DP) pairs and degree tuples whose lower bound misses the
 deadline (or, at a fixed GPU count, exceeds the incumbent), without pricing them. A bound that overstated even one
 layout's step time could discard the optimum, so here every tuple of small spaces is priced over all of its
 placements with `planner.cost.step.step_arrays` (through `price_placements`, the enumerator's path) and compared
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from planner.hardware import get_hardware
-from planner.solve.cpsat import PairIndex
-from planner.solve.space import (
+from planner.search.cpsat import PairIndex
+from planner.parallel.space import (
     SearchOptions, build_space, level_products, model_parallel_rows, tuples_for_model_parallel,
 )
-from planner.solve.tables import (
+from planner.search.presolve import (
     CommTable, ShapeTable, pair_step_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
 )
 from planner.workload import workload_from_shape

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import cli
-from planner.cli import app, greedy_placement, parse_placement, plan_app, run
+import planner.cli.commands as cli
+from planner.cli import app, plan_app, run
+from planner.cli.commands import greedy_placement, parse_placement
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
 from planner.render.plan import plan_renderables

@@ -16,7 +16,7 @@ from paper_search import paper_tuples, plan_paper_space, released_hardware  # no
 
 from planner.hardware import get_hardware  # noqa: E402
 from planner.schema import Workload  # noqa: E402
-from planner.solve.space import SearchOptions, build_space  # noqa: E402
+from planner.parallel.space import SearchOptions, build_space  # noqa: E402
 
 
 def _divs(n: int) -> list[int]:

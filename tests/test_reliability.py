@@ -31,8 +31,8 @@ from planner.explain import explain_infeasible, floor_bound, min_memory_on
 from planner.hardware import get_hardware, hardware_names
 from planner.render.plan import plan_renderables
 from planner.schema import Layout
-from planner.solve.result import SearchResult
-from planner.solve.space import SearchOptions, check_layout
+from planner.search.result import SearchResult
+from planner.parallel.space import SearchOptions, check_layout
 from planner.workload import infer_workload, workload_from_shape
 
 from cli_helpers import BIN, EXH, TINY, invoke
@@ -446,7 +446,7 @@ def test_stopped_cpsat_search_reports_bound_and_gap():
     """A CP-SAT search stopped with a layout: JSON status 'feasible' with bound and gap; rich says NOT PROVEN."""
     from rich.console import Console
 
-    from planner.cli import _plan_json
+    from planner.cli.commands import _plan_json
 
     hw, wl = get_hardware("h100"), workload_from_shape(256, 1024, 4, 1, 64)
     lay = Layout(dp=8, tp_ff=1, tp_model=1, pp=1, ep=1, microbatches=1,
@@ -551,8 +551,8 @@ def test_floor_bound_is_below_every_layout(req, seed):
     """floor_bound <= the step time of any valid layout (random layouts of the space)."""
     import random
 
-    from planner.cli import greedy_placement
-    from planner.solve.space import divisors
+    from planner.cli.commands import greedy_placement
+    from planner.parallel.space import divisors
 
     hw_name, wl, _ = req
     hw = get_hardware(hw_name)

@@ -22,13 +22,13 @@ from planner.cost.matmul import matmul_time_s
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
 from planner.schema import DEGREES, Layout
-from planner.solve.cpsat import solve_cpsat
-from planner.solve.exhaustive import solve_exhaustive
-from planner.solve.space import SearchOptions, check_layout
+from planner.search.cpsat import solve_cpsat
+from planner.search.exhaustive import solve_exhaustive
+from planner.parallel.space import SearchOptions, check_layout
 from planner.workload import workload_from_shape
 
 TOL_S = 10e-9
-"""CP-SAT rounding: integer nanoseconds, rounded up per summed term (planner.solve.cpsat.QUANTUM_S)."""
+"""CP-SAT rounding: integer nanoseconds, rounded up per summed term (planner.search.cpsat.QUANTUM_S)."""
 
 @pytest.fixture(scope="session")
 def small_hbm():

@@ -203,7 +203,7 @@ def nodes_for(hw: Hardware, gpus: int) -> int:
 
 
 def evaluate(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool = False) -> Evaluation:
-    """Run one layout through the cost model (no feasibility judgement; see planner.solve.space.check_layout)."""
+    """Run one layout through the cost model (no feasibility judgement; see planner.parallel.space.check_layout)."""
     if len(next(iter(layout.placement.values()))) != len(hw.levels):
         raise ValueError(f"layout has factors for {len(next(iter(layout.placement.values())))} network levels but "
                          f"{hw.name} has {len(hw.levels)}")

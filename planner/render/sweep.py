@@ -1,6 +1,6 @@
 """Rendering of a sweep (SPEC §7): rich table, CSV, PNG plots like the paper's Figs. 6-9, and the `sweep` command.
 
-The command lives here (not in planner/cli.py) so that cli.py only registers it; it raises the library's typed
+The command lives here (not in planner/cli/commands.py) so that cli.py only registers it; it raises the library's typed
 errors and lets `planner.cli.run` turn them into one-line messages and exit codes.
 """
 

@@ -48,11 +48,11 @@ from planner.render import StdoutConsole
 from planner.render.limits import fmt_sci, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
 from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
-from planner.solve.result import SearchResult
-from planner.solve.space import check_layout, level_products
+from planner.search.result import SearchResult
+from planner.parallel.space import check_layout, level_products
 from planner.workload import load_model_preset, workload_from_shape
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
 """Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
 
 DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")

@@ -15,7 +15,7 @@ from planner.cost import network as net
 from planner.cost.pipeline import bubble_fraction, microbatches_in_flight
 from planner.cost.step import block_matmul_s, nanobatch_tokens
 from planner.schema import Hardware, Workload
-from planner.solve.space import Tuples, factor_options
+from planner.parallel.space import Tuples, factor_options
 
 
 class ShapeTable:
@@ -248,7 +248,7 @@ def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, bl
     """
     from planner.cost.step import LayoutBatch, step_arrays
     from planner.schema import DEGREES
-    from planner.solve.exhaustive import expand_placements
+    from planner.search.exhaustive import expand_placements
 
     rows, pl = expand_placements(hw, t)
     if len(rows) == 0:

@@ -14,12 +14,12 @@ from functools import lru_cache
 import numpy as np
 
 from planner.schema import DEGREES, Hardware, Workload
-from planner.solve.result import SearchResult
-from planner.solve.space import (
+from planner.search.result import SearchResult
+from planner.parallel.space import (
     SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
     tuples_for_model_parallel,
 )
-from planner.solve.tables import ShapeTable, price_placements, tuple_terms
+from planner.search.presolve import ShapeTable, price_placements, tuple_terms
 
 
 @lru_cache(maxsize=None)

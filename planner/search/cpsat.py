@@ -1,4 +1,4 @@
-"""CP-SAT search: the exact optimum of the float cost model over the space of planner.solve.space.
+"""CP-SAT search: the exact optimum of the float cost model over the space of planner.parallel.space.
 
 How the work is divided (docs/model.md, "The CP-SAT model", says the same at more length):
 
@@ -37,12 +37,12 @@ from ortools.sat.python import cp_model
 
 from planner.cost import network as net
 from planner.schema import DEGREES, Hardware, Layout, Workload
-from planner.solve.result import SearchResult
-from planner.solve.space import (
+from planner.search.result import SearchResult
+from planner.parallel.space import (
     SearchOptions, Space, Tuples, build_space, factor_options, layout_from, level_products, model_parallel_rows,
     space_size,
 )
-from planner.solve.tables import (
+from planner.search.presolve import (
     CommTable, ShapeTable, pair_step_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
 )
 

@@ -1,0 +1,21 @@
+"""What is trained: the model shape from scaling laws or presets (`scaling`), and the operations one layer of it
+runs (`ops`: GEMMs, collectives, point-to-point transfers, element-wise work), which the cost model prices."""
+
+from planner.workload.scaling import (
+    BATCH_LAWS,
+    MAX_COMPUTE_FLOP,
+    MIN_COMPUTE_FLOP,
+    batch_tokens_law,
+    continuous_shape,
+    friendly_round,
+    infer_workload,
+    load_model_preset,
+    model_preset_names,
+    read_model_preset,
+    workload_from_shape,
+)
+
+__all__ = [
+    "BATCH_LAWS", "MAX_COMPUTE_FLOP", "MIN_COMPUTE_FLOP", "batch_tokens_law", "continuous_shape", "friendly_round",
+    "infer_workload", "load_model_preset", "model_preset_names", "read_model_preset", "workload_from_shape",
+]
