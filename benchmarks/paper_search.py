@@ -46,7 +46,8 @@ from planner.parallel.space import (  # noqa: E402
     layout_from,
     model_parallel_rows,
 )
-from planner.search.presolve import ShapeTable, price_placements, tuple_terms  # noqa: E402
+from planner.search.exhaustive import price_placements  # noqa: E402
+from planner.search.presolve import ShapeTable, tuple_terms  # noqa: E402
 
 RELEASED_LATENCY_S = 5e-6
 """Network latency per level in every stored version of the simulator's gpu/gpu_model.py (e.g. 00b203e)."""
@@ -74,14 +75,15 @@ def paper_tuples(space: Space) -> Tuples:
 
     `space` is our 1F1B space (`SearchOptions(schedule="1f1b")`); its divisor candidates are filtered here."""
     wl = space.wl
-    mp = model_parallel_rows(space)  # (tf, tm, pp, i, zb, ep)
-    tp = mp[:, 0] * mp[:, 1]
+    mp = model_parallel_rows(space)
+    tp = mp["tp_ff"] * mp["tp_model"]
     root = np.array([math.isqrt(int(x)) for x in tp], dtype=np.int64)
-    want_i = np.where(mp[:, 2] > 1, wl.layers // mp[:, 2], 1)
-    mp = mp[(mp[:, 3] == want_i) & (mp[:, 0] >= root) & (mp[:, 0] <= 4 * root)]
+    want_i = np.where(mp["pp"] > 1, wl.layers // mp["pp"], 1)
+    keep = (mp["interleave"] == want_i) & (mp["tp_ff"] >= root) & (mp["tp_ff"] <= 4 * root)
+    mp = {k: v[keep] for k, v in mp.items()}
     per_expert = wl.batch_tokens // wl.experts
     parts = []
-    for pp in np.unique(mp[:, 2]):
+    for pp in np.unique(mp["pp"]):
         dm = []
         for dp in divisors(per_expert):
             m = _smallest_divisor_at_least(per_expert // dp, int(pp))
@@ -89,16 +91,18 @@ def paper_tuples(space: Space) -> Tuples:
                 dm.append((dp, m))
         if not dm:
             continue
-        rows = mp[mp[:, 2] == pp]
+        sel = mp["pp"] == pp
         dm_arr = np.array(dm, dtype=np.int64)
-        a = np.repeat(rows, len(dm_arr), axis=0)
-        b = np.tile(dm_arr, (len(rows), 1))
-        parts.append(Tuples(dp=b[:, 0], tp_ff=a[:, 0], tp_model=a[:, 1], pp=a[:, 2], interleave=a[:, 3], ep=a[:, 5],
-                            microbatches=b[:, 1], zero_bubble=np.zeros(len(a), dtype=bool)))
+        n_rows = int(sel.sum())
+        cols = {k: np.repeat(v[sel], len(dm_arr)) for k, v in mp.items()}
+        cols["dp"] = np.tile(dm_arr[:, 0], n_rows)
+        cols["microbatches"] = np.tile(dm_arr[:, 1], n_rows)
+        cols["zero_bubble"] = np.zeros(len(cols["dp"]), dtype=bool)
+        parts.append(Tuples(cols))
     t = Tuples.concat(parts)
     n = t.gpus
     power_of_two = (n % wl.experts == 0) & (((n // wl.experts) & (n // wl.experts - 1)) == 0)
-    ep_rule = t.ep == np.gcd(n, wl.experts)
+    ep_rule = t["ep"] == np.gcd(n, wl.experts)
     return t.take(np.nonzero(power_of_two & ep_rule)[0])
 
 
@@ -110,7 +114,7 @@ def _fastest(hw: Hardware, wl: Workload, deadline_s: float, t: Tuples, shapes: S
     if len(rows) == 0:
         return None
     n = arr["gpus"].astype(np.float64)
-    memory_ok = n * hw.gpu.hbm_bytes >= wl.params * hw.gpu.word_bytes * (t.dp[rows].astype(np.float64) + 4.0)
+    memory_ok = n * hw.gpu.hbm_bytes >= wl.params * hw.gpu.word_bytes * (t["dp"][rows].astype(np.float64) + 4.0)
     idx = np.nonzero(memory_ok & (wl.steps * arr["step_s"] <= deadline_s))[0]
     if len(idx) == 0:
         return None

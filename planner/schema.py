@@ -7,12 +7,14 @@ Derived quantities are properties, computed on access, so they can never go stal
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-DEGREES = ("dp", "tp_ff", "tp_model", "pp", "ep")
-"""Names of the parallel degrees, in the order used everywhere (placement keys, tables, JSON)."""
+from planner.parallel.dimensions import DEGREES, DIMENSIONS, OPTIONS  # noqa: E402  (the registry)
+
+if TYPE_CHECKING:
+    from planner.workload.ops import LayerOps
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -160,9 +162,16 @@ class Workload(_Frozen):
         return v
 
     @property
+    def ops(self) -> LayerOps:
+        """What one layer of one expert runs per token (planner.workload.ops): the paper's toy MLP block."""
+        from planner.workload.ops import toy_mlp_ops
+
+        return toy_mlp_ops(self.d_model, self.d_ff)
+
+    @property
     def params(self) -> float:
-        """N_p = 2 L E d_model d_ff (Eq. 1)."""
-        return 2.0 * self.layers * self.experts * self.d_model * self.d_ff
+        """N_p: every layer's and expert's GEMM weights (for the toy block 2 L E d_model d_ff, Eq. 1)."""
+        return float(self.layers * self.experts * self.ops.params)
 
     @property
     def active_params(self) -> float:
@@ -184,30 +193,19 @@ class Workload(_Frozen):
 # --------------------------------------------------------------------------------------------------
 
 
-class Layout(_Frozen):
-    """A parallel layout: every degree, its factor on each network level, and the pipeline schedule."""
-
-    dp: int = Field(ge=1, description="N_DP, data-parallel degree.")
-    tp_ff: int = Field(ge=1, description="N_TP,ff: tensor parallelism slicing d_ff.")
-    tp_model: int = Field(ge=1, description="N_TP,model: tensor parallelism slicing d_model.")
-    pp: int = Field(ge=1, description="N_PP, pipeline stages.")
-    interleave: int = Field(1, ge=1, description="i, virtual stages per pipeline stage (N_PP * i must divide L).")
-    ep: int = Field(1, ge=1, description="N_EP, expert-parallel degree (must divide E).")
-    microbatches: int = Field(ge=1, description="m, microbatches per step per data-parallel rank.")
-    schedule: Schedule = Field("1f1b", description="'1f1b' (interleaved) or 'zb-h2' (zero bubble, i = 1).")
-    placement: dict[str, tuple[int, ...]] = Field(
-        description="Degree name -> its factor on each network level, bottom-up; the factors multiply to the degree."
-    )
+class _LayoutBase(_Frozen):
+    """A parallel layout: every dimension of the registry (planner.parallel.dimensions), each degree's factor on
+    each network level, and the pipeline schedule. The integer fields are generated from the registry."""
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp_ff * self.tp_model * self.pp * self.ep
+        return math.prod(self.degree(d) for d in DEGREES)
 
     def degree(self, name: str) -> int:
         return int(getattr(self, name))
 
     @model_validator(mode="after")
-    def _check_placement(self) -> "Layout":
+    def _check_placement(self) -> "_LayoutBase":
         if set(self.placement) != set(DEGREES):
             raise ValueError(f"placement must name exactly the degrees {', '.join(DEGREES)}")
         lengths = {len(v) for v in self.placement.values()}
@@ -223,6 +221,34 @@ class Layout(_Frozen):
                     f"but {name} = {self.degree(name)}"
                 )
         return self
+
+
+def _dimension_fields() -> dict[str, Any]:
+    return {d.name: (int, Field(... if d.default is None else d.default, ge=1, description=d.help))
+            for d in DIMENSIONS}
+
+
+_SCHEDULE_FIELD = (Schedule, Field("1f1b", description="'1f1b' (interleaved) or 'zb-h2' (zero bubble, i = 1)."))
+
+
+if TYPE_CHECKING:
+    class Layout(_LayoutBase):
+        dp: int
+        tp_ff: int
+        tp_model: int
+        pp: int
+        interleave: int
+        ep: int
+        microbatches: int
+        schedule: Schedule
+        placement: dict[str, tuple[int, ...]]
+
+        def __init__(self, **kwargs: Any) -> None: ...
+else:
+    Layout = create_model(
+        "Layout", __base__=_LayoutBase, __module__=__name__, **_dimension_fields(), schedule=_SCHEDULE_FIELD,
+        placement=(dict[str, tuple[int, ...]], Field(description="Degree name -> its factor on each network level, "
+                                                     "bottom-up; the factors multiply to the degree.")))
 
 
 class StepBreakdown(_Frozen):
@@ -292,18 +318,32 @@ class WorkloadReport(_Frozen):
     label: str
 
 
-class LayoutReport(_Frozen):
-    dp: int
-    tp_ff: int
-    tp_model: int
-    pp: int
-    interleave: int
-    ep: int
-    microbatches: int
-    schedule: Schedule
-    nanobatch_tokens: float
-    placement: dict[str, list[int]] = Field(description="Degree -> factor per network level, bottom-up.")
-    levels: list[str] = Field(description="Network level names, bottom-up, matching the placement lists.")
+class _LayoutReportBase(_Frozen):
+    pass
+
+
+if TYPE_CHECKING:
+    class LayoutReport(_LayoutReportBase):
+        dp: int
+        tp_ff: int
+        tp_model: int
+        pp: int
+        interleave: int
+        ep: int
+        microbatches: int
+        schedule: Schedule
+        nanobatch_tokens: float
+        placement: dict[str, list[int]]
+        levels: list[str]
+
+        def __init__(self, **kwargs: Any) -> None: ...
+else:
+    LayoutReport = create_model(
+        "LayoutReport", __base__=_LayoutReportBase, __module__=__name__,
+        **{d.name: (int, Field(description=d.help)) for d in DIMENSIONS}, schedule=(Schedule, ...),
+        nanobatch_tokens=(float, ...),
+        placement=(dict[str, list[int]], Field(description="Degree -> factor per network level, bottom-up.")),
+        levels=(list[str], Field(description="Network level names, bottom-up, matching the placement lists.")))
 
 
 class MemoryReport(_Frozen):

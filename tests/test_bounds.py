@@ -4,7 +4,7 @@
 deadline (or, at a fixed GPU count, exceeds the incumbent), without pricing them. A bound that overstated even one
 layout's step time could discard the optimum, so here every tuple of small spaces is priced over all of its
 placements with `planner.cost.step.step_arrays` (through `price_placements`, the enumerator's path) and compared
-with both bounds. The equivalence tests in test_solver.py check the end result; these check the bounds directly,
+with both bounds, which are the bound reading of planner.cost.terms. The equivalence tests in test_solver.py check the end result; these check the bounds directly,
 on more hardware and with both DP modes.
 """
 
@@ -18,8 +18,9 @@ from planner.search.cpsat import PairIndex
 from planner.parallel.space import (
     SearchOptions, build_space, level_products, model_parallel_rows, tuples_for_model_parallel,
 )
+from planner.search.exhaustive import price_placements
 from planner.search.presolve import (
-    CommTable, ShapeTable, pair_step_lower_bound, price_placements, step_lower_bound_free, tuple_terms,
+    LeastFeatures, ShapeTable, pair_step_lower_bound, step_lower_bound, tuple_terms, unique_rows,
 )
 from planner.workload import workload_from_shape
 
@@ -44,20 +45,19 @@ def _priced(hw, wl, overlap):
     rows, _, arr = price_placements(hw, wl, t, overlap, terms["block_s"], terms["block_critical_s"])
     best = np.full(len(t), np.inf)
     np.minimum.at(best, rows, arr["step_s"])
-    comm = CommTable(hw, np.concatenate([space.tp_ff, space.tp_model, space.ep, np.unique(space.dp_m[:, 0])]))
-    return space, t, terms, best, shapes, comm
+    return space, t, terms, best, shapes, LeastFeatures(hw, wl)
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["dp-serial", "dp-overlap"])
 @pytest.mark.parametrize("hw_name,shape", INSTANCES, ids=[f"{h}-{s}" for h, s in INSTANCES])
 def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
     hw, wl = get_hardware(hw_name), workload_from_shape(*shape)
-    space, t, terms, best, shapes, comm = _priced(hw, wl, overlap)
+    space, t, terms, best, shapes, least = _priced(hw, wl, overlap)
     priced = np.isfinite(best)
     assert priced.sum() > 100  # the instance is not vacuous
 
-    # Per tuple: step_lower_bound_free <= the best placement's step time.
-    lb = step_lower_bound_free(hw, wl, t, terms, comm, overlap)
+    # Per tuple: step_lower_bound <= the best placement's step time.
+    lb = step_lower_bound(hw, wl, t, terms, least, overlap)
     slack = lb[priced] - best[priced]
     assert (slack <= 1e-12 * best[priced]).all(), f"tuple bound above the priced optimum by {slack.max():.3g} s"
     # ... and it is not a trivial bound: on average it recovers most of the step time.
@@ -66,12 +66,12 @@ def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
     # Per (model-parallel row, N_DP) pair: pair_step_lower_bound <= the best of its tuples over every m.
     index = PairIndex.build(space, model_parallel_rows(space))
     work = shapes.least_work(space.dp_m)
-    keys = np.stack([t.tp_ff, t.tp_model, t.pp, t.interleave, t.zero_bubble.astype(np.int64), t.ep, t.dp], axis=1)
-    uniq, inv = np.unique(keys[priced], axis=0, return_inverse=True)
+    names = ("tp_ff", "tp_model", "pp", "interleave", "zero_bubble", "ep", "dp")
+    uniq, inv = unique_rows([t[k][priced].astype(np.int64) for k in names])
     pair_best = np.full(len(uniq), np.inf)
-    np.minimum.at(pair_best, inv.ravel(), best[priced])
-    j = np.searchsorted(index.dps, uniq[:, 6])
-    bound = pair_step_lower_bound(hw, wl, uniq[:, :6], uniq[:, 6], index.m_min[j], index.m_max[j], shapes, work, comm,
-                                  overlap)
+    np.minimum.at(pair_best, inv, best[priced])
+    rows = {k: uniq[:, n] for n, k in enumerate(names)}
+    j = np.searchsorted(index.dps, rows["dp"])
+    bound = pair_step_lower_bound(hw, wl, rows, index.m_min[j], index.m_max[j], shapes, work, least, overlap)
     slack = bound - pair_best
     assert (slack <= 1e-12 * pair_best).all(), f"pair bound above the priced optimum by {slack.max():.3g} s"

@@ -23,7 +23,9 @@ from planner.cost.pipeline import (
     microbatches_in_flight,
     zb_h2_valid,
 )
-from planner.cost.step import LayoutBatch, evaluate, step_arrays
+from planner.cost.step import evaluate, step_arrays
+from planner.parallel.dimensions import DEGREES
+from planner.parallel.space import Tuples
 from planner.hardware import get_hardware
 from planner.schema import DEGREES, Hardware, Layout, NetworkLevel, Workload
 
@@ -47,7 +49,7 @@ def layout(dp=1, tp_ff=1, tp_model=1, pp=1, interleave=1, ep=1, m=1, schedule="1
 
 
 def row(hw: Hardware, wl: Workload, lay: Layout) -> dict[str, float]:
-    arr = step_arrays(hw, wl, LayoutBatch.from_layouts([lay]))
+    arr = step_arrays(hw, wl, Tuples.from_layouts([lay]), {d: np.array([lay.placement[d]]) for d in DEGREES})
     return {k: float(v[0]) for k, v in arr.items()}
 
 

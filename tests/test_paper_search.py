@@ -47,11 +47,11 @@ def _by_hand(wl: Workload) -> set[tuple]:
 def test_paper_space_is_exactly_the_simulators_rules(experts):
     wl = Workload(d_model=48, d_ff=192, layers=12, experts=experts, batch_tokens=96 * experts, tokens=1e9)
     t = paper_tuples(build_space(get_hardware("h100"), wl, SearchOptions(schedule="1f1b")))
-    got = {tuple(int(x) for x in row) for row in zip(t.dp, t.tp_ff, t.tp_model, t.pp, t.interleave, t.ep,
-                                                        t.microbatches)}
+    got = {tuple(int(x) for x in row) for row in zip(t["dp"], t["tp_ff"], t["tp_model"], t["pp"], t["interleave"], t["ep"],
+                                                        t["microbatches"])}
     assert got == _by_hand(wl)
     assert len(got) == len(t)  # no duplicates
-    assert not t.zero_bubble.any()
+    assert not t["zero_bubble"].any()
 
 
 def test_replay_picks_the_smallest_power_of_two_cluster_that_meets_the_deadline():

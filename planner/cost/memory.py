@@ -45,3 +45,25 @@ def memory_components(params: float, d_model: int, d_ff: int, layers: int, exper
     comp["reserve_bytes"] = np.full_like(comp["weights_bytes"], RESERVE_BYTES)
     comp["total_bytes"] = sum(comp.values())
     return comp
+
+
+def layout_memory(hw, wl, cols, nanobatch, in_flight) -> dict[str, np.ndarray]:
+    """Bytes per GPU by component for degree-tuple columns (planner.cost.terms.Cols), from the workload's
+    operations: the parameters a GPU holds are its shards of every GEMM weight of its layers and experts; a token
+    keeps `saved_words` per layer (each sharded as declared) for the backward pass."""
+    from planner.cost.terms import params_per_gpu
+
+    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "pp", "ep")}
+    p = params_per_gpu(wl, cols)
+    layers_here = wl.layers / f["pp"]
+    experts_here = wl.experts / f["ep"]
+    comp = {
+        "weights_bytes": WEIGHT_BYTES_PER_PARAM * p,
+        "grads_bytes": GRAD_BYTES_PER_PARAM * p,
+        "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * p / f["dp"],
+        "activations_bytes": wl.ops.saved_words_per_token(cols) * nanobatch * experts_here * layers_here
+        * in_flight * hw.gpu.word_bytes,
+    }
+    comp["reserve_bytes"] = np.full_like(comp["weights_bytes"], RESERVE_BYTES)
+    comp["total_bytes"] = sum(comp.values())
+    return comp

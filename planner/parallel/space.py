@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from planner.schema import DEGREES, Hardware, Layout, Workload
+from planner.parallel.dimensions import DEGREES, DIMENSIONS, OPTIONS, divisibility_problems
+from planner.schema import Hardware, Layout, Workload
 
 
 @lru_cache(maxsize=4096)
@@ -46,106 +48,141 @@ class SearchOptions:
     dp_overlap: bool = False
 
 
-@dataclass
-class Tuples:
-    """Degree tuples as parallel int64 arrays (one row each)."""
+class Tuples(Mapping[str, np.ndarray]):
+    """Degree tuples as named int64 columns, one row each: every dimension of the registry
+    (planner.parallel.dimensions) plus 'zero_bubble' (the schedule, bool)."""
 
-    dp: np.ndarray
-    tp_ff: np.ndarray
-    tp_model: np.ndarray
-    pp: np.ndarray
-    interleave: np.ndarray
-    ep: np.ndarray
-    microbatches: np.ndarray
-    zero_bubble: np.ndarray
+    COLUMNS: tuple[str, ...] = (*DEGREES, *OPTIONS, "zero_bubble")
+
+    def __init__(self, cols: Mapping[str, np.ndarray]):
+        missing = set(self.COLUMNS) - set(cols)
+        if missing:
+            raise ValueError(f"degree tuples need columns {sorted(missing)}")
+        self.cols = {k: np.asarray(cols[k]) for k in self.COLUMNS}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.cols[name]
+
+    def __iter__(self):
+        return iter(self.cols)
 
     def __len__(self) -> int:
-        return len(self.dp)
+        return len(self.cols["dp"])
 
     @property
     def gpus(self) -> np.ndarray:
-        return self.dp * self.tp_ff * self.tp_model * self.pp * self.ep
+        n = np.ones(len(self), dtype=np.int64)
+        for d in DEGREES:
+            n = n * self.cols[d]
+        return n
 
     def take(self, idx) -> "Tuples":
-        return Tuples(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
-
-    def degree(self, name: str) -> np.ndarray:
-        return getattr(self, name)
+        return Tuples({k: v[idx] for k, v in self.cols.items()})
 
     @classmethod
     def concat(cls, parts: list["Tuples"]) -> "Tuples":
-        return cls(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in cls.__dataclass_fields__})
+        return cls({k: np.concatenate([p[k] for p in parts]) for k in cls.COLUMNS})
+
+    @classmethod
+    def empty(cls) -> "Tuples":
+        return cls({k: np.zeros(0, dtype=bool if k == "zero_bubble" else np.int64) for k in cls.COLUMNS})
+
+    @classmethod
+    def from_layouts(cls, layouts: list[Layout]) -> "Tuples":
+        cols = {d: np.array([lay.degree(d) for lay in layouts], dtype=np.int64) for d in (*DEGREES, *OPTIONS)}
+        cols["zero_bubble"] = np.array([lay.schedule == "zb-h2" for lay in layouts], dtype=bool)
+        return cls(cols)
 
 
 @dataclass
 class Space:
-    """The candidate values of every decision variable for one (hardware, workload, options)."""
+    """The candidate values of every decision dimension for one (hardware, workload, options).
+
+    `values[d]` lists the candidates of a dimension without a partner (each divides its workload size);
+    `pp_i_zb` holds the (N_PP, i, schedule) rows (N_PP i | L; ZB-H2 only with i = 1) and `dp_m` the (N_DP, m) rows
+    (N_DP m | b / E), as named columns.
+    """
 
     hw: Hardware
     wl: Workload
     options: SearchOptions
-    tp_ff: np.ndarray
-    tp_model: np.ndarray
-    ep: np.ndarray
-    pp_i_zb: np.ndarray  # (k, 3): N_PP, i, zero_bubble
-    dp_m: np.ndarray  # (k, 2): N_DP, m with N_DP m | b / E
-    level_tuples: list[np.ndarray] = field(default_factory=list)
+    values: dict[str, np.ndarray]
+    pp_i_zb: dict[str, np.ndarray]
+    dp_m: dict[str, np.ndarray]
 
     @property
     def H(self) -> int:
         return len(self.hw.levels)
 
+    @property
+    def solo(self) -> tuple[str, ...]:
+        """Degrees whose candidates are independent of every other dimension."""
+        return tuple(self.values)
+
+
+def _pairs_dividing(n: int) -> list[tuple[int, int]]:
+    """Every (a, c) with a c | n."""
+    return [(a, u // a) for u in divisors(n) for a in divisors(u)]
+
 
 def build_space(hw: Hardware, wl: Workload, options: SearchOptions) -> Space:
-    per_expert = wl.batch_tokens // wl.experts if wl.batch_tokens % wl.experts == 0 else None
-    if per_expert is None:
-        dp_m = np.zeros((0, 2), dtype=np.int64)
+    solo = {d.name: np.array(divisors(d.divides(wl)), dtype=np.int64)
+            for d in DIMENSIONS if d.placed and d.partner is None and d.divides is not None}
+    if wl.batch_tokens % wl.experts == 0:
+        dm = np.array(_pairs_dividing(wl.batch_tokens // wl.experts), dtype=np.int64).reshape(-1, 2)
     else:
-        dp_m = np.array([(d, m) for u in divisors(per_expert) for d in divisors(u) for m in (u // d,)],
-                        dtype=np.int64)
+        dm = np.zeros((0, 2), dtype=np.int64)
     rows = []
-    for pp in divisors(wl.layers):
-        for i in divisors(wl.layers // pp):
-            if options.schedule in ("auto", "1f1b"):
-                rows.append((pp, i, 0))
-            if options.schedule in ("auto", "zb-h2") and i == 1:
-                rows.append((pp, 1, 1))
-    return Space(
-        hw=hw, wl=wl, options=options,
-        tp_ff=np.array(divisors(wl.d_ff), dtype=np.int64),
-        tp_model=np.array(divisors(wl.d_model), dtype=np.int64),
-        ep=np.array(divisors(wl.experts), dtype=np.int64),
-        pp_i_zb=np.array(rows, dtype=np.int64).reshape(-1, 3),
-        dp_m=dp_m,
-    )
+    for pp, i in sorted(_pairs_dividing(wl.layers)):
+        if options.schedule in ("auto", "1f1b"):
+            rows.append((pp, i, 0))
+        if options.schedule in ("auto", "zb-h2") and i == 1:
+            rows.append((pp, 1, 1))
+    pz = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return Space(hw=hw, wl=wl, options=options, values=solo,
+                 pp_i_zb={"pp": pz[:, 0], "interleave": pz[:, 1], "zero_bubble": pz[:, 2].astype(bool)},
+                 dp_m={"dp": dm[:, 0], "microbatches": dm[:, 1]})
 
 
-def tuples_for_model_parallel(space: Space, mp_rows: np.ndarray, dp_m_rows: np.ndarray) -> Tuples:
-    """Cartesian product of model-parallel rows (tf, tm, pp, i, zb, ep) and (dp, m) rows, with schedule rules."""
-    a = np.repeat(mp_rows, len(dp_m_rows), axis=0)
-    b = np.tile(dp_m_rows, (len(mp_rows), 1))
-    keep = (a[:, 4] == 0) | (b[:, 1] >= 2 * a[:, 2] - 1)
-    a, b = a[keep], b[keep]
-    return Tuples(dp=b[:, 0], tp_ff=a[:, 0], tp_model=a[:, 1], pp=a[:, 2], interleave=a[:, 3],
-                  ep=a[:, 5], microbatches=b[:, 1], zero_bubble=a[:, 4].astype(bool))
+def zb_allows(pp, microbatches, zero_bubble) -> np.ndarray:
+    """The schedule rule: ZB-H2 needs m >= 2 N_PP - 1 (interleaving is already 1 in its rows)."""
+    return ~np.asarray(zero_bubble, dtype=bool) | (np.asarray(microbatches) >= 2 * np.asarray(pp) - 1)
 
 
-def model_parallel_rows(space: Space) -> np.ndarray:
-    """All (tf, tm, pp, i, zb, ep) combinations, shape (k, 6)."""
-    grids = np.meshgrid(np.arange(len(space.tp_ff)), np.arange(len(space.tp_model)),
-                        np.arange(len(space.pp_i_zb)), np.arange(len(space.ep)), indexing="ij")
-    g = [x.ravel() for x in grids]
-    pz = space.pp_i_zb[g[2]]
-    return np.stack([space.tp_ff[g[0]], space.tp_model[g[1]], pz[:, 0], pz[:, 1], pz[:, 2], space.ep[g[3]]], axis=1)
+def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
+    """Every combination of the dimensions other than (N_DP, m), as named columns."""
+    axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
+    grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
+    cols = {name: grids[k] for k, name in enumerate(space.values)}
+    cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
+    return cols
+
+
+def mp_size(mp: Mapping[str, np.ndarray]) -> np.ndarray:
+    """GPUs of the model-parallel part of each row: the product of every degree but N_DP (float: no overflow)."""
+    n = np.ones(len(mp["pp"]))
+    for d in DEGREES:
+        if d != "dp":
+            n = n * mp[d].astype(np.float64)
+    return n
+
+
+def tuples_for_model_parallel(space: Space, mp: Mapping[str, np.ndarray], dp_m: Mapping[str, np.ndarray]) -> Tuples:
+    """Cartesian product of model-parallel rows and (N_DP, m) rows, with the schedule rule applied."""
+    n_mp, n_dm = len(mp["pp"]), len(dp_m["dp"])
+    cols = {k: np.repeat(v, n_dm) for k, v in mp.items()}
+    cols.update({k: np.tile(v, n_mp) for k, v in dp_m.items()})
+    keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"])
+    return Tuples({k: v[keep] for k, v in cols.items()})
 
 
 def space_size(space: Space) -> int:
     """Number of valid degree tuples (placements counted separately; see `placement_count`)."""
-    n_mp_1f1b = len(space.tp_ff) * len(space.tp_model) * len(space.ep)
+    n_solo = math.prod(len(v) for v in space.values.values())
+    m = space.dp_m["microbatches"]
     total = 0
-    m = space.dp_m[:, 1]
-    for pp, i, zb in space.pp_i_zb:
-        total += n_mp_1f1b * (int((m >= 2 * pp - 1).sum()) if zb else len(m))
+    for pp, zb in zip(space.pp_i_zb["pp"], space.pp_i_zb["zero_bubble"]):
+        total += n_solo * (int((m >= 2 * pp - 1).sum()) if zb else len(m))
     return int(total)
 
 
@@ -200,47 +237,36 @@ def factor_options(hw: Hardware, value: int) -> np.ndarray:
 
 
 def placements_for_tuple(hw: Hardware, t: Tuples, row: int) -> np.ndarray:
-    """Every valid placement of one degree tuple: array (k, 5, H) in DEGREES order."""
+    """Every valid placement of one degree tuple: array (k, degrees, H) in DEGREES order."""
     gpus = int(t.gpus[row])
     prods, valid = level_products(hw, np.array([gpus]))
     if not valid[0]:
         return np.zeros((0, len(DEGREES), len(hw.levels)), dtype=np.int64)
-    opts = [factor_options(hw, int(t.degree(d)[row])) for d in DEGREES]
+    opts = [factor_options(hw, int(t[d][row])) for d in DEGREES]
     idx = np.array(list(itertools.product(*[range(len(o)) for o in opts])), dtype=np.int64)
     if len(idx) == 0:
         return np.zeros((0, len(DEGREES), len(hw.levels)), dtype=np.int64)
-    stacked = np.stack([opts[k][idx[:, k]] for k in range(len(DEGREES))], axis=1)  # (k, 5, H)
+    stacked = np.stack([opts[k][idx[:, k]] for k in range(len(DEGREES))], axis=1)  # (k, degrees, H)
     ok = (stacked.prod(axis=1) == prods[0][None, :]).all(axis=1)
     return stacked[ok]
 
 
-def layout_from(t: Tuples, row: int, placement: np.ndarray) -> Layout:
+def layout_from(t: Tuples, row: int, placement: np.ndarray | Mapping[str, np.ndarray]) -> Layout:
+    """The layout of one tuple row; `placement` is (degrees, H) in DEGREES order or a degree -> factors map."""
+    factors = placement if isinstance(placement, Mapping) else {d: placement[k] for k, d in enumerate(DEGREES)}
     return Layout(
-        dp=int(t.dp[row]), tp_ff=int(t.tp_ff[row]), tp_model=int(t.tp_model[row]), pp=int(t.pp[row]),
-        interleave=int(t.interleave[row]), ep=int(t.ep[row]), microbatches=int(t.microbatches[row]),
-        schedule="zb-h2" if t.zero_bubble[row] else "1f1b",
-        placement={d: tuple(int(x) for x in placement[k]) for k, d in enumerate(DEGREES)},
+        **{d: int(t[d][row]) for d in (*DEGREES, *OPTIONS)},
+        schedule="zb-h2" if t["zero_bubble"][row] else "1f1b",
+        placement={d: tuple(int(x) for x in factors[d]) for d in DEGREES},
     )
 
 
 def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
-    """Every rule of SPEC §6 a layout breaks, as sentences naming the numbers (empty list = valid)."""
-    problems = []
+    """Every rule of the search space (docs/model.md) a layout breaks, as sentences naming the numbers."""
     H = len(hw.levels)
     if len(layout.placement["dp"]) != H:
         return [f"placement has {len(layout.placement['dp'])} levels but {hw.name} has {H}"]
-    if wl.d_ff % layout.tp_ff:
-        problems.append(f"tp_ff={layout.tp_ff} does not divide d_ff={wl.d_ff}")
-    if wl.d_model % layout.tp_model:
-        problems.append(f"tp_model={layout.tp_model} does not divide d_model={wl.d_model}")
-    if wl.layers % (layout.pp * layout.interleave):
-        problems.append(f"pp({layout.pp}) * interleave({layout.interleave}) does not divide layers={wl.layers}")
-    if wl.experts % layout.ep:
-        problems.append(f"ep={layout.ep} does not divide experts={wl.experts}")
-    denom = wl.experts * layout.dp * layout.microbatches
-    if wl.batch_tokens % denom:
-        problems.append(f"batch {wl.batch_tokens} tokens is not divisible by experts({wl.experts}) * dp({layout.dp}) "
-                        f"* microbatches({layout.microbatches}) = {denom}: the nanobatch must be whole tokens")
+    problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
     if layout.schedule == "zb-h2":
         if layout.interleave != 1:
             problems.append("zb-h2 is modelled without interleaving (interleave must be 1)")

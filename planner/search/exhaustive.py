@@ -13,13 +13,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.schema import DEGREES, Hardware, Workload
-from planner.search.result import SearchResult
+from planner.cost.step import step_arrays
+from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import (
     SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
     tuples_for_model_parallel,
 )
-from planner.search.presolve import ShapeTable, price_placements, tuple_terms
+from planner.schema import Hardware, Workload
+from planner.search.presolve import ShapeTable, tuple_terms
+from planner.search.result import SearchResult
 
 
 @lru_cache(maxsize=None)
@@ -42,7 +44,7 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     """All (tuple row, placement) pairs, level by level. Returns (row index array, placements (k, 5, H))."""
     prods, valid = level_products(hw, t.gpus)
     rows = np.nonzero(valid)[0]
-    remaining = np.stack([t.degree(d) for d in DEGREES], axis=1)[rows]  # (n, 5)
+    remaining = np.stack([t[d] for d in DEGREES], axis=1)[rows]  # (n, degrees)
     assigned = np.zeros((len(rows), len(DEGREES), 0), dtype=np.int64)
     for h, cap in enumerate(hw.level_caps):
         if cap is None:  # the unbounded top level takes what is left
@@ -68,6 +70,21 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
             remaining = np.ones_like(remaining)
     done = (remaining == 1).all(axis=1)
     return rows[done], assigned[done]
+
+
+def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s: np.ndarray,
+                     block_critical_s: np.ndarray):
+    """Every valid placement of every tuple, priced whole by planner.cost.step.step_arrays.
+
+    Returns (tuple row of each priced layout, placements (k, degrees, H), the step_arrays columns).
+    """
+    rows, pl = expand_placements(hw, t)
+    if len(rows) == 0:
+        return rows, pl, {}
+    cols = {k: v[rows] for k, v in t.items()}
+    arr = step_arrays(hw, wl, cols, {d: pl[:, k, :] for k, d in enumerate(DEGREES)}, dp_overlap=dp_overlap,
+                      block_s=block_s[rows], block_critical_s=block_critical_s[rows])
+    return rows, pl, arr
 
 
 def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples,
@@ -102,12 +119,12 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
     shapes = ShapeTable.for_space(hw, wl, space)
     best_key, best = None, None
     evaluated = 0
-    chunk = max(1, 200_000 // max(len(mp_rows), 1))
+    chunk = max(1, 200_000 // max(len(mp_rows["pp"]), 1))
     finished = True
     # Sub-batches bound memory and let the clock be checked often: placements per tuple grow fast with levels.
     tuple_batch = 20_000 if len(hw.levels) <= 2 else 2_000
-    for start in range(0, len(space.dp_m), chunk):
-        t_all = tuples_for_model_parallel(space, mp_rows, space.dp_m[start:start + chunk])
+    for start in range(0, len(space.dp_m["dp"]), chunk):
+        t_all = tuples_for_model_parallel(space, mp_rows, {k: v[start:start + chunk] for k, v in space.dp_m.items()})
         if options.gpus is not None:
             t_all = t_all.take(np.nonzero(t_all.gpus == options.gpus)[0])
         for s0 in range(0, len(t_all), tuple_batch):

@@ -22,3 +22,8 @@ class SearchResult:
     stage: str = ""  # which objective stage the status/gap refers to
     notes: list[str] = field(default_factory=list)
     cpsat_status: str = ""  # raw CP-SAT status names per stage
+    cpsat_s: float = 0.0  # wall time inside CP-SAT's solves
+    presolve_s: float = 0.0  # the rest: tables, bounds, model building
+    cpsat_tuples: int = 0  # candidate degree tuples in the model that made the decision
+    cpsat_pairs: int = 0  # (tuple, factor vector) pairs in that model
+    cpsat_models: int = 0  # CP-SAT models solved

@@ -1,0 +1,105 @@
+"""The registry of decision dimensions: every parallel degree and layout option, in one place.
+
+Each entry says what the dimension means, which workload size it must divide (alone or with a partner), whether it
+is placed on the network levels, and which placement group carries its traffic. The layout types
+(planner.schema.Layout, LayoutReport), the search space (planner.parallel.space), `check_layout`, the reports and the
+CLI all iterate this registry; adding a dimension is one entry here plus its cost terms (planner.cost.terms).
+
+Placement groups: the cost of a placed degree depends on its own factor vector, except pipeline and expert
+parallelism, whose point-to-point traffic depends on both vectors jointly (App. 8.1.2: the joint frequencies), so
+they form one group, "pp_ep".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.schema import Workload
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    """Field name in layouts, JSON and CLI flags (`--tp-ff` for tp_ff)."""
+    symbol: str
+    """The paper's symbol."""
+    title: str
+    """Row label in reports."""
+    help: str
+    """One line for field descriptions and CLI help."""
+    placed: bool
+    """A parallel degree: it multiplies into the GPU count and has a factor on every network level."""
+    group: str | None = None
+    """Placement group whose cost terms this degree's factor vector enters (None: not placed)."""
+    divides: Callable[[Workload], int] | None = None
+    """The workload size this dimension (times its partner) must divide."""
+    divides_text: str = ""
+    partner: str | None = None
+    """A dimension whose value multiplies this one's in the divisibility rule (pp with interleave, dp with m)."""
+    default: int | None = None
+    """Value when the user leaves the dimension out (options only)."""
+
+
+def _per_expert_batch(wl: Workload) -> int:
+    return wl.batch_tokens // wl.experts
+
+
+DIMENSIONS: tuple[Dimension, ...] = (
+    Dimension("dp", "N_DP", "DP  (data)", "N_DP, data-parallel degree.", placed=True, group="dp",
+              divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches"),
+    Dimension("tp_ff", "N_TP,ff", "TP,ff  (slices d_ff)", "N_TP,ff: tensor parallelism slicing d_ff.",
+              placed=True, group="tp_ff", divides=lambda wl: wl.d_ff, divides_text="d_ff"),
+    Dimension("tp_model", "N_TP,model", "TP,model  (slices d_model)",
+              "N_TP,model: tensor parallelism slicing d_model.", placed=True, group="tp_model",
+              divides=lambda wl: wl.d_model, divides_text="d_model"),
+    Dimension("pp", "N_PP", "PP  (pipeline stages)", "N_PP, pipeline stages.", placed=True, group="pp_ep",
+              divides=lambda wl: wl.layers, divides_text="layers", partner="interleave"),
+    Dimension("interleave", "i", "interleave i", "i, virtual stages per pipeline stage (N_PP * i must divide L).",
+              placed=False, default=1),
+    Dimension("ep", "N_EP", "EP  (experts)", "N_EP, expert-parallel degree (must divide E).", placed=True,
+              group="pp_ep", divides=lambda wl: wl.experts, divides_text="experts", default=1),
+    Dimension("microbatches", "m", "microbatches m", "m, microbatches per step per data-parallel rank.",
+              placed=False),
+)
+"""Every integer decision dimension. The pipeline schedule ('1f1b' or 'zb-h2') is the one categorical option."""
+
+BY_NAME: dict[str, Dimension] = {d.name: d for d in DIMENSIONS}
+
+DEGREES: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.placed)
+"""Names of the parallel degrees, in the order used everywhere (placement keys, tables, JSON)."""
+
+OPTIONS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if not d.placed)
+"""Integer options that are not placed (interleaving, microbatches)."""
+
+GROUPS: dict[str, tuple[str, ...]] = {}
+"""Placement group -> the degrees whose factor vectors it is priced on."""
+for _d in DIMENSIONS:
+    if _d.group is not None:
+        GROUPS.setdefault(_d.group, ())
+        GROUPS[_d.group] += (_d.name,)
+
+SCHEDULES: tuple[str, ...] = ("1f1b", "zb-h2")
+
+
+def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
+    """Every divisibility rule the values break, in words (the rules of the registry)."""
+    problems = []
+    for d in DIMENSIONS:
+        if d.divides is None:
+            continue
+        v = values[d.name] * (values[d.partner] if d.partner else 1)
+        if d.name == "dp":  # the nanobatch b / (E N_DP m) must be whole tokens
+            denom = wl.experts * v
+            if wl.batch_tokens % denom:
+                problems.append(f"batch {wl.batch_tokens} tokens is not divisible by experts({wl.experts}) * "
+                                f"dp({values['dp']}) * microbatches({values['microbatches']}) = {denom}: the "
+                                "nanobatch must be whole tokens")
+            continue
+        target = d.divides(wl)
+        if target % v:
+            what = f"{d.name}={v}" if d.partner is None else f"{d.name}({values[d.name]}) * {d.partner}({values[d.partner]})"
+            problems.append(f"{what} does not divide {d.divides_text}={target}")
+    return problems
