@@ -11,6 +11,7 @@ import math
 from planner.cost.step import SECONDS_PER_DAY, evaluate as _evaluate, nanobatch_tokens
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
+from planner.parallel.dimensions import DEGREES, OPTIONS
 from planner.schema import (
     Evaluation, Hardware, Layout, LayoutReport, MemoryReport, Plan, SolverReport, Workload, WorkloadReport,
 )
@@ -69,8 +70,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
         layout=LayoutReport(
-            dp=lay.dp, tp_ff=lay.tp_ff, tp_model=lay.tp_model, pp=lay.pp, interleave=lay.interleave, ep=lay.ep,
-            microbatches=lay.microbatches, schedule=lay.schedule,
+            **{d: lay.degree(d) for d in (*DEGREES, *OPTIONS)}, schedule=lay.schedule,
             nanobatch_tokens=float(nanobatch_tokens(wl, lay.dp, lay.microbatches)),
             placement={k: list(v) for k, v in lay.placement.items()}, levels=[lv.name for lv in hw.levels],
         ),

@@ -19,7 +19,7 @@ import pytest
 
 import planner.cli.commands as cli
 from planner.cli import app, plan_app, run
-from planner.cli.commands import greedy_placement, parse_placement
+from planner.parallel.placement import greedy_placement, parse_placement
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
 from planner.render.plan import plan_renderables

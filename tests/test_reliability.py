@@ -551,7 +551,7 @@ def test_floor_bound_is_below_every_layout(req, seed):
     """floor_bound <= the step time of any valid layout (random layouts of the space)."""
     import random
 
-    from planner.cli.commands import greedy_placement
+    from planner.parallel.placement import greedy_placement
     from planner.parallel.space import divisors
 
     hw_name, wl, _ = req

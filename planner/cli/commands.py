@@ -49,6 +49,7 @@ from planner.render.limits import fmt_sci, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
 from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
 from planner.search.result import SearchResult
+from planner.parallel.placement import greedy_placement, parse_placement
 from planner.parallel.space import check_layout, level_products
 from planner.workload import load_model_preset, workload_from_shape
 
@@ -57,9 +58,6 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.sch
 
 DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
 """Table 2's four systems: DGX-1, DGX A100, DGX H100 and the hypothetical H100 SuperPOD."""
-
-GREEDY_ORDER = ("tp_ff", "tp_model", "pp", "dp", "ep")
-"""Order in which `greedy_placement` puts degrees on the fastest level: TP talks most, then PP, DP, EP."""
 
 
 class LayoutSchedule(str, Enum):
@@ -236,75 +234,6 @@ def _workload_options(compute: float | None, model: str | None, sparse: bool, ba
     return workload_from_shape(shape["--d-model"], shape["--d-ff"], shape["--layers"],
                                1 if experts is None else experts, shape["--batch-tokens"], shape.get("--tokens"),
                                label="explicit shape (command-line flags)")
-
-
-def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
-                     fixed: Mapping[str, Sequence[int]] | None = None) -> dict[str, tuple[int, ...]]:
-    """A valid placement of the given degrees on `hw`'s network levels, filled bottom-up and greedily.
-
-    Levels fill bottom-up (SPEC §5.2, as in the search space): the factors on level h must multiply to the GPUs
-    that level contributes (8 on a DGX node once the cluster spans nodes). Walking up the levels, each degree in
-    the order TP,ff, TP,model, PP, DP, EP takes the largest factor of what is left of it that still fits what is
-    left of the level (the gcd of the two): the most talkative traffic gets the fastest links. Degrees named in
-    `fixed` keep their factors and the others fill the room they leave. Prime by prime, this greedy fill always
-    succeeds when any placement of the free degrees does. It is not the optimal placement; `plan` searches those.
-    """
-    fixed = dict(fixed or {})
-    n_levels = len(hw.levels)
-    gpus = math.prod(int(degrees[d]) for d in DEGREES)
-    prods, valid = level_products(hw, np.array([gpus]))
-    sizes = [lvl.size for lvl in hw.levels if lvl.size]
-    expr = " * ".join(f"{d}({degrees[d]})" for d in DEGREES)
-    if not valid[0]:
-        raise InvalidInput(f"{expr} = {gpus} GPUs cannot fill {hw.name}'s network levels bottom-up (group sizes "
-                           f"{sizes}): a cluster larger than a group must be a whole number of groups")
-    room = [int(p) for p in prods[0]]
-    for d, factors in fixed.items():
-        for h, f in enumerate(factors):
-            if room[h] % f:
-                raise InvalidInput(f"placement puts {d} factor {f} on level {h + 1} ({hw.levels[h].name}), which "
-                                   f"has room for a product of {room[h]} there after the other given factors")
-            room[h] //= f
-    left = {d: int(degrees[d]) for d in GREEDY_ORDER if d not in fixed}
-    out: dict[str, list[int]] = {d: [1] * n_levels for d in left}
-    for h in range(n_levels):
-        for d in left:
-            f = math.gcd(left[d], room[h])
-            out[d][h] = f
-            left[d] //= f
-            room[h] //= f
-    if any(r != 1 for r in room) or any(v != 1 for v in left.values()):
-        raise InvalidInput(f"cannot place {expr} on {hw.name}'s levels (group sizes {sizes}) around the given factors")
-    return {d: tuple(fixed[d]) if d in fixed else tuple(out[d]) for d in DEGREES}
-
-
-def parse_placement(text: str, degrees: Mapping[str, int], n_levels: int) -> dict[str, tuple[int, ...]]:
-    """'dp=1,4;tp_ff=8,1' -> {'dp': (1, 4), 'tp_ff': (8, 1)}; one factor per network level, bottom-up."""
-    out: dict[str, tuple[int, ...]] = {}
-    for item in filter(None, (part.strip() for part in text.split(";"))):
-        name, sep, factors = item.partition("=")
-        key = name.strip().lower().replace("-", "_")
-        if not sep or key not in DEGREES:
-            raise InvalidInput(f"--placement item '{item}': expected NAME=F1,F2,... with NAME one of "
-                               f"{', '.join(DEGREES)}")
-        if key in out:
-            raise InvalidInput(f"--placement names {key} twice")
-        try:
-            values = tuple(int(f) for f in factors.split(","))
-        except ValueError:
-            raise InvalidInput(f"--placement item '{item}': factors must be whole numbers separated by commas") from None
-        if len(values) != n_levels:
-            raise InvalidInput(f"--placement item '{item}': {len(values)} factor(s) given, the hardware has "
-                               f"{n_levels} network level(s)")
-        if any(v < 1 for v in values):
-            raise InvalidInput(f"--placement item '{item}': factors must be >= 1")
-        if math.prod(values) != degrees[key]:
-            raise InvalidInput(f"--placement item '{item}': factors multiply to {math.prod(values)} but {key} = "
-                               f"{degrees[key]}")
-        out[key] = values
-    if not out:
-        raise InvalidInput("--placement is empty; expected e.g. 'dp=1,4;tp_ff=8,1'")
-    return out
 
 
 def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int, schedule: str,

@@ -41,6 +41,8 @@ class Dimension:
     """A dimension whose value multiplies this one's in the divisibility rule (pp with interleave, dp with m)."""
     default: int | None = None
     """Value when the user leaves the dimension out (options only)."""
+    greedy_rank: int = 0
+    """Order in which a greedy placement gives this degree the fastest levels (lower first: most traffic)."""
 
 
 def _per_expert_batch(wl: Workload) -> int:
@@ -49,18 +51,19 @@ def _per_expert_batch(wl: Workload) -> int:
 
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("dp", "N_DP", "DP  (data)", "N_DP, data-parallel degree.", placed=True, group="dp",
-              divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches"),
+              divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches", greedy_rank=3),
     Dimension("tp_ff", "N_TP,ff", "TP,ff  (slices d_ff)", "N_TP,ff: tensor parallelism slicing d_ff.",
-              placed=True, group="tp_ff", divides=lambda wl: wl.d_ff, divides_text="d_ff"),
+              placed=True, group="tp_ff", divides=lambda wl: wl.d_ff, divides_text="d_ff", greedy_rank=0),
     Dimension("tp_model", "N_TP,model", "TP,model  (slices d_model)",
               "N_TP,model: tensor parallelism slicing d_model.", placed=True, group="tp_model",
-              divides=lambda wl: wl.d_model, divides_text="d_model"),
+              divides=lambda wl: wl.d_model, divides_text="d_model", greedy_rank=1),
     Dimension("pp", "N_PP", "PP  (pipeline stages)", "N_PP, pipeline stages.", placed=True, group="pp_ep",
-              divides=lambda wl: wl.layers, divides_text="layers", partner="interleave"),
+              divides=lambda wl: wl.layers, divides_text="layers", partner="interleave", greedy_rank=2),
     Dimension("interleave", "i", "interleave i", "i, virtual stages per pipeline stage (N_PP * i must divide L).",
               placed=False, default=1),
     Dimension("ep", "N_EP", "EP  (experts)", "N_EP, expert-parallel degree (must divide E).", placed=True,
-              group="pp_ep", divides=lambda wl: wl.experts, divides_text="experts", default=1),
+              group="pp_ep", divides=lambda wl: wl.experts, divides_text="experts", default=1,
+              greedy_rank=4),
     Dimension("microbatches", "m", "microbatches m", "m, microbatches per step per data-parallel rank.",
               placed=False),
 )

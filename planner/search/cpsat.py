@@ -12,7 +12,8 @@ Numpy presolves; CP-SAT decides (docs/model.md, "The CP-SAT model", says the sam
    expression over tabulated, linearised terms (planner.cost.terms, CP-SAT reading) in integer quanta.
    a. Incumbent: CP-SAT over the tuples with the best bounds, a batch at a time, until one batch has a layout that
       meets the deadline (a count none of whose batches has one is proven infeasible, batch by batch: the batches
-      partition the count's tuples, and exactly one tuple is chosen).
+      partition the count's tuples, and exactly one tuple is chosen). While many tuples remain within the
+      incumbent's step, a few more batches (in bound order, each asked for a strictly shorter step) improve it.
    b. Decision: every tuple of the count whose bound does not exceed the incumbent's integer step goes into one
       model, which minimises the step time, then (step fixed) the network time. Tuples left out have a bound, hence
       a step, above the incumbent's: the optimum over the model is the optimum over the count.
@@ -297,7 +298,7 @@ class Model:
             bounds = np.searchsorted(tab.tup[order], np.arange(n + 1))
             for i in range(n):
                 ks = order[bounds[i]:bounds[i + 1]]
-                m.add(sum(ys[k] for k in ks) == self.x[i])
+                m.add(cp_model.LinearExpr.sum([ys[k] for k in ks]) == self.x[i])
 
         # Levels fill bottom-up: at every bounded level, the prime exponents of the chosen factors add up to those
         # of the required product (equal exponents for every prime = equal products; integer arithmetic only).
@@ -397,8 +398,13 @@ def _status_name(status) -> str:
 WINDOW_TUPLES = 300_000
 """Windows of GPU count hold about this many degree tuples (whole GPU-count groups; memory stays bounded)."""
 
-INCUMBENT_BATCH = 64
-"""Tuples per incumbent model (step 3a): the best-bound tuples of a GPU count, a batch at a time."""
+INCUMBENT_BATCH = 8
+"""Tuples in the first incumbent model (step 3a): the best-bound tuples of a GPU count; later batches grow."""
+
+DECIDE_TUPLES = 1024
+"""While more tuples than this are within the incumbent's step, the incumbent is improved first (IMPROVE_ROUNDS)."""
+
+IMPROVE_ROUNDS = 4
 
 
 class _Clock:
@@ -482,7 +488,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     while pos < len(order):
         idx = order[pos:pos + batch]
         pos += len(idx)
-        batch = min(4 * INCUMBENT_BATCH, 2 * batch)  # a count with no layout is proven batch by batch
+        batch = min(256, 4 * batch)  # a count with no layout is proven batch by batch
         mdl = model_of(idx)
         if cap_q is not None:
             mdl.m.add(mdl.S <= cap_q)
@@ -496,8 +502,24 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         if incumbent is not None:
             raise _TimeUp(incumbent)
         return None
-    # b. The decision: every tuple whose bound does not exceed the incumbent's integer step.
+    # Improve it while the tuples a decision would need are many: the next best-bound tuples, a growing batch at a
+    # time, each model asked for a strictly shorter step (a few rounds at most).
     lb_q = q["step_lb"] / QUANTUM_S * (1 - 1e-12)
+    rounds = 0
+    while rounds < IMPROVE_ROUNDS and pos < len(order) and int((lb_q <= inc_q).sum()) > DECIDE_TUPLES:
+        rounds += 1
+        idx = order[pos:pos + batch]
+        pos += len(idx)
+        batch = 4 * batch
+        idx = idx[lb_q[idx] <= inc_q]
+        if len(idx) == 0:
+            break
+        mdl = model_of(idx)
+        mdl.m.add(mdl.S <= inc_q - 1)
+        s, st = run(mdl, mdl.S, "improve")
+        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            incumbent, inc_q = mdl.decode(s), int(round(s.objective_value))
+    # b. The decision: every tuple whose bound does not exceed the incumbent's integer step.
     idx = np.nonzero(lb_q <= inc_q)[0]
     mdl = model_of(idx)
     stats.tuples, stats.pairs = len(idx), mdl.pairs

@@ -100,11 +100,15 @@ def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Unique rows of integer columns and the inverse index (one 1-D sort of a mixed key: much faster than
     np.unique(axis=0) on the millions of rows presolve sees)."""
     key = np.zeros(len(columns[0]), dtype=np.int64)
-    firsts = []
     for col in columns:
-        vals, idx = np.unique(col, return_inverse=True)
-        key = key * len(vals) + idx.ravel()
-        firsts.append(vals)
+        vals = np.unique(col) if len(col) < 4096 else np.unique(col[:: max(1, len(col) // 4096)])
+        idx = np.searchsorted(vals, col)
+        if len(col) >= 4096:  # the sample may have missed values: fall back to the full set
+            miss = (idx >= len(vals)) | (vals[np.minimum(idx, len(vals) - 1)] != col)
+            if miss.any():
+                vals = np.unique(col)
+                idx = np.searchsorted(vals, col)
+        key = key * len(vals) + idx
     ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
     uniq = np.stack([c[first] for c in columns], axis=1) if len(first) else np.zeros((0, len(columns)), np.int64)
     return uniq, inv.ravel()
@@ -140,9 +144,15 @@ class LeastFeatures:
         for key, v in zip(missing, best):
             cache[key] = float(v)
 
-    def least(self, term: T.GroupTerm, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    def least(self, term: T.GroupTerm, cols: Mapping[str, np.ndarray],
+              seen: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray:
         keys = GROUPS[term.group] + term.keys
-        uniq, inv = unique_rows([np.asarray(cols[k], dtype=np.int64) for k in keys])
+        if seen is not None and keys in seen:
+            uniq, inv = seen[keys]
+        else:
+            uniq, inv = unique_rows([np.asarray(cols[k], dtype=np.int64) for k in keys])
+            if seen is not None:
+                seen[keys] = (uniq, inv)
         cache = self.cache[term.name]
         rows = [tuple(int(x) for x in r) for r in uniq]
         missing = [r for r in rows if r not in cache]
@@ -153,9 +163,10 @@ class LeastFeatures:
     def group_values(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every group term at its least over the placements (scale x least feature)."""
         out = {}
+        seen: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         for t in self.terms:
             scale = t.scale(self.hw, self.wl, cols)
-            out[t.name] = np.where(scale == 0, 0.0, scale * self.least(t, cols))
+            out[t.name] = np.where(scale == 0, 0.0, scale * self.least(t, cols, seen))
         return out
 
 
