@@ -16,9 +16,9 @@ where the ratio and the agreement are measured, not bounded.
 Both searches run in the same process, one after the other, and the table reports:
 
 - the space size (degree tuples; placements are counted separately by the searches),
-- CP-SAT wall time, split into pricing (windows, bounds, exact float pricing) and the CP-SAT proof (cpsat._prove,
-  timed by wrapping it), status, and survivors / pairs (degree tuples and (tuple, factor vector) pairs that the
-  CP-SAT model was built over),
+- CP-SAT wall time, split into presolve (windows, bounds, tables, model building) and the time inside CP-SAT's
+  solves (SearchResult.cpsat_s), status, and candidates / pairs (degree tuples and (tuple, factor vector) pairs of
+  the CP-SAT model that made the decision),
 - exhaustive wall time, or "did not finish in X s" with the fraction of its chunks completed (chunks are slices
   of the (N_DP, m) list; they are not equal in cost, so the fraction is only indicative). The enumerator checks
   its time limit per sub-batch; it still runs in a forked process that is terminated at the limit (+1 s) as a guard,
@@ -47,7 +47,6 @@ from pathlib import Path
 
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
-from planner.search import cpsat as cp_mod
 from planner.search import exhaustive as exh_mod
 from planner.search.cpsat import solve_cpsat
 from planner.parallel.space import SearchOptions, build_space, model_parallel_rows
@@ -91,33 +90,8 @@ def run_exhaustive(hw, wl, opts, deadline_s, limit):
 
 def total_chunks(hw, wl, options) -> int:
     space = build_space(hw, wl, options)
-    chunk = max(1, 200_000 // max(len(model_parallel_rows(space)), 1))
-    return math.ceil(len(space.dp_m) / chunk)
-
-
-class _ProveTimer:
-    """Wraps cpsat._prove to time the CP-SAT proof and count the survivors / (tuple, placement) pairs modelled;
-    the rest of solve_cpsat's wall time is windows, bounds and exact pricing."""
-
-    def __init__(self):
-        self.orig = cp_mod._prove
-        self.reset()
-
-    def reset(self):
-        self.prove_s, self.survivors, self.pairs = 0.0, 0, 0
-
-    def __call__(self, hw, wl, t, terms, tables, *a, **k):
-        self.survivors = len(t)
-        self.pairs = sum(len(tab.tup) for tab in tables.values())
-        t0 = time.perf_counter()
-        try:
-            return self.orig(hw, wl, t, terms, tables, *a, **k)
-        finally:
-            self.prove_s = time.perf_counter() - t0
-
-
-PROVE = _ProveTimer()
-cp_mod._prove = PROVE
+    chunk = max(1, 200_000 // max(len(model_parallel_rows(space)["pp"]), 1))
+    return math.ceil(len(space.dp_m["dp"]) / chunk)
 
 
 def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, cp_limit: float) -> dict:
@@ -128,9 +102,8 @@ def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, c
 
 
 def run_case(hw, wl, opts: SearchOptions, deadline_s, exh_limit: float, cp_limit: float) -> dict:
-    PROVE.reset()
     cp = solve_cpsat(hw, wl, opts, deadline_s, time_limit_s=cp_limit, workers=2)
-    prove_s, survivors, pairs = PROVE.prove_s, PROVE.survivors, PROVE.pairs
+    prove_s, survivors, pairs = cp.cpsat_s, cp.cpsat_tuples, cp.cpsat_pairs
     ex, ex_wall, started = run_exhaustive(hw, wl, opts, deadline_s, exh_limit)
     n_chunks = total_chunks(hw, wl, opts)
     finished = ex is not None and ex.status in ("optimal", "infeasible")
@@ -230,8 +203,8 @@ def fmt_row(r: dict, exh_limit: float) -> list[str]:
             r["cp_status"], surv, gpus, ex, ratio, r["agree"]]
 
 
-HEADER = ["compute", "hardware", "kind", "shape", "space (tuples)", "CP-SAT", "pricing / proof (s)", "status",
-          "survivors / pairs", "GPUs",
+HEADER = ["compute", "hardware", "kind", "shape", "space (tuples)", "CP-SAT", "presolve / in CP-SAT (s)", "status",
+          "candidates / pairs in the deciding model", "GPUs",
           "exhaustive", "exh/CP-SAT", "optima agree"]
 
 
