@@ -57,7 +57,8 @@ def timed(hw, wl, t, terms, tables, *a, **k):
     finally:
         box["proof_s"] = time.perf_counter() - t0
 cp_mod._prove = timed
-c, sparse, hw_name, days, limit = float(sys.argv[1]), sys.argv[2] == "1", sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+c, sparse, hw_name = float(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+days, limit = float(sys.argv[4]), float(sys.argv[5])
 hw, wl = get_hardware(hw_name), infer_workload(c, sparse=sparse)
 t0 = time.perf_counter()
 r = cp_mod.solve_cpsat(hw, wl, SearchOptions(), days * 86400.0, time_limit_s=limit)

@@ -16,9 +16,9 @@ import time
 
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
+from planner.parallel.space import SearchOptions
 from planner.search.cpsat import solve_cpsat
 from planner.search.exhaustive import solve_exhaustive
-from planner.parallel.space import SearchOptions
 from planner.workload import infer_workload
 
 

@@ -36,7 +36,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.schema import Hardware, Workload  # noqa: E402
 from planner.parallel.space import (  # noqa: E402
     SearchOptions,
     Space,
@@ -46,6 +45,7 @@ from planner.parallel.space import (  # noqa: E402
     layout_from,
     model_parallel_rows,
 )
+from planner.schema import Hardware, Workload  # noqa: E402
 from planner.search.exhaustive import price_placements  # noqa: E402
 from planner.search.presolve import ShapeTable, tuple_terms  # noqa: E402
 

@@ -178,10 +178,8 @@ def load_retries(key: str) -> list[dict]:
 
 
 def load(key: str):
-    from planner.sweep import SweepResult
-
     from planner import api
-    from planner.sweep import summarise
+    from planner.sweep import SweepResult, summarise
 
     path = DATA / f"{key}.json"
     if not path.exists():
@@ -413,7 +411,8 @@ def write_doc(a) -> None:
       "a log-spaced compute grid; MFU is against the max-clock peak, so a single GPU's ceiling is the sustained "
       "clock factor (V100 0.90, A100 0.85, H100 0.70) and linear scaling ends where MFU < 0.8 x ceiling. "
       "Because each grid point's model is rounded to hardware-friendly integers, MFU jumps from one grid point "
-      "to the next" + _jitter_example(sweeps.get("table3-dense")) + ". A *nanobatch* is the tokens one GEMM sees at a time, "
+      "to the next" + _jitter_example(sweeps.get("table3-dense")) + ". A *nanobatch* is the tokens one GEMM sees "
+      "at a time, "
       "`b/(E·N_DP·m)`. The crossing is therefore read off the trend: the least-squares "
       "non-increasing fit to the feasible points (`planner.sweep.non_increasing_fit`), interpolated in log "
       "compute between the two grid points around it. Where the raw points dip below the line materially "
@@ -456,7 +455,8 @@ def write_doc(a) -> None:
       "level (SPEC §4 says 1.125 µs). The latency constant moves the latency wall but not Table 3.")
     w("- **The printed table is not reproduced by any single configuration we could derive.** Replaying the "
       "stored code's own search on our cost model (\"The paper's own search space, replayed\") does not reproduce "
-      "the whole printed table at either deadline. The mechanisms are listed under \"Why our numbers differ from the paper's\"; they do not "
+      "the whole printed table at either deadline. The mechanisms are listed under \"Why our numbers differ from "
+      "the paper's\"; they do not "
       "account for every miss quantitatively.\n")
     w("## Table 2 and Eqs. 15, 17, 18 (closed form, `planner limits`)\n")
     w("| system | d' ours | d' paper | ratio | b' ours | b' paper | ratio | T_critical ours | paper | ratio |")
@@ -494,7 +494,8 @@ def write_doc(a) -> None:
                 shown = _sci(end)
                 if br is not None:
                     lo, hi, k = br
-                    shown = f"{_sci(end)} (*uncertain*: bracket {_sci(lo)}–{_sci(hi)} spans {k} point(s) without a plan)"
+                    shown = (f"{_sci(end)} (*uncertain*: bracket {_sci(lo)}–{_sci(hi)} spans {k} point(s) "
+                             "without a plan)")
                     lo_ok = paper is not None and lo / paper <= s.tolerance
                     hi_ok = paper is not None and hi / paper >= 1 / s.tolerance
                     verdict = (verdict + " (inconclusive)") if lo_ok and hi_ok else verdict
@@ -556,7 +557,8 @@ def write_doc(a) -> None:
     if rows:
         w("What this says, per curve: " + "; ".join(rows) + ". Searching ZB-H2 moves every end of linear scaling "
           "later, because a zero-bubble schedule with many microbatches keeps GEMMs busy where 1F1B pays a bubble "
-          "or a smaller nanobatch. On H100, both dense and sparse, the paper's printed numbers lie within x2 of where our "
+          "or a smaller nanobatch. On H100, both dense and sparse, the paper's printed numbers lie within x2 of "
+          "where our "
           "1F1B-only curves cross. That agreement is probably a coincidence: the paper's stored code is 1F1B only "
           "but also restricts cluster sizes and microbatch counts and runs six months, and replaying its whole "
           "search at three months ends linear scaling an order of magnitude earlier still (\"The paper's own search "
@@ -662,7 +664,8 @@ def write_doc(a) -> None:
       "sustained-clock ceiling. Dashed verticals mark the end of linear scaling (where the non-increasing fit "
       "crosses that line) and dotted verticals the last feasible grid point, in each curve's colour. Filled "
       "circles are proven-optimal plans; hollow circles would be feasible plans whose proof hit the time limit "
-      "(" + (f"{n_unproven} in this run" if n_unproven else "none in this run") + "). Points with no layout sit on the x axis: a cross when proven infeasible, a hollow "
+      "(" + (f"{n_unproven} in this run" if n_unproven else "none in this run") + "). Points with no layout sit "
+      "on the x axis: a cross when proven infeasible, a hollow "
       "triangle when the time limit stopped the search first; the line joins the plans around them.\n")
     figs = []
     if sweeps["table3-dense"] is not None:
@@ -886,7 +889,8 @@ def same_layout_section() -> str:
       f"evaluation gives MFU {v_ev.mfu:.3f} and {v_ev.training_s / month:.2f} months against the log's "
       f"{v_util:.3f} and {v_months:.2f}. The H100 log was therefore written by a GEMM model that differs from the "
       "current `gpu_model.py` on Hopper; we have not identified the term (turning distributed shared memory off "
-      "makes ours slower still, 1.35x instead of 1.09x on row 3's GEMMs). So on a given layout our model is, if anything, *more* pessimistic than the "
+      "makes ours slower still, 1.35x instead of 1.09x on row 3's GEMMs). So on a given layout our model is, if "
+      "anything, *more* pessimistic than the "
       "code that produced the logs. Our later ends of linear scaling come from the search (ZB-H2, microbatch "
       "counts, GPU counts that are not `E·2^k`), not from cheaper layouts.\n")
     return "\n".join(L)
@@ -1009,10 +1013,10 @@ where its stored versions differ, the item says which.
 4. **Shapes rounded to hardware-friendly numbers; actual vs requested compute (SPEC §3).** `d_model`, `L` and
    `E` are rounded to `f·2^k`, `f ∈ {1,3,5,7,9}`, and the batch to a friendly multiple of `E`. The trained
    compute therefore ranges {ROUNDING} across these sweeps (2e28 requested trains 1.487e28, for instance), and
-   neighbouring grid points can round to the same shape. The x axis and the tables use the *requested* compute; MFU uses the *actual* compute (both are
-   in the per-point tables). Rounding also changes `b/L`, which the bounds depend on quadratically (Eq. 13), so
-   the curves jitter from point to point. That moves an interpolated crossing by up to a fraction of a grid
-   step.
+   neighbouring grid points can round to the same shape. The x axis and the tables use the *requested*
+   compute; MFU uses the *actual* compute (both are in the per-point tables). Rounding also changes `b/L`, which
+   the bounds depend on quadratically (Eq. 13), so the curves jitter from point to point. That moves an
+   interpolated crossing by up to a fraction of a grid step.
 5. **GPU counts not restricted to powers of two (SPEC §6).** Degrees are any divisors the shape allows (e.g.
    `tp_model = 3`, `pp = 192`), and `N_TP,ff` / `N_TP,model` may be split in any ratio. The objective is the
    fewest GPUs that meet the deadline, then the least step time. The released code allows only `E·2^k` GPUs,

@@ -47,9 +47,9 @@ from pathlib import Path
 
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
+from planner.parallel.space import SearchOptions, build_space, model_parallel_rows
 from planner.search import exhaustive as exh_mod
 from planner.search.cpsat import solve_cpsat
-from planner.parallel.space import SearchOptions, build_space, model_parallel_rows
 from planner.workload import infer_workload, workload_from_shape
 
 DAYS = 90.0

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import math
 
-from planner.cost.step import SECONDS_PER_DAY, evaluate as _evaluate, nanobatch_tokens
+from planner.cost.step import SECONDS_PER_DAY, nanobatch_tokens
+from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
 from planner.parallel.dimensions import DEGREES, OPTIONS
+from planner.parallel.space import SearchOptions, check_layout
 from planner.schema import (
-    Evaluation, Hardware, Layout, LayoutReport, MemoryReport, Plan, SolverReport, Workload, WorkloadReport,
+    Evaluation,
+    Hardware,
+    Layout,
+    LayoutReport,
+    MemoryReport,
+    Plan,
+    SolverReport,
+    Workload,
+    WorkloadReport,
 )
 from planner.search.result import SearchResult
-from planner.parallel.space import SearchOptions, check_layout
 from planner.workload import infer_workload
 
 SOLVERS = ("cpsat", "exhaustive")
@@ -101,7 +110,9 @@ def solver_report(result: SearchResult) -> SolverReport:
     return SolverReport(name=result.solver, status=result.status, wall_s=result.wall_s,
                         space_size=result.space_size, evaluated=result.evaluated, gap=result.gap,
                         bound=result.bound, stage=result.stage,
-                        detail=result.cpsat_status or "; ".join(result.notes))
+                        detail=result.cpsat_status or "; ".join(result.notes), cpsat_s=result.cpsat_s,
+                        candidates=result.cpsat_tuples, candidate_pairs=result.cpsat_pairs,
+                        models=result.cpsat_models)
 
 
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -179,7 +190,7 @@ def plan(
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
 
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap)
-    deadline_s = None if gpus is not None else days * SECONDS_PER_DAY
+    deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,

@@ -1,9 +1,9 @@
 """Enumerated command-line choices shared by every command (one definition each)."""
 
-from enum import Enum
+from enum import StrEnum
 
 
-class BatchScaling(str, Enum):
+class BatchScaling(StrEnum):
     """Critical-batch law (paper App. 8.1.4, §6.3.2)."""
 
     paper = "paper"
@@ -11,7 +11,7 @@ class BatchScaling(str, Enum):
     fixed = "fixed"
 
 
-class ScheduleChoice(str, Enum):
+class ScheduleChoice(StrEnum):
     """Pipeline schedule the search may use; 'auto' lets it choose."""
 
     auto = "auto"

@@ -1,26 +1,34 @@
-"""Why a request is infeasible, and what would be feasible (SPEC §7).
+"""Why a request is infeasible, and what would be feasible (exit code 1, README.md "Commands").
 
 Every number here comes from cheap, *sound* bounds on the cost model of planner.cost, never from a search, so an
 explanation never claims more than it proved:
 
 * `floor_bound`: no layout's step can be shorter than the critical path of one microbatch through all L layers
-  (planner.cost.step: step >= floor = lat_dp + t_dp + L (E / N_EP) block_critical_s + 2 (L lat_TP + lat_P2P)).
+  (docs/model.md §6, the critical-path floor:
+  step >= floor = lat_dp + t_dp + L (E / N_EP) block_critical_s + 2 (L lat_TP + lat_P2P)).
   The bound minimises that floor over the degrees it depends on, each term separately (so it can only be lower
   than the true floor of any layout): the GEMM term over (N_TP,ff, N_TP,model, nanobatch), the TP all-reduce
   latencies over each TP degree's placements, the expert-routing latency over N_EP's placements; N_PP = 1 and
   N_DP = 1 add nothing. Times D / b steps it is a lower bound on the training time: if it exceeds the deadline,
   the request is proven infeasible without any search (the latency wall).
-* `min_memory_on`: the least per-GPU memory of any layout on exactly N GPUs, exact over the search space (memory
-  depends on the degree tuple only; interleaving and more microbatches in flight never reduce it, so i = 1 and
-  the largest microbatch count suffice).
+* `min_memory_on`: the least per-GPU memory (docs/model.md §7) of any layout on exactly N GPUs, exact over the
+  search space up to a cap on the degree tuples priced (memory depends on the degree tuple only; interleaving and
+  more microbatches in flight never reduce it, so i = 1 and the largest microbatch count suffice).
 * `can_form`: whether N GPUs can be formed at all: N must fill the network levels bottom-up (whole nodes once
-  the cluster spans nodes) and split into degrees dividing d_ff, d_model, L, E and b / E (prime by prime).
+  the cluster spans nodes) and split into degrees dividing d_ff, d_model, L, E and b / E (prime by prime), i.e.
+  N must divide the product d_ff d_model L E (b / E) (docs/model.md, "The search space").
+* `fit_search`: the fewest GPUs on which some layout fits in memory, walking only the counts `can_form` allows.
+
+Every scan here is bounded by a count, never by the clock, so the same request gets the same explanation on any
+machine.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +36,10 @@ import numpy as np
 from planner.cost import memory as mem
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
-from planner.schema import Hardware, Workload
-from planner.search.result import SearchResult
-from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
 from planner.parallel.space import SearchOptions, divisors
+from planner.schema import Hardware, Workload
+from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
+from planner.search.result import SearchResult
 
 GB = 1e9
 
@@ -92,10 +100,12 @@ def _law_of(wl: Workload) -> tuple[bool, str] | None:
     for sparse in (wl.experts > 1, wl.experts == 1):
         for law in BATCH_LAWS:
             try:
-                if infer_workload(wl.requested_compute_flop, sparse=sparse, batch_scaling=law) == wl:
-                    return sparse, law
-            except Exception:  # noqa: BLE001 - only a lookup
-                continue
+                candidate: Workload | None = infer_workload(wl.requested_compute_flop, sparse=sparse,
+                                                            batch_scaling=law)
+            except Exception:  # noqa: BLE001 - only a lookup: a law that cannot rebuild the shape is not its law
+                candidate = None
+            if candidate == wl:
+                return sparse, law
     return None
 
 
@@ -147,11 +157,16 @@ def levels_allow(hw: Hardware, n: int) -> bool:
     return prev == n
 
 
+def _split_dims(wl: Workload) -> tuple[int, ...]:
+    """The numbers the degrees must divide: d_ff, d_model, L, E and b / E (docs/model.md, "The search space")."""
+    return wl.d_ff, wl.d_model, wl.layers, wl.experts, wl.batch_tokens // wl.experts
+
+
 def divisors_allow(wl: Workload, n: int) -> bool:
     """Whether n splits into N_DP | b/E, N_TP,ff | d_ff, N_TP,model | d_model, N_PP | L, N_EP | E (prime by prime)."""
     if wl.batch_tokens % wl.experts:
         return False
-    for k in (wl.d_ff, wl.d_model, wl.layers, wl.experts, wl.batch_tokens // wl.experts):
+    for k in _split_dims(wl):
         n //= math.gcd(n, k)
     return n == 1
 
@@ -164,7 +179,7 @@ def nearby_counts(hw: Hardware, wl: Workload, n: int, limit: int | None = None) 
     """The nearest usable GPU counts below and above n (None when there is none within reach).
 
     The scan reaches `limit` counts each way: by default half of n (usable counts thin out as n grows), at least
-    100,000 and at most 1,000,000 (about a second)."""
+    100,000 and at most 1,000,000 (a count, not a time, so the answer is the same on every machine)."""
     if limit is None:
         limit = min(max(100_000, n // 2), 1_000_000)
     below = next((k for k in range(n - 1, max(0, n - limit), -1) if can_form(hw, wl, k)), None)
@@ -177,15 +192,13 @@ def nearby_counts(hw: Hardware, wl: Workload, n: int, limit: int | None = None) 
 class MemoryFit:
     total_bytes: float
     tuple_text: str  # the best-fitting degree tuple, in words
+    rows: int  # degree tuples priced
+    complete: bool  # False when `max_rows` stopped the enumeration: then total_bytes is the least of those priced
 
 
-def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
-                  max_rows: int = 2_000_000) -> MemoryFit | None:
-    """Least per-GPU memory of any layout on exactly n GPUs (None if no degree tuple has product n)."""
-    if wl.batch_tokens % wl.experts:
-        return None
+def _memory_rows(wl: Workload, options: SearchOptions, n: int) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+    """(dp, tp_ff, tp_model, pp, ep, microbatches, zb-h2) for every degree tuple with product n, lazily."""
     pe = wl.batch_tokens // wl.experts
-    rows = []
     for tf in divisors(math.gcd(wl.d_ff, n)):
         r1 = n // tf
         for tm in divisors(math.gcd(wl.d_model, r1)):
@@ -198,13 +211,29 @@ def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
                         continue
                     m = pe // dp  # most microbatches: least activation memory (see the module docstring)
                     if options.schedule in ("auto", "1f1b"):
-                        rows.append((dp, tf, tm, pp, ep, m, 0))
+                        yield dp, tf, tm, pp, ep, m, 0
                     elif m >= 2 * pp - 1:
-                        rows.append((dp, tf, tm, pp, ep, m, 1))
-                    if len(rows) > max_rows:
-                        break
+                        yield dp, tf, tm, pp, ep, m, 1
+
+
+MAX_MEMORY_ROWS = 2_000_000
+"""Most degree tuples `min_memory_on` prices for one GPU count (far more than any count with a realistic divisor
+structure has; a few thousand is typical)."""
+
+
+def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
+                  max_rows: int = MAX_MEMORY_ROWS) -> MemoryFit | None:
+    """Least per-GPU memory of any layout on exactly n GPUs (None if no degree tuple has product n).
+
+    At most `max_rows` degree tuples are priced; the enumeration stops there (`complete` is then False and the
+    result is the least of those priced, an upper bound on the true least)."""
+    if wl.batch_tokens % wl.experts or max_rows < 1:
+        return None
+    gen = _memory_rows(wl, options, n)
+    rows = list(itertools.islice(gen, max_rows))
     if not rows:
         return None
+    complete = len(rows) < max_rows or next(gen, None) is None
     a = np.array(rows, dtype=np.int64)
     dp, tf, tm, pp, ep, m = (a[:, k].astype(np.float64) for k in range(6))
     zb = a[:, 6].astype(bool)
@@ -216,7 +245,7 @@ def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
     r = rows[k]
     text = (f"dp={r[0]}, tp_ff={r[1]}, tp_model={r[2]}, pp={r[3]}, ep={r[4]}, microbatches={r[5]}, "
             f"{'zb-h2' if r[6] else '1f1b'}")
-    return MemoryFit(float(total[k]), text)
+    return MemoryFit(float(total[k]), text, len(rows), complete)
 
 
 def fits_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> bool:
@@ -224,21 +253,99 @@ def fits_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -
     return fit is not None and fit.total_bytes <= hw.gpu.hbm_bytes
 
 
-def gpus_to_fit(hw: Hardware, wl: Workload, options: SearchOptions, budget_s: float = 3.0) -> int | None:
-    """Fewest GPUs on which some layout fits in memory (None if none is found within the budget or the system)."""
-    reserve = mem.RESERVE_BYTES
-    room = hw.gpu.hbm_bytes - reserve
-    if room <= 0:
-        return None
-    # weights + grads + optimizer >= 16 N_p / N bytes per GPU on N GPUs: a count below this cannot fit.
-    n = max(1, math.ceil(16.0 * wl.params / room))
-    top = hw.max_gpus
-    t0 = time.monotonic()
-    while (top is None or n <= top) and time.monotonic() - t0 < budget_s:
-        if can_form(hw, wl, n) and fits_memory_on(hw, wl, options, n):
-            return n
-        n += 1
-    return None
+def _prime_factors(k: int) -> dict[int, int]:
+    """{prime: exponent} of k >= 1, by trial division."""
+    out: dict[int, int] = {}
+    p = 2
+    while p * p <= k:
+        while k % p == 0:
+            out[p] = out.get(p, 0) + 1
+            k //= p
+        p += 1 if p == 2 else 2
+    if k > 1:
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def ascending_divisors(factors: dict[int, int]) -> Iterator[int]:
+    """Every divisor of prod p^e over `factors`, each once, in increasing order, lazily.
+
+    A heap walk over divisors built prime by prime in increasing prime order: a divisor whose largest prime is
+    p_i (exponent e) has the children d p_i (if e is below its cap) and d p_j for every j > i, so each divisor
+    has exactly one parent, and every child is larger than its parent."""
+    primes = sorted(factors)
+    yield 1
+    heap = [(p, i, 1) for i, p in enumerate(primes)]
+    heapq.heapify(heap)
+    while heap:
+        d, i, e = heapq.heappop(heap)
+        yield d
+        if e < factors[primes[i]]:
+            heapq.heappush(heap, (d * primes[i], i, e + 1))
+        for j in range(i + 1, len(primes)):
+            heapq.heappush(heap, (d * primes[j], j, 1))
+
+
+MAX_FIT_DIVISORS = 100_000
+"""Most candidate GPU counts (divisors of d_ff d_model L E (b/E), in increasing order) `fit_search` walks. Shipped
+hardware with inferred shapes has at most a few thousand such divisors in all, so the cap only binds on
+pathological explicit shapes (many distinct large primes); it is a count, not a time, so the answer is the same on
+every machine."""
+
+MAX_FIT_PRICED = 1_000
+"""Most GPU counts whose least memory `fit_search` prices (typically one or two are priced before a fit)."""
+
+
+@dataclass(frozen=True)
+class FitSearch:
+    """The fewest GPUs on which some layout fits in memory, as far as `fit_search` looked."""
+
+    gpus: int | None  # the fewest GPUs found, None if none was found
+    start: int  # counts below this cannot fit: weights, gradients and optimizer state need 16 N_p bytes in all
+    last: int | None  # the largest count priced (None if none was)
+    exhaustive: bool  # True when every usable count from `start` up was priced: gpus is then proven the fewest
+
+
+def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
+               max_divisors: int = MAX_FIT_DIVISORS, max_priced: int = MAX_FIT_PRICED) -> FitSearch:
+    """Fewest GPUs on which some layout of `wl` fits in `hw`'s memory, walking only the counts `can_form` allows.
+
+    A usable count n divides Q = d_ff d_model L E (b/E) (`divisors_allow`, prime by prime) and fills the levels
+    bottom-up (`levels_allow`), so the walk takes Q's divisors in increasing order from the lower bound
+    ceil(16 N_p / (HBM - reserve)) (docs/model.md §7: weights, gradients and optimizer state alone are 16 N_p bytes
+    spread over n GPUs) up to the top level's size. It stops at the first count on which some degree tuple fits,
+    or after `max_divisors` divisors or `max_priced` priced counts, whichever comes first (a deterministic bound)."""
+    room = hw.gpu.hbm_bytes - mem.RESERVE_BYTES
+    if room <= 0 or wl.batch_tokens % wl.experts:
+        return FitSearch(None, 1, None, True)
+    start = max(1, math.ceil(16.0 * wl.params / room))
+    factors: dict[int, int] = {}
+    for k in _split_dims(wl):
+        for p, e in _prime_factors(k).items():
+            factors[p] = factors.get(p, 0) + e
+    last: int | None = None
+    priced = 0
+    complete = True  # every count priced so far had all its degree tuples priced
+    for n in itertools.islice(ascending_divisors(factors), max_divisors):
+        if hw.max_gpus is not None and n > hw.max_gpus:
+            return FitSearch(None, start, last, complete)
+        if n < start or not levels_allow(hw, n):
+            continue
+        if priced >= max_priced:
+            return FitSearch(None, start, last, False)
+        priced += 1
+        last = n
+        fit = min_memory_on(hw, wl, options, n)
+        if fit is not None and fit.total_bytes <= hw.gpu.hbm_bytes:
+            return FitSearch(n, start, n, complete)
+        complete = complete and (fit is None or fit.complete)
+    walked_all = math.prod(e + 1 for e in factors.values()) <= max_divisors  # Q has no divisor left unwalked
+    return FitSearch(None, start, last, complete and walked_all)
+
+
+def gpus_to_fit(hw: Hardware, wl: Workload, options: SearchOptions) -> int | None:
+    """Fewest GPUs on which some layout fits in memory (None if `fit_search` found none)."""
+    return fit_search(hw, wl, options).gpus
 
 
 # --------------------------------------------------------------------------------------------------
@@ -257,15 +364,35 @@ def _level_rule(hw: Hardware) -> str:
     names = [lvl.name for lvl in hw.levels if lvl.size]
     if not sizes:
         return "its network levels"
-    return (f"its network levels bottom-up (groups of {', '.join(f'{s} ({nm})' for s, nm in zip(sizes, names))}): "
+    groups = ", ".join(f"{s} ({nm})" for s, nm in zip(sizes, names, strict=True))
+    return (f"its network levels bottom-up (groups of {groups}): "
             "a cluster larger than a group must be a whole number of groups"
             + ("" if hw.max_gpus is None else f", and at most {hw.max_gpus} GPUs"))
 
 
 def _missing_factor(wl: Workload, n: int) -> int:
-    for k in (wl.d_ff, wl.d_model, wl.layers, wl.experts, wl.batch_tokens // max(wl.experts, 1)):
+    for k in _split_dims(wl):
         n //= math.gcd(n, k)
     return n
+
+
+def _fewest_text(gpus: int, exhaustive: bool, fits: str = "fits in memory") -> str:
+    """'the fewest GPUs on which some layout fits is N', qualified when smaller counts were not all priced."""
+    if exhaustive:
+        return f"the fewest GPUs on which some layout {fits} is {gpus:,}"
+    return f"some layout {fits} on {gpus:,} GPUs (smaller counts were only partly checked, so fewer may do)"
+
+
+def _no_fit_text(hw: Hardware, scan: FitSearch) -> str:
+    """Why `fit_search` found no count, in words: proven (every usable count checked) or not (a cap stopped it)."""
+    alone = (f"weights, gradients and optimizer state alone need at least {scan.start:,} GPUs "
+             f"(16 bytes per parameter)")
+    if scan.exhaustive:
+        return f"no GPU count of {hw.name} that this model can be split over fits it in memory; {alone}"
+    upto = "" if scan.last is None else f" from {scan.start:,} to {scan.last:,}"
+    return (f"no GPU count of {hw.name}{upto} was found on which it fits (the check stops after "
+            f"{MAX_FIT_PRICED:,} counts or {MAX_FIT_DIVISORS:,} candidates; larger clusters were not checked); "
+            f"{alone}")
 
 
 def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> str:
@@ -278,44 +405,43 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
         parts.append(f"{k}" if fits_memory_on(hw, wl, options, k) else f"{k} (too little memory for this model)")
     text = f"the nearest usable counts are {' and '.join(parts)}"
     if all("memory" in p for p in parts):
-        need = gpus_to_fit(hw, wl, options)
-        if need is not None:
-            text += f"; the fewest GPUs on which some layout fits in memory is {need:,}"
+        scan = fit_search(hw, wl, options)
+        need = scan.gpus
+        text += "; " + (_fewest_text(need, scan.exhaustive) if need is not None else _no_fit_text(hw, scan))
     return text
 
 
 def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit: MemoryFit) -> str:
-    need = gpus_to_fit(hw, wl, options)
+    scan = fit_search(hw, wl, options)
     cap = hw.gpu.hbm_bytes
-    head = (f"the model does not fit in memory on {n} GPU{'s' if n != 1 else ''} of {hw.name}: the best-fitting "
-            f"layout ({fit.tuple_text}) needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has "
-            f"{cap / GB:.4g} GB of HBM ({fit.total_bytes / cap:.3g}x as much is needed)")
-    if need is not None:
-        tail = (f"the fewest GPUs on which some layout fits is {need:,} (use --gpus {need} or more; to meet a "
+    gpus = f"{n} GPU{'s' if n != 1 else ''} of {hw.name}"
+    numbers = (f"needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has {cap / GB:.4g} GB of HBM "
+               f"({fit.total_bytes / cap:.3g}x as much is needed)")
+    if fit.complete:
+        head = f"the model does not fit in memory on {gpus}: the best-fitting layout ({fit.tuple_text}) {numbers}"
+    else:
+        head = (f"no layout found that fits the model in memory on {gpus} (only the first {fit.rows:,} degree tuples "
+                f"were priced): the best of them ({fit.tuple_text}) {numbers}")
+    if scan.gpus is not None:
+        tail = (f"{_fewest_text(scan.gpus, scan.exhaustive, 'fits')} (use --gpus {scan.gpus} or more; to meet a "
                 f"deadline as well, drop --gpus and give --days, and the planner sizes the cluster)")
     else:
-        lower = math.ceil(16.0 * wl.params / max(cap - mem.RESERVE_BYTES, 1.0))
-        tail = (f"no GPU count of {hw.name} was found on which it fits; weights, gradients and optimizer state "
-                f"alone need at least {lower:,} GPUs")
+        tail = _no_fit_text(hw, scan)
     return head + "\n" + tail
 
 
 def explain_infeasible(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
-                       result: SearchResult, confirm_s: float = 0.0) -> str:
-    """A first line saying why, then what would be feasible.
-
-    `confirm_s` > 0 lets the deadline explanation confirm its largest-compute estimate with a real search of at
-    most that many seconds (off by default: the estimate is labelled an upper estimate either way)."""
+                       result: SearchResult) -> str:
+    """A first line saying why, then what would be feasible."""
     try:
         if options.gpus is not None:
-            return _explain_fixed(hw, wl, options, result)
-        return _explain_deadline(hw, wl, options, days, result, confirm_s)
+            return _explain_fixed(hw, wl, options, options.gpus, result)
+        return _explain_deadline(hw, wl, options, days, result)
     except Exception as exc:  # noqa: BLE001 - the explanation must never turn an answer into a crash
         return (f"no feasible layout ({result.status}); the explanation failed: {type(exc).__name__}: {exc}")
 
 
-def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, result: SearchResult) -> str:
-    n = options.gpus
+def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, result: SearchResult) -> str:
     if not levels_allow(hw, n):
         return (f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
                 f"{_nearby_text(hw, wl, options, n)}")
@@ -340,7 +466,7 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, result: S
 
 
 def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
-                      result: SearchResult, confirm_s: float) -> str:
+                      result: SearchResult) -> str:
     fb = floor_bound(hw, wl, options)
     lines: list[str] = []
     if days is not None and fb.days > days:
@@ -365,8 +491,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
             else:
                 lines.append(f"largest compute trainable in {days:g} days: at most about {est:.3g} FLOP (an upper "
                              f"estimate from the same bound, {'sparse' if sparse else 'dense'}, {batch_law} batch "
-                             f"law; the real limit can be lower)" + _confirm(hw, est, days, sparse, batch_law,
-                                                                             options, confirm_s))
+                             f"law; the real limit can be lower)")
         else:
             tokens = days * SECONDS_PER_DAY / fb.step_s * wl.batch_tokens
             lines.append(f"most tokens trainable with this shape in {days:g} days: at most {tokens:.3g} (an upper "
@@ -378,31 +503,19 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
                 f"request was NOT proven infeasible (raise --time-limit)\n"
                 f"for reference, no layout can be faster than {_fmt_days(fb.days)} (critical-path lower bound), "
                 f"which is within the {days:g} days asked")
-    need = gpus_to_fit(hw, wl, options)
-    if need is None and hw.max_gpus is not None:
-        fit = min_memory_on(hw, wl, options, hw.max_gpus)
-        got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
-        return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
-                f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB)\n"
-                f"use hardware with a larger top network level or more HBM")
+    scan = fit_search(hw, wl, options)
+    if scan.gpus is None and scan.exhaustive:  # proven: no usable count fits, whatever the deadline
+        if hw.max_gpus is not None:
+            fit = min_memory_on(hw, wl, options, hw.max_gpus)
+            got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
+            return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
+                    f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB)\n"
+                    f"use hardware with a larger top network level or more HBM")
+        return (f"the model does not fit in memory on any cluster of {hw.name} it can be split over (every usable "
+                f"GPU count from {scan.start:,} up was checked; fewer GPUs cannot hold the weights, gradients and "
+                f"optimizer state, 16 bytes per parameter)\n"
+                f"use hardware with more HBM, or a shape whose dimensions have more small factors")
     return (f"no layout of {hw.name} trains this model within {days:g} days (proven by the search)\n"
             f"the critical-path lower bound alone would allow {_fmt_days(fb.days)}, but bubbles, bandwidth and "
             f"memory limits make every layout slower; the shortest possible duration is longer than {days:g} days")
 
-
-def _confirm(hw: Hardware, compute: float, days: float, sparse: bool, law: str, options: SearchOptions,
-             budget_s: float) -> str:
-    if budget_s <= 0:
-        return ""
-    from planner import api
-    from planner.errors import Infeasible, PlannerError
-
-    try:
-        p = api.plan(compute, hw, days, sparse=sparse, batch_scaling=law, schedule=options.schedule,
-                     dp_overlap=options.dp_overlap, time_limit_s=budget_s)
-    except Infeasible:
-        return f"; a {budget_s:g} s search did not confirm it"
-    except PlannerError:
-        return ""
-    return (f"; confirmed by a search: {compute:.3g} FLOP trains in {p.training_days:.1f} days on {p.gpus:,} GPUs "
-            f"({p.solver.status})")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ KiB = 1024
 MiB = 1024**2
 
 # TOML key -> (schema field, multiplier to SI)
-GPU_KEYS: dict[str, tuple[str, float]] = {
+GPU_KEYS: dict[str, tuple[str, float | None]] = {
     "sms": ("sms", 1),
     "threads_per_sm": ("threads_per_sm", 1),
     "flop_per_clock_per_thread": ("flop_per_clock_per_thread", 1),
@@ -56,7 +56,7 @@ GPU_KEYS: dict[str, tuple[str, float]] = {
     "dsmem": ("dsmem", None),
     "word_bytes": ("word_bytes", 1),
 }
-LEVEL_KEYS: dict[str, tuple[str, float]] = {
+LEVEL_KEYS: dict[str, tuple[str, float | None]] = {
     "size": ("size", 1),
     "bw_bidir_GBps": ("bw_bidir_Bps", 1e9),
     "lat_us": ("lat_s", 1e-6),
@@ -90,7 +90,7 @@ def estimated_fields(hw: Hardware) -> list[str]:
     return sorted(k for k, src in hw.sources.items() if "estimate" in src.lower())
 
 
-def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float]], where: str, sources: dict[str, str],
+def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float | None]], where: str, sources: dict[str, str],
              require_source: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, raw in section.items():
@@ -147,7 +147,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
     except InvalidInput as exc:
         raise InvalidInput(f"{origin}: {exc}") from None
 
-    def build(make, where: str, keys: dict[str, tuple[str, float]]):
+    def build(make, where: str, keys: dict[str, tuple[str, float | None]]):
         """Validate one part; name a bad field by its TOML key (l2_MiB, not l2_bytes) and its table."""
         try:
             return make()
@@ -186,7 +186,7 @@ def hardware_names() -> list[str]:
     return sorted(p.stem for p in _spec_dir().glob("*.toml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_shipped(name: str) -> Hardware:
     return load_hardware_file(_spec_dir() / f"{name}.toml", require_source=True)
 

@@ -92,7 +92,8 @@ def node_mac_per_s(hardware: Hardware) -> float:
 
 
 def node_net_words_per_s(hardware: Hardware) -> float:
-    """B_net of Table 2: unidirectional uplink bandwidth of one node, words/s (half the bidirectional per-GPU figure)."""
+    """B_net of Table 2: unidirectional uplink bandwidth of one node, words/s (half the bidirectional per-GPU
+    figure)."""
     gpus, uplink = node_and_uplink(hardware)
     return gpus * uplink.bw_unidir_Bps / hardware.gpu.word_bytes
 
@@ -246,7 +247,8 @@ class LimitsRow(BaseModel):
     t_critical_latency_flop: float = Field(
         description="Eq. 14 (App. 8.3 form if alpha != 0): latency bound on utilisation-preserving runs, FLOP."
     )
-    t_limit_flop: float = Field(description="T_limit (Eq. 18, or App. 8.3 if alpha != 0): latency wall at any utilisation, FLOP.")
+    t_limit_flop: float = Field(
+        description="T_limit (Eq. 18, or App. 8.3 if alpha != 0): latency wall at any utilisation, FLOP.")
     n_params_limit: float = Field(description="N_p at the latency wall (Eq. 17, with App. 8.3's b/L if alpha != 0).")
     batch_tokens: float = Field(description="b (b0 of App. 8.3 when alpha != 0), tokens.")
     layers: float = Field(description="L (L0 of App. 8.3 when alpha != 0), MLP blocks.")
@@ -254,7 +256,8 @@ class LimitsRow(BaseModel):
     t_train_s: float = Field(description="Training duration, seconds.")
     t_latency_s: float = Field(description="t_L, the latency timescale of one matmul plus its communication, seconds.")
     alpha: float = Field(description="App. 8.3 exponent difference alpha_b - alpha_L; 0 = Sections 5.1-5.2.")
-    t0_mac: float = Field(description="App. 8.3 reference compute T0 as entered into the MAC formulas (unused at alpha = 0).")
+    t0_mac: float = Field(
+        description="App. 8.3 reference compute T0 as entered into the MAC formulas (unused at alpha = 0).")
 
 
 def _positive(name: str, value: float) -> float:
@@ -282,7 +285,9 @@ def limits_for(
 
         hardware = get_hardware(hardware)
     b, n_layers, e = _positive("batch_tokens", batch_tokens), _positive("layers", layers), _positive("experts", experts)
-    t_train, t_lat, t0 = _positive("t_train_s", t_train_s), _positive("t_latency_s", t_latency_s), _positive("t0_mac", t0_mac)
+    t_train = _positive("t_train_s", t_train_s)
+    t_lat = _positive("t_latency_s", t_latency_s)
+    t0 = _positive("t0_mac", t0_mac)
     if not math.isfinite(alpha):
         raise InvalidInput(f"alpha must be a finite number below 0.5, got {alpha!r}")
     for name, v in (("experts", e), ("layers", n_layers)):

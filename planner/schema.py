@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from planner.parallel.dimensions import DEGREES, DIMENSIONS, OPTIONS  # noqa: E402  (the registry)
+from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
 
 if TYPE_CHECKING:
     from planner.workload.ops import LayerOps
@@ -45,7 +45,8 @@ class Gpu(_Frozen):
     register_file_per_block_bytes: float = Field(gt=0, description="Register file per processing block (4 per SM).")
     l1_per_sm_bytes: float = Field(gt=0, description="L1 / shared memory per SM, bytes (only for SRAM totals).")
     hbm_bytes: float = Field(gt=0, description="HBM capacity, bytes.")
-    matmul_latency_s: float = Field(ge=0, description="Fixed latency added to every GEMM kernel (launch, setup, teardown).")
+    matmul_latency_s: float = Field(ge=0, description="Fixed latency added to every GEMM kernel "
+        "(launch, setup, teardown).")
     dsmem: bool = Field(description="Hopper-style distributed shared memory (multicast of redundant L2->SM loads).")
     word_bytes: int = Field(2, gt=0, description="Bytes per word; 2 for the 16-bit training the paper models.")
 
@@ -78,9 +79,11 @@ class NetworkLevel(_Frozen):
 
     name: str = Field(description="e.g. 'NVLink', 'InfiniBand'.")
     size: int | None = Field(
-        None, gt=0, description="GPUs per group at this level (cumulative, e.g. 8 per node); None = unbounded (top level)."
+        None, gt=0, description="GPUs per group at this level (cumulative, e.g. 8 per node); None = "
+            "unbounded (top level)."
     )
-    bw_bidir_Bps: float = Field(gt=0, description="Per-GPU bidirectional bandwidth; the cost model uses half per direction. May be inf.")
+    bw_bidir_Bps: float = Field(gt=0, description="Per-GPU bidirectional bandwidth; the cost model "
+        "uses half per direction. May be inf.")
     lat_s: float = Field(ge=0, description="One-way latency of one message at this level.")
 
     @property
@@ -99,7 +102,7 @@ class Hardware(_Frozen):
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
 
     @model_validator(mode="after")
-    def _check_levels(self) -> "Hardware":
+    def _check_levels(self) -> Hardware:
         prev = 1
         for k, lvl in enumerate(self.levels):
             last = k == len(self.levels) - 1
@@ -197,6 +200,9 @@ class _LayoutBase(_Frozen):
     """A parallel layout: every dimension of the registry (planner.parallel.dimensions), each degree's factor on
     each network level, and the pipeline schedule. The integer fields are generated from the registry."""
 
+    if TYPE_CHECKING:  # declared by create_model below; pydantic never sees this
+        placement: dict[str, tuple[int, ...]]
+
     @property
     def gpus(self) -> int:
         return math.prod(self.degree(d) for d in DEGREES)
@@ -205,7 +211,7 @@ class _LayoutBase(_Frozen):
         return int(getattr(self, name))
 
     @model_validator(mode="after")
-    def _check_placement(self) -> "_LayoutBase":
+    def _check_placement(self) -> _LayoutBase:
         if set(self.placement) != set(DEGREES):
             raise ValueError(f"placement must name exactly the degrees {', '.join(DEGREES)}")
         lengths = {len(v) for v in self.placement.values()}
@@ -261,11 +267,13 @@ class StepBreakdown(_Frozen):
     latency_s: float = Field(description="Serial latency counted in Eq. 21's t_lat (DP always; TP/PP/EP under 1f1b).")
     bubble_fraction: float = Field(description="Pipeline bubble fraction f_b (Eq. 22; 0 under zb-h2).")
     bubble_s: float = Field(description="Time lost to the bubble.")
-    critical_path_s: float = Field(description="One microbatch forward+backward through all L blocks, latencies included.")
+    critical_path_s: float = Field(description="One microbatch forward+backward through all L "
+        "blocks, latencies included.")
     eq21_s: float = Field(description="Step time by Eq. 21 alone.")
     floor_s: float = Field(description="DP time + critical path: the latency floor (SPEC §5.4).")
     step_s: float = Field(description="max(Eq. 21, floor).")
-    network_s: float = Field(description="All network time (bandwidth + latency), hidden or not: the paper's tie-break.")
+    network_s: float = Field(description="All network time (bandwidth + latency), hidden or not: "
+        "the paper's tie-break.")
 
 
 class MemoryBreakdown(_Frozen):
@@ -294,7 +302,8 @@ class Evaluation(_Frozen):
     memory: MemoryBreakdown
     training_s: float
     training_days: float
-    mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense FLOP/s, 6 N_active D FLOP.")
+    mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense "
+        "FLOP/s, 6 N_active D FLOP.")
     bottleneck: str = Field(description="What binds the step time, in words.")
 
 
@@ -305,7 +314,8 @@ class Evaluation(_Frozen):
 
 class WorkloadReport(_Frozen):
     compute_flop: float = Field(description="Actual training compute of the rounded shape, 6 * active_params * tokens.")
-    requested_compute_flop: float | None = Field(description="What was asked for (differs from compute_flop by rounding).")
+    requested_compute_flop: float | None = Field(description="What was asked for (differs from "
+        "compute_flop by rounding).")
     d_model: int
     d_ff: int
     layers: int
@@ -361,11 +371,18 @@ class SolverReport(_Frozen):
     status: Literal["optimal", "feasible", "infeasible", "unknown"]
     wall_s: float = Field(description="Search wall time (the only field that varies between identical runs).")
     space_size: int = Field(description="Valid degree tuples in the space (each also has several placements).")
-    evaluated: int = Field(description="Layouts (tuple x placement) priced or modelled by this search.")
+    evaluated: int = Field(description="cpsat: tuples and (tuple, factor vectors) pairs put into CP-SAT models, all "
+                           "models together; exhaustive: layouts (tuple x placement) priced.")
     gap: float | None = Field(description="Relative optimality gap; 0 when proven optimal, null if unknown.")
     bound: float | None = Field(None, description="Proven lower bound of the objective stage cut short.")
     stage: str = Field("", description="Objective stage the gap refers to.")
     detail: str = Field("", description="Raw CP-SAT status names per stage, or enumerator notes.")
+    cpsat_s: float = Field(0.0, description="Wall time inside CP-SAT's solves; the rest of wall_s is presolve (tables, "
+                           "bounds, model building). Varies between identical runs, like wall_s.")
+    candidates: int = Field(0, description="Degree tuples in the CP-SAT model that made the decision (every "
+                            "candidate presolve could not exclude on its own).")
+    candidate_pairs: int = Field(0, description="(tuple, factor vectors) pairs in that model: its placement choices.")
+    models: int = Field(0, description="CP-SAT models solved (incumbent batches, counts proven infeasible, decision).")
 
 
 class Plan(_Frozen):

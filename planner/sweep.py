@@ -1,4 +1,4 @@
-"""Sweep a compute range: one full `planner.api.plan` per (hardware, compute) point (SPEC §7, paper §6.2-6.3).
+"""Sweep a compute range: one full `planner.api.plan` per (hardware, compute) point (paper §6.2-6.3).
 
 The points are independent, so they are solved in parallel across cores (a process pool of `jobs` workers, each
 CP-SAT search single-threaded); the output order is deterministic (hardware in the order given, compute
@@ -124,7 +124,7 @@ def crossing_below(xs: Sequence[float], ys: Sequence[float], threshold: float) -
     xs ascending, positive. If the first point is already below, that x is returned (the crossing is at or before
     the start of the data); None if y never drops below.
     """
-    for k, (x, y) in enumerate(zip(xs, ys)):
+    for k, (x, y) in enumerate(zip(xs, ys, strict=True)):
         if y < threshold:
             if k == 0:
                 return float(x)
@@ -137,8 +137,8 @@ def crossing_below(xs: Sequence[float], ys: Sequence[float], threshold: float) -
 def non_increasing_fit(ys: Sequence[float]) -> list[float]:
     """The least-squares non-increasing fit to ys (isotonic regression, pool-adjacent-violators).
 
-    Rounding each grid point's model to hardware-friendly integers (SPEC §3) makes MFU jitter from point to point
-    by a few points of utilisation; the fit keeps the trend and averages a dip with the recovery that follows it.
+    Rounding each grid point's model to hardware-friendly integers (docs/model.md §1) makes MFU jitter from point to
+    point by a few points of utilisation; the fit keeps the trend and averages a dip with the recovery that follows it.
     """
     blocks: list[list[float]] = []  # [mean, count]
     for y in ys:
@@ -162,9 +162,14 @@ def _unproven(p: Plan) -> bool:
 def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> HardwareSummary:
     ceiling = hw.gpu.sustained_clock_factor
     threshold = LINEAR_SCALING_FRACTION * ceiling
-    feas = [(c, p) for c, p in zip(grid, plans) if p.status != "infeasible" and p.mfu is not None]
+    feas: list[tuple[float, Plan]] = []
+    ys: list[float] = []  # MFU of each feasible point
+    for c, p in zip(grid, plans, strict=True):
+        if p.status != "infeasible" and p.mfu is not None:
+            feas.append((c, p))
+            ys.append(p.mfu)
     notes: list[str] = []
-    xs, ys = [c for c, _ in feas], [p.mfu for _, p in feas]
+    xs = [c for c, _ in feas]
     end = crossing_below(xs, non_increasing_fit(ys), threshold)
     first = crossing_below(xs, ys, threshold)
     # the raw points' first dip, when it is materially (> 1.5x) earlier than the trend's crossing
@@ -187,7 +192,8 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     if unproven:
         notes.append(f"{unproven} point(s) hit the solver time limit (not proven optimal/infeasible)")
     # an unproven infeasible point below the last feasible one makes a gap in the curve; say so
-    gaps = [c for c, p in zip(grid, plans) if p.status in ("infeasible", "unknown") and last is not None and c < last]
+    gaps = [c for c, p in zip(grid, plans, strict=True)
+            if p.status in ("infeasible", "unknown") and last is not None and c < last]
     if gaps:
         notes.append("no plan found below the last feasible point at " + ", ".join(f"{c:.3g}" for c in gaps)
                      + " FLOP (interpolated over)")
@@ -206,7 +212,7 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
 
 def _infeasible_doc(hw: Hardware, exc: Exception, compute: float, days: float) -> Plan:
     """Fallback when an Infeasible carries no plan (should not happen): a minimal infeasible Plan."""
-    from planner.workload import infer_workload  # noqa: PLC0415
+    from planner.workload import infer_workload
 
     return Plan(status="infeasible", hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops,
                 deadline_days=days, gpus=None, nodes=None, gpu_hours=None, mfu=None, training_days=None,
@@ -288,10 +294,11 @@ def sweep(
     done = 0
     if jobs == 1 or len(tasks) == 1:
         for k, (hw, c) in enumerate(tasks):
-            results[k] = solve_point(hw, c, *args)
+            plan = solve_point(hw, c, *args)
+            results[k] = plan
             done += 1
             if progress:
-                progress(done, len(tasks), results[k])
+                progress(done, len(tasks), plan)
     else:
         # spawn, not fork: OR-Tools keeps threads around and forking a threaded process can deadlock.
         ctx = multiprocessing.get_context("spawn")
@@ -301,10 +308,11 @@ def sweep(
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in sorted(finished, key=pending.__getitem__):
                     k = pending.pop(fut)
-                    results[k] = fut.result()
+                    plan = fut.result()
+                    results[k] = plan
                     done += 1
                     if progress:
-                        progress(done, len(tasks), results[k])
+                        progress(done, len(tasks), plan)
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
@@ -318,5 +326,12 @@ def sweep(
     )
 
 
-__all__ = ["HardwareSummary", "SweepResult", "THREE_MONTHS_DAYS", "compute_grid", "crossing_below", "summarise",
-           "sweep"]
+__all__ = [
+    "THREE_MONTHS_DAYS",
+    "HardwareSummary",
+    "SweepResult",
+    "compute_grid",
+    "crossing_below",
+    "summarise",
+    "sweep",
+]

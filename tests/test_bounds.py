@@ -4,8 +4,8 @@
 deadline (or, at a fixed GPU count, exceeds the incumbent), without pricing them. A bound that overstated even one
 layout's step time could discard the optimum, so here every tuple of small spaces is priced over all of its
 placements with `planner.cost.step.step_arrays` (through `price_placements`, the enumerator's path) and compared
-with both bounds, which are the bound reading of planner.cost.terms. The equivalence tests in test_solver.py check the end result; these check the bounds directly,
-on more hardware and with both DP modes.
+with both bounds, which are the bound reading of planner.cost.terms. The equivalence tests in test_solver.py check
+the end result; these check the bounds directly, on more hardware and with both DP modes.
 """
 
 from __future__ import annotations
@@ -14,13 +14,22 @@ import numpy as np
 import pytest
 
 from planner.hardware import get_hardware
-from planner.search.cpsat import PairIndex
 from planner.parallel.space import (
-    SearchOptions, build_space, level_products, model_parallel_rows, tuples_for_model_parallel,
+    SearchOptions,
+    build_space,
+    level_products,
+    model_parallel_rows,
+    tuples_for_model_parallel,
 )
+from planner.search.cpsat import PairIndex
 from planner.search.exhaustive import price_placements
 from planner.search.presolve import (
-    LeastFeatures, ShapeTable, pair_step_lower_bound, step_lower_bound, tuple_terms, unique_rows,
+    LeastFeatures,
+    ShapeTable,
+    pair_step_lower_bound,
+    step_lower_bound,
+    tuple_terms,
+    unique_rows,
 )
 from planner.workload import workload_from_shape
 

@@ -24,10 +24,10 @@ from planner.cost.pipeline import (
     zb_h2_valid,
 )
 from planner.cost.step import evaluate, step_arrays
+from planner.hardware import get_hardware
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import Tuples
-from planner.hardware import get_hardware
-from planner.schema import DEGREES, Hardware, Layout, NetworkLevel, Workload
+from planner.schema import Hardware, Layout, NetworkLevel, Workload
 
 H100 = get_hardware("h100")
 GPU = H100.gpu
@@ -326,11 +326,11 @@ class TestLatency:
         # Flat network, one-way latency l. Per block per pass: two TP all-reduces (model group, ff group) of
         # 2 l each = 4 l; L = 8 blocks -> 32 l; one pipeline boundary (N_PP = 2, i = 1) -> 1 l; both passes:
         # 66 l per microbatch. 1F1B: each GPU pays m / N_PP = 4/2 of it = 132 l; plus the DP all-reduce 2 l.
-        l = 1e-3
+        lat = 1e-3
         lay = layout(dp=2, tp_ff=2, tp_model=2, pp=2, m=4)
-        r = row(flat(lat_s=l, bw_bidir=1e30), SMALL, lay)
-        assert r["latency_dp_s"] == pytest.approx(2 * l, rel=1e-12)
-        assert r["latency_s"] == pytest.approx(134 * l, rel=1e-12)
+        r = row(flat(lat_s=lat, bw_bidir=1e30), SMALL, lay)
+        assert r["latency_dp_s"] == pytest.approx(2 * lat, rel=1e-12)
+        assert r["latency_s"] == pytest.approx(134 * lat, rel=1e-12)
 
     def test_ep_latency_is_worst_case(self):
         # EP latency: every one of the L - 1 interfaces pays the highest EP level (App. 8.1.2). Two levels with

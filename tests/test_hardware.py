@@ -1,6 +1,6 @@
 """The hardware library: every shipped file, the paper's reference numbers, and the loader's rejections.
 
-Expected numbers are written out here from their sources (SPEC §4, the paper's Table 2, NVIDIA's datasheets),
+Expected numbers are written out here from their sources (the paper's App. 8.1.1 and Table 2, NVIDIA's datasheets),
 never recomputed from the files under test.
 """
 
@@ -55,7 +55,8 @@ def test_shipped_file_loads_with_a_source_on_every_number(name):
     assert hw.levels[-1].size is None, "the top level of a shipped system is unbounded"
 
 
-# SPEC §4 table: peak 16-bit FLOP/s = 128 threads x SMs x flop/clk/thread x max clock.
+# Peak 16-bit FLOP/s = 128 threads x SMs x flop/clk/thread x max clock (paper App. 8.1.1; the MFU peak of
+# docs/model.md §6).
 @pytest.mark.parametrize("name, peak_flops", [("v100", 1.256e14), ("a100", 3.119e14), ("h100", 9.894e14)])
 def test_paper_gpus_peak_matches_spec_table(name, peak_flops):
     assert sig4(get_hardware(name).gpu.peak_flops) == peak_flops
@@ -248,7 +249,8 @@ def _plain_copy(doc: dict) -> str:
     lines = ['name = "plain"', f"gpus_per_node = {doc.get('gpus_per_node', 8)}", "[gpu]"]
     for k, v in doc["gpu"].items():
         v = v["value"] if isinstance(v, dict) else v
-        lines.append(f"{k} = " + (f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)))
+        text = f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+        lines.append(f"{k} = {text}")
     for lvl in doc["levels"]:
         lines.append("[[levels]]")
         for k, v in lvl.items():

@@ -1,13 +1,14 @@
 """Section 5's closed-form bounds against the paper's printed numbers (Table 2, Eqs. 14-18, App. 8.3).
 
 How the printed numbers are compared. A value the paper prints as m x 10^k with n significant figures stands for
-anything within half a unit of its last digit. SPEC §8 asks for agreement to two significant figures, so each
-printed value is first rounded to min(n, 2) figures and ours must lie within half a unit of that figure's last
-place: e.g. "26.7k" -> 27k, accept 26.5k-27.5k; "1.0e11" -> accept 0.95e11-1.05e11 (5 %, the loosest case: a
-mantissa of 1.0); "591" -> 590, accept 585-595. That is "rounds to the same two figures" without false failures
-at a rounding boundary. Checking at three figures would be wrong: the paper rounded its own inputs (it uses
-C = 5.00e14 for the V100 node where 1533 MHz gives 5.02e14, so its d' is 26.7k and ours 26.8k). T_critical and
-Eqs. 15-18 are printed to one figure; the same rule at one figure means e.g. "3e28" accepts 2.5e28-3.5e28.
+anything within half a unit of its last digit. We require agreement to two significant figures
+(docs/reproduction.md, "Table 2 and Eqs. 15, 17, 18"), so each printed value is first rounded to min(n, 2) figures
+and ours must lie within half a unit of that figure's last place: e.g. "26.7k" -> 27k, accept 26.5k-27.5k; "1.0e11"
+-> accept 0.95e11-1.05e11 (5 %, the loosest case: a mantissa of 1.0); "591" -> 590, accept 585-595. That is "rounds
+to the same two figures" without false failures at a rounding boundary. Checking at three figures would be wrong:
+the paper rounded its own inputs (it uses C = 5.00e14 for the V100 node where 1533 MHz gives 5.02e14, so its d' is
+26.7k and ours 26.8k). T_critical and Eqs. 15-18 are printed to one figure; the same rule at one figure means e.g.
+"3e28" accepts 2.5e28-3.5e28.
 """
 
 from __future__ import annotations
@@ -287,7 +288,8 @@ def test_bad_inputs_name_the_value(field: str, bad: float) -> None:
 
 def test_infinite_network_removes_the_bandwidth_bound() -> None:
     h100 = get_hardware("h100")
-    fat = h100.model_copy(update={"levels": (h100.levels[0], NetworkLevel(name="ideal", bw_bidir_Bps=math.inf, lat_s=0))})
+    ideal = NetworkLevel(name="ideal", bw_bidir_Bps=math.inf, lat_s=0)
+    fat = h100.model_copy(update={"levels": (h100.levels[0], ideal)})
     r = limits_for(fat)
     assert r.d_prime == 0 and r.weights_in_sram and r.b_prime == 16
     assert math.isinf(r.t_critical_flop)
@@ -298,7 +300,8 @@ def test_infinite_network_removes_the_bandwidth_bound() -> None:
 
 def test_single_global_level_uses_it_as_the_uplink() -> None:
     h100 = get_hardware("h100")
-    flat = h100.model_copy(update={"levels": (NetworkLevel(name="NVLink", bw_bidir_Bps=900e9, lat_s=1.125e-6),)})
+    nvlink = NetworkLevel(name="NVLink", bw_bidir_Bps=900e9, lat_s=1.125e-6)
+    flat = h100.model_copy(update={"levels": (nvlink,)})
     r = limits_for(flat)
     assert r.gpus_per_device == 8
     assert r.b_net_words_per_s == pytest.approx(8 * 900e9 / 4, rel=1e-12)

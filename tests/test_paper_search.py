@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from paper_search import paper_tuples, plan_paper_space, released_hardware  # noqa: E402
 
 from planner.hardware import get_hardware  # noqa: E402
-from planner.schema import Workload  # noqa: E402
 from planner.parallel.space import SearchOptions, build_space  # noqa: E402
+from planner.schema import Workload  # noqa: E402
 
 
 def _divs(n: int) -> list[int]:
@@ -47,8 +47,8 @@ def _by_hand(wl: Workload) -> set[tuple]:
 def test_paper_space_is_exactly_the_simulators_rules(experts):
     wl = Workload(d_model=48, d_ff=192, layers=12, experts=experts, batch_tokens=96 * experts, tokens=1e9)
     t = paper_tuples(build_space(get_hardware("h100"), wl, SearchOptions(schedule="1f1b")))
-    got = {tuple(int(x) for x in row) for row in zip(t["dp"], t["tp_ff"], t["tp_model"], t["pp"], t["interleave"], t["ep"],
-                                                        t["microbatches"])}
+    got = {tuple(int(x) for x in row)
+           for row in zip(t["dp"], t["tp_ff"], t["tp_model"], t["pp"], t["interleave"], t["ep"], t["microbatches"])}
     assert got == _by_hand(wl)
     assert len(got) == len(t)  # no duplicates
     assert not t["zero_bubble"].any()

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from planner.cost.matmul import matmul_time_s
 from planner.cost.step import evaluate
 from planner.hardware import get_hardware
+from planner.parallel.space import SearchOptions, check_layout
 from planner.schema import DEGREES, Layout
 from planner.search.cpsat import solve_cpsat
 from planner.search.exhaustive import solve_exhaustive
-from planner.parallel.space import SearchOptions, check_layout
 from planner.workload import workload_from_shape
 
 TOL_S = 10e-9
@@ -184,7 +184,8 @@ def test_one_gpu_by_hand():
         m = lay.microbatches
         nb = b / m
         gemms = (2 * (matmul_time_s(hw.gpu, f, d, nb) + matmul_time_s(hw.gpu, d, f, nb))
-                 + matmul_time_s(hw.gpu, f, d, nb, weight_grad=True) + matmul_time_s(hw.gpu, d, f, nb, weight_grad=True))
+                 + matmul_time_s(hw.gpu, f, d, nb, weight_grad=True)
+                 + matmul_time_s(hw.gpu, d, f, nb, weight_grad=True))
         assert ev.step.step_s == pytest.approx(m * float(gemms), rel=1e-12)
         assert ev.step.tp_s == ev.step.pp_ep_s == ev.step.dp_s == ev.step.latency_s == 0.0
         flop_s = 12.0 * d * f * b / (hw.gpu.peak_flops * 0.70)

@@ -1,4 +1,4 @@
-"""`planner.sweep` and `planner sweep` (SPEC §7): order, JSON keys, the end-of-linear-scaling interpolation, CSV, plots.
+"""`planner.sweep` and `planner sweep`: order, JSON keys, the end-of-linear-scaling interpolation, CSV, plots.
 
 Real sweeps stay at 1e21-1e23 FLOP on h100, where each CP-SAT plan takes well under a second.
 """
@@ -6,18 +6,18 @@ Real sweeps stay at 1e21-1e23 FLOP on h100, where each CP-SAT plan takes well un
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 
 import pytest
+from cli_helpers import invoke
 
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware
 from planner.render.sweep import write_csv, write_plots
 from planner.schema import Plan
 from planner.sweep import SweepResult, compute_grid, crossing_below, non_increasing_fit, summarise, sweep
-
-from cli_helpers import invoke
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_grid_is_log_spaced_and_inclusive():
     assert compute_grid(1e24, 1e24, 1) == [1e24]
     g = compute_grid(1e24, 1e32, 30)
     assert len(g) == 30 and g[0] == 1e24 and g[-1] == 1e32
-    assert all(b > a for a, b in zip(g, g[1:]))
+    assert all(b > a for a, b in itertools.pairwise(g))
 
 
 @pytest.mark.parametrize("args", [(0, 1e22, 3), (1e22, math.inf, 3), (1e23, 1e22, 3), (1e21, 1e22, 0),

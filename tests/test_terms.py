@@ -24,7 +24,12 @@ from planner.cost.step import evaluate
 from planner.hardware import get_hardware
 from planner.parallel.dimensions import DEGREES, GROUPS
 from planner.parallel.space import (
-    SearchOptions, Tuples, build_space, layout_from, model_parallel_rows, placements_for_tuple,
+    SearchOptions,
+    Tuples,
+    build_space,
+    layout_from,
+    model_parallel_rows,
+    placements_for_tuple,
     tuples_for_model_parallel,
 )
 from planner.schema import Layout, Workload
@@ -62,7 +67,7 @@ def test_three_readings_agree(hw_name, wl, overlap):
     space = build_space(hw, wl, SearchOptions())
     q = tuple_terms(hw, wl, t, ShapeTable.for_space(hw, wl, space))
     q["step_lb"] = step_lower_bound(hw, wl, t, q, LeastFeatures(hw, wl), overlap)
-    tables = build_pair_tables(hw, wl, t, q, overlap)
+    tables = build_pair_tables(hw, wl, t, q, overlap, prune=False)
     per_tuple = tuple_forms(wl, q, overlap)
     forms = T.branches(wl, overlap)
     for i, lay in enumerate(layouts):

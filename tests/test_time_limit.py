@@ -1,8 +1,8 @@
 """The CP-SAT search honours --time-limit: it stops, says what it proved, and never claims more."""
 
 from planner.hardware import get_hardware
-from planner.search.cpsat import solve_cpsat
 from planner.parallel.space import SearchOptions
+from planner.search.cpsat import solve_cpsat
 from planner.workload import infer_workload
 
 

@@ -252,7 +252,7 @@ def test_actual_compute_within_rounding_of_request(sparse):
 @pytest.mark.parametrize("law", ["paper", "deepseek", "fixed"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_monotone_in_compute(sparse, law):
-    prev = None
+    prev, prev_batch = None, 0
     for t in np.logspace(22, 32, 201):
         w = infer_workload(float(t), sparse=sparse, batch_scaling=law)
         cur = (w.d_model, w.layers, w.experts, w.params, w.tokens)

@@ -24,11 +24,10 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import pydantic_core
 import typer
 from pydantic import BaseModel, ValidationError
@@ -37,20 +36,20 @@ from rich.console import Console
 try:  # typer >= 0.2x vendors click as typer._click; older typer (pyproject allows >= 0.12) depends on click
     from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover - depends on the installed typer
-    from click import exceptions as click_exc
+    from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
 from planner.choices import BatchScaling, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
+from planner.parallel.placement import greedy_placement, parse_placement
+from planner.parallel.space import check_layout
 from planner.render import StdoutConsole
 from planner.render.limits import fmt_sci, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
 from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
 from planner.search.result import SearchResult
-from planner.parallel.placement import greedy_placement, parse_placement
-from planner.parallel.space import check_layout, level_products
 from planner.workload import load_model_preset, workload_from_shape
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
@@ -60,12 +59,12 @@ DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
 """Table 2's four systems: DGX-1, DGX A100, DGX H100 and the hypothetical H100 SuperPOD."""
 
 
-class LayoutSchedule(str, Enum):
+class LayoutSchedule(StrEnum):
     one_f_one_b = "1f1b"
     zb_h2 = "zb-h2"
 
 
-class Solver(str, Enum):
+class Solver(StrEnum):
     cpsat = "cpsat"
     exhaustive = "exhaustive"
 
@@ -169,8 +168,8 @@ DModelOpt = Annotated[float | None, _number_option("--d-model", help="Explicit s
                                                  show_default=False)]
 DFfOpt = Annotated[float | None, _number_option("--d-ff", help="Explicit shape: d_ff.", rich_help_panel=_W,
                                               show_default=False)]
-LayersOpt = Annotated[float | None, _number_option("--layers", help="Explicit shape: L, MLP blocks.", rich_help_panel=_W,
-                                                 show_default=False)]
+LayersOpt = Annotated[float | None, _number_option("--layers", help="Explicit shape: L, MLP blocks.",
+                                                 rich_help_panel=_W, show_default=False)]
 ExpertsOpt = Annotated[float | None, _number_option("--experts", help="Explicit shape: E (default 1 = dense).",
                                                   rich_help_panel=_W, show_default=False)]
 BatchTokensOpt = Annotated[float | None, _number_option(
@@ -220,20 +219,21 @@ def _workload_options(compute: float | None, model: str | None, sparse: bool, ba
                            "(--d-model --d-ff --layers --batch-tokens)")
     if compute is None and (sparse or batch_scaling is not None):
         used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
-        raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling laws); a preset or an explicit shape "
-                           "fixes E and the batch itself")
+        raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling "
+                           "laws); a preset or an explicit shape fixes E and the batch itself")
     if compute is not None:
         return None
     if model is not None:
         return load_model_preset(model)
-    missing = [f for f in ("--d-model", "--d-ff", "--layers", "--batch-tokens") if shape.get(f) is None]
-    if missing:
+    required = ("--d-model", "--d-ff", "--layers", "--batch-tokens")
+    d_model, d_ff, layers, batch_tokens = (shape.get(f) for f in required)
+    if d_model is None or d_ff is None or layers is None or batch_tokens is None:
+        missing = [f for f in required if shape.get(f) is None]
         raise InvalidInput(f"an explicit shape needs --d-model, --d-ff, --layers and --batch-tokens; missing "
                            f"{', '.join(missing)}")
     experts = shape.get("--experts")
-    return workload_from_shape(shape["--d-model"], shape["--d-ff"], shape["--layers"],
-                               1 if experts is None else experts, shape["--batch-tokens"], shape.get("--tokens"),
-                               label="explicit shape (command-line flags)")
+    return workload_from_shape(d_model, d_ff, layers, 1 if experts is None else experts, batch_tokens,
+                               shape.get("--tokens"), label="explicit shape (command-line flags)")
 
 
 def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int, schedule: str,
@@ -275,11 +275,10 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     if lay is None:
         raise InvalidInput(f"the plan has no layout (status '{doc.status}'); nothing to evaluate")
     degrees = {d: getattr(lay, d) for d in DEGREES}
-    common = dict(interleave=lay.interleave, microbatches=lay.microbatches, schedule=lay.schedule)
     n_levels = len(hw.levels)
     kept = None
     if all(len(v) == n_levels for v in lay.placement.values()):
-        kept = _make_layout(degrees, placement=lay.placement, **common)
+        kept = _make_layout(degrees, lay.interleave, lay.microbatches, lay.schedule, lay.placement)
         problems = check_layout(hw, wl, kept)
         if not problems:
             return kept, []
@@ -287,7 +286,7 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     else:
         reason = (f"the plan has {len(lay.levels)} network level(s) ({', '.join(lay.levels)}) but {hw.name} has "
                   f"{n_levels} ({', '.join(lvl.name for lvl in hw.levels)})")
-    replaced = _make_layout(degrees, placement=greedy_placement(hw, degrees), **common)
+    replaced = _make_layout(degrees, lay.interleave, lay.microbatches, lay.schedule, greedy_placement(hw, degrees))
     if kept is not None and check_layout(hw, wl, replaced):
         return kept, []  # not a placement problem: let evaluation report the real one
     note = (f"re-placed on {hw.name}: {reason}; degrees kept, factors assigned greedily (TP first, then PP, DP, EP, "
@@ -346,7 +345,8 @@ def plan_command(
     sparse: SparseOpt = False,
     batch_scaling: BatchScalingOpt = None,
     schedule: Annotated[ScheduleChoice, typer.Option(
-        "--schedule", help="Pipeline schedule; auto lets the solver choose.", rich_help_panel=_S)] = ScheduleChoice.auto,
+        "--schedule", help="Pipeline schedule; auto lets the solver choose.",
+        rich_help_panel=_S)] = ScheduleChoice.auto,
     solver: Annotated[Solver, typer.Option(
         "--solver", help="cpsat (proves optimality) or exhaustive (brute-force enumeration of the same space).",
         rich_help_panel=_S)] = Solver.cpsat,
@@ -476,18 +476,21 @@ def evaluate_command(
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
         hw = api.resolve_hardware(gpu or "h100")
-        wl = _workload_options(compute, model, sparse, batch_scaling, shape)
-        if wl is None:
+        given = _workload_options(compute, model, sparse, batch_scaling, shape)
+        if given is not None:
+            wl = given
+        else:
             from planner.workload import infer_workload
 
+            assert compute is not None  # _workload_options returns None only in compute mode
             wl = infer_workload(compute, sparse=sparse, batch_scaling=(batch_scaling or BatchScaling.paper).value)
         for flag, v in layout_flags.items():
             if isinstance(v, int) and v < 1:
                 raise InvalidInput(f"{flag} must be a whole number >= 1, got {v}")
         degrees = {"dp": dp or 1, "tp_ff": tp_ff or 1, "tp_model": tp_model or 1, "pp": pp or 1, "ep": ep or 1}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
-        layout = _make_layout(degrees, interleave or 1, microbatches or 1, (schedule or LayoutSchedule.one_f_one_b).value,
-                              greedy_placement(hw, degrees, fixed))
+        layout = _make_layout(degrees, interleave or 1, microbatches or 1,
+                              (schedule or LayoutSchedule.one_f_one_b).value, greedy_placement(hw, degrees, fixed))
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then PP, DP, EP, lowest level first)")
 

@@ -152,6 +152,8 @@ def _io_bytes(d1: np.ndarray, d2: np.ndarray, b: np.ndarray, tile_capacity_bytes
     right_bytes = d2 * b * word_bytes  # X (forward), dY (activation grad), X^T (weight grad)
     left_bytes = d1 * b * word_bytes  # the output Y or dX, or the input dY of the weight grad
 
+    small_rows: np.ndarray | float
+    small_cols: np.ndarray | float
     if multicast:
         rows, cols = _tile_grid(d1, d2, tile_capacity_bytes * concurrent, word_bytes)
         small_rows, small_cols = _tile_grid(d1, d2, tile_capacity_bytes, word_bytes)

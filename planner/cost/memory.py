@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 
 RESERVE_BYTES = 2e9
@@ -43,7 +46,7 @@ def memory_components(params: float, d_model: int, d_ff: int, layers: int, exper
                                               tp_ff, tp_model, pp, ep, nanobatch, in_flight),
     }
     comp["reserve_bytes"] = np.full_like(comp["weights_bytes"], RESERVE_BYTES)
-    comp["total_bytes"] = sum(comp.values())
+    comp["total_bytes"] = functools.reduce(operator.add, comp.values())
     return comp
 
 
@@ -65,5 +68,5 @@ def layout_memory(hw, wl, cols, nanobatch, in_flight) -> dict[str, np.ndarray]:
         * in_flight * hw.gpu.word_bytes,
     }
     comp["reserve_bytes"] = np.full_like(comp["weights_bytes"], RESERVE_BYTES)
-    comp["total_bytes"] = sum(comp.values())
+    comp["total_bytes"] = functools.reduce(operator.add, comp.values())
     return comp

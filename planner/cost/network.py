@@ -64,7 +64,8 @@ def pp_frequencies(pp_factors: np.ndarray, interleave, layers: int) -> np.ndarra
 
 
 def ep_frequencies(ep_factors: np.ndarray) -> np.ndarray:
-    """P_EP(h), h = 0..H, under uniform top-1 routing (Eq. 20): (N_EP(h) - 1) / prod_{k>=h} N_EP(k); P_EP(0) = 1/N_EP."""
+    """P_EP(h), h = 0..H, under uniform top-1 routing (Eq. 20): (N_EP(h) - 1) / prod_{k>=h} N_EP(k);
+    P_EP(0) = 1/N_EP."""
     ep_factors = np.asarray(ep_factors, dtype=np.float64)
     n, H = ep_factors.shape
     suffix = np.cumprod(ep_factors[:, ::-1], axis=1)[:, ::-1]

@@ -8,12 +8,13 @@ one row. The searches read the same terms (bounds, CP-SAT tables), so a layout h
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from planner.cost import memory as mem
 from planner.cost import terms
 from planner.cost.pipeline import microbatches_in_flight
-from planner.cost.terms import nanobatch_tokens
+from planner.cost.terms import nanobatch_tokens as nanobatch_tokens  # re-exported for planner.api
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import Tuples
 from planner.schema import (
@@ -70,14 +71,14 @@ def bottleneck(row: dict[str, float]) -> str:
         "matmul (GEMM compute / on-chip memory)": row["matmul_s"],
         "overlapped TP/PP/EP network bandwidth": row["tp_s"] + row["pp_ep_s"],
     }
-    busy_name = max(parts, key=parts.get)
+    busy_name = max(parts, key=parts.__getitem__)
     shares = {
         busy_name: max(parts.values()),
         "pipeline bubble": row["bubble_s"],
         "data-parallel all-reduce": row["dp_s"],
         "serial network latency": row["latency_s"],
     }
-    name = max(shares, key=shares.get)
+    name = max(shares, key=shares.__getitem__)
     return f"{name} ({shares[name] / step:.0%} of the step)"
 
 

@@ -180,8 +180,8 @@ def _ar_path(group: str):
 def _p2p_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     # Every crossing interface carries the layer output of every token, each pass; the traffic of the whole step
     # spreads evenly over all GPUs (App. 8.1.2).
-    n_gpu = 1.0
-    for d in DEGREES:
+    n_gpu = _f(cols, DEGREES[0])
+    for d in DEGREES[1:]:
         n_gpu = n_gpu * _f(cols, d)
     itf = wl.ops.interface
     return itf.passes * wl.batch_tokens * max(wl.layers - 1, 0) * itf.words.size / n_gpu

@@ -103,6 +103,7 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
             continue
         target = d.divides(wl)
         if target % v:
-            what = f"{d.name}={v}" if d.partner is None else f"{d.name}({values[d.name]}) * {d.partner}({values[d.partner]})"
+            what = (f"{d.name}={v}" if d.partner is None
+                    else f"{d.name}({values[d.name]}) * {d.partner}({values[d.partner]})")
             problems.append(f"{what} does not divide {d.divides_text}={target}")
     return problems

@@ -73,7 +73,8 @@ def parse_placement(text: str, degrees: Mapping[str, int], n_levels: int) -> dic
         try:
             values = tuple(int(f) for f in factors.split(","))
         except ValueError:
-            raise InvalidInput(f"--placement item '{item}': factors must be whole numbers separated by commas") from None
+            raise InvalidInput(f"--placement item '{item}': factors must be whole numbers separated by commas"
+                               ) from None
         if len(values) != n_levels:
             raise InvalidInput(f"--placement item '{item}': {len(values)} factor(s) given, the hardware has "
                                f"{n_levels} network level(s)")

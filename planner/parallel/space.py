@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -76,19 +76,19 @@ class Tuples(Mapping[str, np.ndarray]):
             n = n * self.cols[d]
         return n
 
-    def take(self, idx) -> "Tuples":
+    def take(self, idx) -> Tuples:
         return Tuples({k: v[idx] for k, v in self.cols.items()})
 
     @classmethod
-    def concat(cls, parts: list["Tuples"]) -> "Tuples":
+    def concat(cls, parts: list[Tuples]) -> Tuples:
         return cls({k: np.concatenate([p[k] for p in parts]) for k in cls.COLUMNS})
 
     @classmethod
-    def empty(cls) -> "Tuples":
+    def empty(cls) -> Tuples:
         return cls({k: np.zeros(0, dtype=bool if k == "zero_bubble" else np.int64) for k in cls.COLUMNS})
 
     @classmethod
-    def from_layouts(cls, layouts: list[Layout]) -> "Tuples":
+    def from_layouts(cls, layouts: list[Layout]) -> Tuples:
         cols = {d: np.array([lay.degree(d) for lay in layouts], dtype=np.int64) for d in (*DEGREES, *OPTIONS)}
         cols["zero_bubble"] = np.array([lay.schedule == "zb-h2" for lay in layouts], dtype=bool)
         return cls(cols)
@@ -211,7 +211,7 @@ def level_products(hw: Hardware, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return prods, valid
 
 
-@lru_cache(maxsize=None)
+@cache
 def _factor_vectors(value: int, caps: tuple) -> tuple[tuple[int, ...], ...]:
     """All ways to write `value` as a product of one factor per level, each within its level's capacity."""
     H = len(caps)

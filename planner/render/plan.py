@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TypeVar
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from planner.hardware import GPU_KEYS, LEVEL_KEYS
+from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
 from planner.schema import DEGREES, Hardware, Plan
 
-DEGREE_LABELS = {
-    "dp": "DP  (data)",
-    "tp_ff": "TP,ff  (slices d_ff)",
-    "tp_model": "TP,model  (slices d_model)",
-    "pp": "PP  (pipeline stages)",
-    "ep": "EP  (experts)",
-}
+T = TypeVar("T")
+
+
+def _part(value: T | None, what: str) -> T:
+    """A part of the plan that only a plan with a layout has (the callers render only such plans)."""
+    if value is None:
+        raise ValueError(f"an infeasible plan has no {what} to render")
+    return value
+
 
 
 # --------------------------------------------------------------------------------------------------
@@ -140,7 +144,8 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
 
 
 def model_table(plan: Plan) -> Table:
-    """The trained model (SPEC §3): shape, size, batch, tokens and the compute it implies."""
+    """The trained model (docs/model.md §1, workload and the FLOP convention): shape, size, batch, tokens and the
+    compute it implies."""
     wl = plan.workload
     rows = [
         ("source", wl.label or "—"),
@@ -177,14 +182,14 @@ def cluster_table(plan: Plan) -> Table:
 
 def layout_table(plan: Plan) -> Table:
     """Each degree and its factor on each network level (columns named by the levels, bottom-up)."""
-    lay = plan.layout
+    lay = _part(plan.layout, "layout")
     table = Table(title="Layout: factor of each degree per network level", title_justify="left")
     table.add_column("degree", style="bold")
     table.add_column("total", justify="right", style="bold cyan")
     for name in lay.levels:
         table.add_column(name, justify="right")
     for d in DEGREES:
-        table.add_row(DEGREE_LABELS[d], str(getattr(lay, d)), *[str(f) for f in lay.placement[d]])
+        table.add_row(BY_NAME[d].title, str(getattr(lay, d)), *[str(f) for f in lay.placement[d]])
     products = [math.prod(lay.placement[d][h] for d in DEGREES) for h in range(len(lay.levels))]
     table.add_section()
     table.add_row("GPUs", str(plan.gpus), *[str(p) for p in products], style="dim")
@@ -192,7 +197,7 @@ def layout_table(plan: Plan) -> Table:
 
 
 def schedule_table(plan: Plan) -> Table:
-    lay = plan.layout
+    lay = _part(plan.layout, "layout")
     bubble_note = "zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
     if lay.pp == 1:
         bubble_note += "; no pipeline (pp = 1), so no bubble under either schedule"
@@ -205,8 +210,8 @@ def schedule_table(plan: Plan) -> Table:
 
 
 def time_table(plan: Plan) -> Table:
-    """Step time and its breakdown (Eq. 21 plus the latency floor of SPEC §5.4)."""
-    b = plan.breakdown
+    """Step time and its breakdown (Eq. 21 plus the critical-path floor, docs/model.md §6)."""
+    b = _part(plan.breakdown, "step-time breakdown")
     step = b.step_s
     table = Table(title="Time per optimizer step", title_justify="left")
     table.add_column("component", style="bold")
@@ -234,8 +239,9 @@ def time_table(plan: Plan) -> Table:
 
 
 def run_table(plan: Plan) -> Table:
-    """Training time, MFU (with its peak and FLOP convention stated, SPEC §4) and the binding bottleneck."""
-    rows = [("training time", fmt_days(plan.training_days))]
+    """Training time, MFU (with its peak and FLOP convention stated, docs/model.md §1 and §6) and the binding
+    bottleneck."""
+    rows: list[tuple[str, RenderableType]] = [("training time", fmt_days(plan.training_days))]
     if plan.deadline_days is not None:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     rows += [
@@ -248,8 +254,8 @@ def run_table(plan: Plan) -> Table:
 
 
 def memory_table(plan: Plan) -> Table:
-    """Bytes per GPU by component (SPEC §5.5) against HBM capacity."""
-    m = plan.memory
+    """Bytes per GPU by component (docs/model.md §7, memory) against HBM capacity."""
+    m = _part(plan.memory, "memory breakdown")
     fits = m.total_bytes <= m.capacity
     table = Table(title="Memory per GPU", title_justify="left")
     table.add_column("component", style="bold")
@@ -270,6 +276,18 @@ def memory_table(plan: Plan) -> Table:
     return table
 
 
+def _decision_rows(s) -> list[tuple[str, str]]:
+    """CP-SAT's share of the decision: what its deciding model chose among, and where the time went."""
+    share = s.cpsat_s / s.wall_s if s.wall_s > 0 else 0.0
+    return [
+        ("CP-SAT chose among", f"{s.candidates:,} degree tuples and {s.candidate_pairs:,} placement choices "
+                               "(every tuple no sound bound rules out)"),
+        ("models solved", f"{s.models:,} ({s.evaluated:,} tuples and placement choices in all)"),
+        ("time in CP-SAT", f"{fmt_time(s.cpsat_s)} ({share:.0%} of the search; the rest is presolve and model "
+                           "building)"),
+    ]
+
+
 def solver_table(plan: Plan) -> Table:
     """What the search proved. 'proven optimal' appears only when the solver's status is optimal."""
     s = plan.solver
@@ -278,7 +296,7 @@ def solver_table(plan: Plan) -> Table:
         ("status", s.status),
         ("wall time", fmt_time(s.wall_s)),
         ("space size", f"{s.space_size:,} degree tuples"),
-        ("layouts evaluated", f"{s.evaluated:,}"),
+        *(_decision_rows(s) if s.name == "cpsat" else [("layouts evaluated", f"{s.evaluated:,}")]),
         ("gap", "unknown" if s.gap is None else f"{s.gap:.3g}"),
     ]
     if s.bound is not None:
@@ -298,7 +316,8 @@ def proof_line(plan: Plan) -> Text:
             goal = "least step time on this many GPUs, then least network time"
         return Text.assemble(("proven optimal", "bold green"), f" ({goal}) over the whole search space.")
     if s.status == "infeasible":
-        return Text.assemble(("proven infeasible", "bold red"), ": no layout in the search space satisfies the request.")
+        return Text.assemble(("proven infeasible", "bold red"),
+                             ": no layout in the search space satisfies the request.")
     if plan.layout is None:
         return Text.assemble(("NOT PROVEN INFEASIBLE", "bold red"),
                              ": the search stopped before finding any layout; raise --time-limit to search longer.")
@@ -385,8 +404,9 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
         ("GPUs per node", str(hw.gpus_per_node)),
     ])
     gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
-    for col, kw in (("field", {"style": "bold"}), ("value", {"justify": "right"}), ("source", {})):
-        gpu.add_column(col, **kw)
+    gpu.add_column("field", style="bold")
+    gpu.add_column("value", justify="right")
+    gpu.add_column("source")
     for key, (field, scale) in GPU_KEYS.items():
         raw = getattr(hw.gpu, field)
         value = raw if scale in (None, 1) else raw / scale
@@ -399,8 +419,10 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
                 "derived: 32 banks x 4 B x SMs x sustained clock")
     gpu.add_row("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)")
     levels = Table(title="Network levels (bottom-up)", title_justify="left")
-    for col, kw in (("level", {"style": "bold"}), ("field", {}), ("value", {"justify": "right"}), ("source", {})):
-        levels.add_column(col, **kw)
+    levels.add_column("level", style="bold")
+    levels.add_column("field")
+    levels.add_column("value", justify="right")
+    levels.add_column("source")
     for k, lvl in enumerate(hw.levels):
         if k:
             levels.add_section()

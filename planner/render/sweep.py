@@ -1,4 +1,5 @@
-"""Rendering of a sweep (SPEC §7): rich table, CSV, PNG plots like the paper's Figs. 6-9, and the `sweep` command.
+"""Rendering of a sweep (README.md "Commands"): rich table, CSV, PNG plots like the paper's Figs. 6-9, and the
+`sweep` command.
 
 The command lives here (not in planner/cli/commands.py) so that cli.py only registers it; it raises the library's typed
 errors and lets `planner.cli.run` turn them into one-line messages and exit codes.
@@ -19,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.choices import BatchScaling, ScheduleChoice
-from planner.render import StdoutConsole
 from planner.errors import InvalidInput
+from planner.render import StdoutConsole
 from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
@@ -161,7 +162,8 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
         color = f"C{k % 10}"
         plans = res.plans_for(hw)
         s = res.summary(hw)
-        pts = [(c, p) for c, p in zip(res.compute_flop, plans) if p.mfu is not None and p.status != "infeasible"]
+        pts = [(c, p) for c, p in zip(res.compute_flop, plans, strict=True)
+               if p.mfu is not None and p.status != "infeasible"]
         ax.plot([c for c, _ in pts], [p.mfu for _, p in pts], "-", color=color, lw=1.6, label=label)
         proven = [(c, p.mfu) for c, p in pts if p.status == "optimal"]
         unproven = [(c, p.mfu) for c, p in pts if p.status != "optimal"]
@@ -170,8 +172,9 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
             seen["unproven"] = True
             ax.plot([c for c, _ in unproven], [y for _, y in unproven], "o", color=color, ms=5, ls="none",
                     markerfacecolor="white", markeredgewidth=1.2)
-        none_proven = [c for c, p in zip(res.compute_flop, plans) if p.mfu is None and p.solver.status == "infeasible"]
-        none_open = [c for c, p in zip(res.compute_flop, plans) if p.mfu is None and p.solver.status != "infeasible"]
+        none = [(c, p) for c, p in zip(res.compute_flop, plans, strict=True) if p.mfu is None]
+        none_proven = [c for c, p in none if p.solver.status == "infeasible"]
+        none_open = [c for c, p in none if p.solver.status != "infeasible"]
         if none_proven:
             seen["infeasible"] = True
             ax.plot(none_proven, [0.0] * len(none_proven), "x", color=color, ms=5, ls="none", clip_on=False)
@@ -229,7 +232,7 @@ def plot_parallelism(res: SweepResult, hw: str, path: Path | str, title: str = "
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     series: dict[str, list[tuple[float, float]]] = {"dp": [], "tp (tp_ff x tp_model)": [], "pp": [], "ep": []}
-    for c, p in zip(res.compute_flop, res.plans_for(hw)):
+    for c, p in zip(res.compute_flop, res.plans_for(hw), strict=True):
         if p.layout is None or p.status == "infeasible" or not p.gpus or p.gpus < 2:
             continue
         lay = p.layout
@@ -304,7 +307,8 @@ def sweep_command(
     days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
                                         help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
     dp_overlap: Annotated[bool, typer.Option(
-        "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase, SPEC §5.2).")
+        "--dp-overlap",
+        help="Let the DP gradient all-reduce overlap with compute (default: its own phase, docs/model.md §6).")
     ] = False,
     price_per_gpu_hour: Annotated[float | None, typer.Option(
         "--price-per-gpu-hour", parser=_number, metavar="USD", show_default=False,

@@ -24,7 +24,9 @@ When the time limit stops the search, the best layout so far is returned with th
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,12 +37,26 @@ from ortools.sat.python import cp_model
 from planner.cost import terms as T
 from planner.parallel.dimensions import DEGREES, GROUPS
 from planner.parallel.space import (
-    SearchOptions, Space, Tuples, build_space, factor_options, layout_from, level_products, model_parallel_rows,
-    mp_size, space_size, zb_allows,
+    SearchOptions,
+    Space,
+    Tuples,
+    build_space,
+    factor_options,
+    layout_from,
+    level_products,
+    model_parallel_rows,
+    mp_size,
+    space_size,
+    zb_allows,
 )
 from planner.schema import Hardware, Layout, Workload
 from planner.search.presolve import (
-    LeastFeatures, LeastWork, ShapeTable, pair_step_lower_bound, step_lower_bound, tuple_terms,
+    LeastFeatures,
+    LeastWork,
+    ShapeTable,
+    pair_step_lower_bound,
+    step_lower_bound,
+    tuple_terms,
 )
 from planner.search.result import SearchResult
 
@@ -97,7 +113,7 @@ class PairIndex:
     m_max: np.ndarray
 
     @classmethod
-    def build(cls, space: Space, mp: dict[str, np.ndarray]) -> "PairIndex":
+    def build(cls, space: Space, mp: dict[str, np.ndarray]) -> PairIndex:
         n_mp = mp_size(mp)
         order = np.argsort(n_mp, kind="stable")
         dp, m = space.dp_m["dp"], space.dp_m["microbatches"]
@@ -220,36 +236,68 @@ class PairTable:
         self.forms = forms  # branch or network form name -> (k,) seconds
 
 
-def _group_pairs(hw: Hardware, t: Tuples, group: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every tuple with every combination of its group's factor vectors: (tuple index, degree -> factors)."""
+def _pareto(features: np.ndarray, signature: np.ndarray) -> np.ndarray:
+    """Indices of the combinations no other combination with the same signature dominates (no larger in every
+    feature; exact ties keep the first)."""
+    n = len(features)
+    same = (signature[:, None, :] == signature[None, :, :]).all(axis=2)
+    le = (features[:, None, :] <= features[None, :, :]).all(axis=2)  # le[j, i]: j no larger than i everywhere
+    lt = (features[:, None, :] < features[None, :, :]).any(axis=2)
+    earlier = np.arange(n)[:, None] < np.arange(n)[None, :]
+    dominated = (same & le & (lt | earlier)).any(axis=0)
+    return np.nonzero(~dominated)[0]
+
+
+def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool = True
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every tuple with every combination of its group's factor vectors: (tuple index, degree -> factors).
+
+    With `prune`, a combination is left out when another one with the same signature (the product of the group's
+    factors on each level, all the level-filling constraints see of it) has no larger feature of any group term:
+    every branch and the network form weigh those features with non-negative tuple coefficients, so the other one
+    is never worse at any stage of the objective. This is exact dominance, not a heuristic.
+    """
     degrees = GROUPS[group]
-    keys = np.stack([t[d] for d in degrees], axis=1)
+    gterms = [g for g in T.group_terms(wl) if g.group == group]
+    extra = tuple(dict.fromkeys(k for g in gterms for k in g.keys))
+    names = (*degrees, *extra)
+    keys = np.stack([np.asarray(t[d], dtype=np.int64) for d in names], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.ravel()
-    rows, fac = [], {d: [] for d in degrees}
+    rows: list[np.ndarray] = []
+    fac: dict[str, list[np.ndarray]] = {d: [] for d in degrees}
     for j, vals in enumerate(uniq):
-        opts = [factor_options(hw, int(v)) for v in vals]
+        opts = [factor_options(hw, int(v)) for v in vals[:len(degrees)]]
         sizes = [len(o) for o in opts]
         k = math.prod(sizes)
+        grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
+        combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
+        if prune and k > 1:
+            cols = {name: np.full(k, v) for name, v in zip(names, vals)}
+            feats = np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1)
+            signature = np.prod(np.stack([combo[d] for d in degrees]), axis=0)
+            keep = _pareto(feats, signature)
+            combo = {d: v[keep] for d, v in combo.items()}
+            k = len(keep)
         idx = np.nonzero(inv == j)[0]
         rows.append(np.repeat(idx, k))
-        grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
-        for n, d in enumerate(degrees):
-            fac[d].append(np.tile(opts[n][grid[:, n]], (len(idx), 1)))
+        for d in degrees:
+            fac[d].append(np.tile(combo[d], (len(idx), 1)))
     H = len(hw.levels)
     return (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
             {d: np.concatenate(v) if v else np.zeros((0, H), dtype=np.int64) for d, v in fac.items()})
 
 
-def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool
-                      ) -> dict[str, PairTable]:
+def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
+                      prune: bool = True) -> dict[str, PairTable]:
     """The CP-SAT reading of planner.cost.terms: per group and pair, each form's sum of coefficient x group term
-    (tuple-only parts are per tuple; see `tuple_forms`)."""
+    (tuple-only parts are per tuple; see `tuple_forms`). `prune` drops dominated factor combinations
+    (`_group_pairs`)."""
     forms = (*T.branches(wl, dp_overlap), T.network_form(wl))
     gterms = {g.name: g for g in T.group_terms(wl)}
     tables = {}
     for group in GROUPS:
-        r, fac = _group_pairs(hw, t, group)
+        r, fac = _group_pairs(hw, wl, t, group, prune)
         cols = {k: v[r] for k, v in t.items()}
         vals = {name: g.scale(hw, wl, cols) * g.feature(hw, wl, cols, fac)
                 for name, g in gterms.items() if g.group == group}
@@ -312,7 +360,7 @@ class Model:
                 need = _vp(prods[:, h], p)
                 lhs_vars, lhs_coef = [], []
                 for g, tab in self.tables.items():
-                    e = sum(_vp(fac[:, h], p) for fac in tab.factors.values())
+                    e = functools.reduce(operator.add, (_vp(fac[:, h], p) for fac in tab.factors.values()))
                     nz = np.nonzero(e)[0]
                     lhs_vars += [self.y[g][k] for k in nz]
                     lhs_coef += [int(v) for v in e[nz]]

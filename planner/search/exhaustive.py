@@ -9,14 +9,20 @@ go to the first layout in enumeration order.
 from __future__ import annotations
 
 import time
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from planner.cost.step import step_arrays
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import (
-    SearchOptions, Tuples, build_space, layout_from, level_products, model_parallel_rows, space_size,
+    SearchOptions,
+    Tuples,
+    build_space,
+    layout_from,
+    level_products,
+    model_parallel_rows,
+    space_size,
     tuples_for_model_parallel,
 )
 from planner.schema import Hardware, Workload
@@ -24,7 +30,7 @@ from planner.search.presolve import ShapeTable, tuple_terms
 from planner.search.result import SearchResult
 
 
-@lru_cache(maxsize=None)
+@cache
 def _level_patterns(cap: int) -> np.ndarray:
     """Every 5-tuple of per-degree factors whose product is at most `cap` (one bounded level): array (k, 5)."""
     out = []

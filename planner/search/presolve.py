@@ -42,12 +42,12 @@ class ShapeTable:
                                                per_expert / g[2].ravel().astype(np.float64))
 
     @classmethod
-    def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> "ShapeTable":
+    def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
         """Every shape the space can produce: its N_TP,ff and N_TP,model candidates and every N_DP m product."""
         return cls(hw, wl, space.values["tp_ff"], space.values["tp_model"],
                    np.unique(space.dp_m["dp"] * space.dp_m["microbatches"]))
 
-    def least_work(self, dp_m: Mapping[str, np.ndarray]) -> "LeastWork":
+    def least_work(self, dp_m: Mapping[str, np.ndarray]) -> LeastWork:
         return LeastWork(self, dp_m)
 
     def lookup(self, cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

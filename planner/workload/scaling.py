@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -270,17 +270,20 @@ def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str
 
 
 def workload_from_shape(
-    d_model: int,
-    d_ff: int,
-    layers: int,
-    experts: int,
-    batch_tokens: int,
+    d_model: float,
+    d_ff: float,
+    layers: float,
+    experts: float,
+    batch_tokens: float,
     tokens: float | None = None,
     *,
     seq_len: int = SEQ_LEN_TOKENS,
     label: str = "explicit shape",
 ) -> Workload:
     """A workload from an explicit toy-model shape (§2). `tokens` defaults to 20 N_p (Chinchilla, App. 8.1.4).
+
+    The shape arguments must be positive whole numbers; integral floats (`4096.0`, as the CLI parses `4.096e3`) are
+    accepted.
 
     The batch must be a multiple of `experts`: top-1 balanced routing (§2) gives every expert b / E tokens.
     """
@@ -401,7 +404,7 @@ def _read_toml(text: str, origin: str) -> dict[str, Any]:
         raise InvalidInput(f"malformed TOML in '{origin}': {exc}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shipped_preset(name: str) -> ModelPreset:
     origin = f"models/{name}.toml"
     text = _preset_dir().joinpath(f"{name}.toml").read_text(encoding="utf-8")

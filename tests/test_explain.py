@@ -1,0 +1,199 @@
+"""`planner.explain`: the bounded scans behind the infeasibility explanations.
+
+* `min_memory_on` prices at most `max_rows` degree tuples and stops every loop there; its least memory is checked
+  against the formula of docs/model.md §7, written out here;
+* `fit_search` (the fewest GPUs on which some layout fits) walks only the counts `can_form` allows, in increasing
+  order, under a count cap, never a clock: the same request gets the same explanation on any machine;
+* `planner.explain` does not import `planner.api` (the explanation used to call back into the search).
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from planner import explain
+from planner.explain import FitSearch, ascending_divisors, explain_infeasible, fit_search, gpus_to_fit, min_memory_on
+from planner.hardware import get_hardware
+from planner.parallel.space import SearchOptions
+from planner.search.result import SearchResult
+from planner.workload import infer_workload, workload_from_shape
+
+ROOT = Path(__file__).resolve().parents[1]
+INFEASIBLE = SearchResult("cpsat", "infeasible", None, 0.5, 10)
+
+# d_model 1024, d_ff 4096, L 16, E 1, b 2^20: N_p = 2 L E d_model d_ff = 134,217,728.
+SHAPE = (1024, 4096, 16, 1, 2**20)
+
+
+# --------------------------------------------------------------------------------------------------
+# min_memory_on and its row cap
+# --------------------------------------------------------------------------------------------------
+
+
+def _memory_oracle(n: int) -> tuple[int, float, tuple[int, int, int, int]]:
+    """(tuples, least bytes, its (dp, tp_ff, tp_model, pp)) of SHAPE on n H100s, from docs/model.md §7 by hand.
+
+    E = 1, so ep = 1; the most microbatches m = (b/E) / dp make the nanobatch b' = 1 token; 1F1B holds
+    min(pp, m) = pp microbatches in flight. Per GPU, P = N_p / (tp pp) parameters:
+    2P weights + 2P gradients + 12P/dp optimizer + (d_model/tp_model + d_ff/tp_ff) b' (L/pp) pp 2 activations
+    + 2e9 reserve."""
+    d_model, d_ff, layers, _, b = SHAPE
+    n_p = 2 * layers * d_model * d_ff
+    count, best, arg = 0, float("inf"), (0, 0, 0, 0)
+    for tf, tm, pp in itertools.product(range(1, n + 1), repeat=3):
+        if n % (tf * tm * pp) or d_ff % tf or d_model % tm or layers % pp:
+            continue
+        dp = n // (tf * tm * pp)
+        if b % dp:
+            continue
+        count += 1
+        p = n_p / (tf * tm * pp)
+        total = 4 * p + 12 * p / dp + (d_model / tm + d_ff / tf) * 1 * (layers / pp) * pp * 2 + 2e9
+        if total < best:
+            best, arg = total, (dp, tf, tm, pp)
+    return count, best, arg
+
+
+def test_min_memory_on_is_exact_against_the_formula():
+    count, best, (dp, tf, tm, pp) = _memory_oracle(64)
+    assert count == 80 and best == 2_033_570_816.0 and (dp, tf, tm, pp) == (1, 16, 4, 1)
+    fit = min_memory_on(get_hardware("h100"), workload_from_shape(*SHAPE), SearchOptions(), 64)
+    assert fit is not None
+    assert fit.rows == 80 and fit.complete
+    assert fit.total_bytes == best
+    assert fit.tuple_text == "dp=1, tp_ff=16, tp_model=4, pp=1, ep=1, microbatches=1048576, 1f1b"
+
+
+def test_min_memory_on_cap_stops_every_loop(monkeypatch):
+    """max_rows = 3 prices 3 tuples and returns: the divisor lists of the outer loops are built once each.
+
+    The tuples come tp_ff = 1, tp_model = 1, ep = 1, then pp = 1, 2, 4, 8, 16 (dp = 64, 32, 16, ...): three rows
+    and a fourth peeked (to know that more exist) all come from the first pp list, so `divisors` runs 4 times. The
+    old `break` left only the innermost loop, and every other (tp_ff, tp_model, ep) was still enumerated."""
+    calls = []
+    real = explain.divisors
+
+    def counting(k: int) -> tuple[int, ...]:
+        calls.append(k)
+        return real(k)
+
+    monkeypatch.setattr(explain, "divisors", counting)
+    hw, wl = get_hardware("h100"), workload_from_shape(*SHAPE)
+    fit = min_memory_on(hw, wl, SearchOptions(), 64, max_rows=3)
+    assert fit is not None
+    assert fit.rows == 3 and not fit.complete
+    assert calls == [64, 64, 1, 16]  # gcd(d_ff, 64), gcd(d_model, 64), gcd(E, 64), gcd(L, 64)
+    assert fit.tuple_text == "dp=16, tp_ff=1, tp_model=1, pp=4, ep=1, microbatches=65536, 1f1b"
+    assert fit.total_bytes == 2_159_547_392.0  # the least of the three priced, above the true least
+
+    calls.clear()
+    full = min_memory_on(hw, wl, SearchOptions(), 64)
+    assert full is not None and full.rows == 80 and full.complete and len(calls) > 4
+    exact = min_memory_on(hw, wl, SearchOptions(), 64, max_rows=80)  # exactly as many rows as there are
+    assert exact is not None and exact.rows == 80 and exact.complete
+    capped = min_memory_on(hw, wl, SearchOptions(), 64, max_rows=79)
+    assert capped is not None and capped.rows == 79 and not capped.complete
+
+
+# --------------------------------------------------------------------------------------------------
+# fit_search: deterministic, over usable counts only
+# --------------------------------------------------------------------------------------------------
+
+
+def test_ascending_divisors_in_order_each_once():
+    got = list(ascending_divisors({2: 3, 3: 2, 7: 1}))
+    assert got == sorted(d for d in range(1, 505) if 504 % d == 0)
+    assert len(got) == 24
+    assert list(ascending_divisors({})) == [1]
+
+
+@pytest.mark.parametrize("compute, start, gpus", [
+    (1e24, 18, 32), (1e26, 199, 200), (1e28, 2030, 2048), (1e30, 22104, 25088), (1e32, 202085, 229376)])
+def test_fit_search_h100_dense(compute, start, gpus):
+    """start = ceil(16 N_p / (80 GB - 2 GB)); e.g. 1e26: N_p = 966,367,641,600 -> 198.23 -> 199."""
+    got = fit_search(get_hardware("h100"), infer_workload(compute), SearchOptions())
+    assert got == FitSearch(gpus, start, gpus, True)
+    assert gpus_to_fit(get_hardware("h100"), infer_workload(compute), SearchOptions()) == gpus
+
+
+def test_fit_search_caps_are_counts():
+    hw, wl = get_hardware("h100"), infer_workload(1e30)
+    # 24,576 = 3 x 2^13 is the first usable count from 22,104 up; it does not fit, 25,088 = 2^9 x 7^2 does.
+    assert fit_search(hw, wl, SearchOptions(), max_priced=1) == FitSearch(None, 22104, 24576, False)
+    assert fit_search(hw, wl, SearchOptions(), max_priced=2) == FitSearch(25088, 22104, 25088, True)
+    assert fit_search(hw, wl, SearchOptions(), max_divisors=10) == FitSearch(None, 22104, None, False)
+
+
+def test_fit_search_proves_no_count_fits_gb200():
+    """1e30 dense: d_model = 7 x 2^14, d_ff = 7 x 2^16, L = 2^10, b = 3 x 2^24, so usable counts divide
+    3 x 7^2 x 2^64. Above one 72-GPU NVLink domain a count must be a multiple of 72 = 2^3 x 3^2, which no divisor is;
+    at most 72 GPUs hold far less than the 9,370 the weights, gradients and optimizer state need. The old 3 s
+    wall-clock scan gave up here without saying why; the divisor walk proves it (390 divisors)."""
+    hw, wl = get_hardware("gb200-nvl72"), infer_workload(1e30)
+    assert (wl.d_model, wl.d_ff, wl.layers, wl.experts, wl.batch_tokens) == (114688, 458752, 1024, 1, 50331648)
+    assert fit_search(hw, wl, SearchOptions()) == FitSearch(None, 9370, None, True)
+
+
+GB200_FIXED = (
+    "no layout can split this model over exactly 72 GPUs: the degrees must divide d_ff=458752, d_model=114688, "
+    "L=1024, E=1 and b/E=50331648, and together they lack the factor 3 of 72\n"
+    "the nearest usable counts are 64 (too little memory for this model); no GPU count of gb200-nvl72 that this "
+    "model can be split over fits it in memory; weights, gradients and optimizer state alone need at least 9,370 "
+    "GPUs (16 bytes per parameter)")
+GB200_DEADLINE = (
+    "the model does not fit in memory on any cluster of gb200-nvl72 it can be split over (every usable GPU count "
+    "from 9,370 up was checked; fewer GPUs cannot hold the weights, gradients and optimizer state, 16 bytes per "
+    "parameter)\n"
+    "use hardware with more HBM, or a shape whose dimensions have more small factors")
+H100_MEMORY = (
+    "the model does not fit in memory on 8 GPUs of h100: the best-fitting layout (dp=1, tp_ff=4, tp_model=2, pp=1, "
+    "ep=1, microbatches=10485760, 1f1b) needs 1,934.8 GB per GPU but the H100 SXM5 has 80 GB of HBM (24.2x as much "
+    "is needed)\n"
+    "the fewest GPUs on which some layout fits is 200 (use --gpus 200 or more; to meet a deadline as well, drop "
+    "--gpus and give --days, and the planner sizes the cluster)")
+
+
+def _explanations() -> list[str]:
+    gb200, wl = get_hardware("gb200-nvl72"), infer_workload(1e30)
+    return [
+        explain_infeasible(gb200, wl, SearchOptions(gpus=72), None, INFEASIBLE),
+        explain_infeasible(gb200, wl, SearchOptions(), 90.0, INFEASIBLE),
+        explain_infeasible(get_hardware("h100"), infer_workload(1e26), SearchOptions(gpus=8), None, INFEASIBLE),
+    ]
+
+
+def test_explanations_exact_text():
+    assert _explanations() == [GB200_FIXED, GB200_DEADLINE, H100_MEMORY]
+
+
+def test_explanations_never_read_the_clock(monkeypatch):
+    """With every clock made to fail, the texts are unchanged (explain_infeasible would otherwise turn the error
+    into 'the explanation failed: ...')."""
+
+    def no_clock() -> float:
+        raise AssertionError("an explanation read the clock")
+
+    for name in ("monotonic", "perf_counter", "time", "process_time"):
+        monkeypatch.setattr(time, name, no_clock)
+    assert _explanations() == [GB200_FIXED, GB200_DEADLINE, H100_MEMORY]
+
+
+def test_explain_does_not_import_api():
+    """planner.explain's own imports do not reach planner.api (api imports explain; the reverse made a cycle).
+
+    The package's __init__ imports planner.api for `from planner import plan`, so the check loads planner.explain
+    under an empty `planner` package to see the module's own import graph."""
+    code = ("import sys, types\n"
+            "pkg = types.ModuleType('planner'); pkg.__path__ = ['planner']; sys.modules['planner'] = pkg\n"
+            "import planner.explain\n"
+            "print(sorted(m for m in sys.modules if m.startswith('planner.api')))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert "planner.api" not in (ROOT / "planner" / "explain.py").read_text()
+    assert "import api" not in (ROOT / "planner" / "explain.py").read_text()
