@@ -239,8 +239,8 @@ def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
     zb = a[:, 6].astype(bool)
     in_flight = microbatches_in_flight(pp, np.ones_like(pp), m, zb)
     bn = wl.batch_tokens / (wl.experts * dp * m)
-    total = mem.memory_components(wl.params, wl.d_model, wl.d_ff, wl.layers, wl.experts, hw.gpu.word_bytes,
-                                  dp, tf, tm, pp, ep, bn, in_flight)["total_bytes"]
+    cols = {"dp": dp, "tp_ff": tf, "tp_model": tm, "pp": pp, "ep": ep}
+    total = mem.layout_memory(hw, wl, cols, bn, in_flight)["total_bytes"]
     k = int(np.argmin(total))
     r = rows[k]
     text = (f"dp={r[0]}, tp_ff={r[1]}, tp_model={r[2]}, pp={r[3]}, ep={r[4]}, microbatches={r[5]}, "
@@ -312,13 +312,14 @@ def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
 
     A usable count n divides Q = d_ff d_model L E (b/E) (`divisors_allow`, prime by prime) and fills the levels
     bottom-up (`levels_allow`), so the walk takes Q's divisors in increasing order from the lower bound
-    ceil(16 N_p / (HBM - reserve)) (docs/model.md §7: weights, gradients and optimizer state alone are 16 N_p bytes
+    ceil(16 N_p / (HBM - reserve)) (docs/model.md §7: weights, gradients and optimizer state alone are
+    mem.STATE_BYTES_PER_PARAM = 16 bytes per parameter,
     spread over n GPUs) up to the top level's size. It stops at the first count on which some degree tuple fits,
     or after `max_divisors` divisors or `max_priced` priced counts, whichever comes first (a deterministic bound)."""
     room = hw.gpu.hbm_bytes - mem.RESERVE_BYTES
     if room <= 0 or wl.batch_tokens % wl.experts:
         return FitSearch(None, 1, None, True)
-    start = max(1, math.ceil(16.0 * wl.params / room))
+    start = max(1, math.ceil(mem.STATE_BYTES_PER_PARAM * wl.params / room))
     factors: dict[int, int] = {}
     for k in _split_dims(wl):
         for p, e in _prime_factors(k).items():

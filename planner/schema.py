@@ -24,7 +24,7 @@ class _Frozen(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Hardware (SPEC §4, paper App. 8.1.1-8.1.2)
+# Hardware (hardware_specs/*.toml and their sources, paper App. 8.1.1-8.1.2)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -65,7 +65,7 @@ class Gpu(_Frozen):
 
     @property
     def shared_mem_Bps(self) -> float:
-        """32 banks x 4 bytes per clock per SM, at the sustained clock (SPEC §4)."""
+        """32 banks x 4 bytes per clock per SM, at the sustained clock (hardware_specs/*.toml and their sources)."""
         return 32 * 4 * self.sms * self.sustained_clock_Hz
 
     @property
@@ -138,7 +138,7 @@ class Hardware(_Frozen):
 
 
 # --------------------------------------------------------------------------------------------------
-# Workload (SPEC §3, paper §2 and App. 8.1.4)
+# Workload (docs/model.md §1, paper §2 and App. 8.1.4)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -192,7 +192,7 @@ class Workload(_Frozen):
 
 
 # --------------------------------------------------------------------------------------------------
-# Layout and its evaluation (SPEC §5-§6)
+# Layout and its evaluation (docs/model.md §2-§7 and "The search space")
 # --------------------------------------------------------------------------------------------------
 
 
@@ -270,14 +270,14 @@ class StepBreakdown(_Frozen):
     critical_path_s: float = Field(description="One microbatch forward+backward through all L "
         "blocks, latencies included.")
     eq21_s: float = Field(description="Step time by Eq. 21 alone.")
-    floor_s: float = Field(description="DP time + critical path: the latency floor (SPEC §5.4).")
+    floor_s: float = Field(description="DP time + critical path: the latency floor (docs/model.md §6).")
     step_s: float = Field(description="max(Eq. 21, floor).")
     network_s: float = Field(description="All network time (bandwidth + latency), hidden or not: "
         "the paper's tie-break.")
 
 
 class MemoryBreakdown(_Frozen):
-    """Bytes per GPU (SPEC §5.5)."""
+    """Bytes per GPU (docs/model.md §7)."""
 
     weights_bytes: float
     grads_bytes: float
@@ -308,7 +308,7 @@ class Evaluation(_Frozen):
 
 
 # --------------------------------------------------------------------------------------------------
-# Plan: the JSON contract with provisioning scripts (SPEC §7)
+# Plan: the JSON contract with provisioning scripts (README.md, "Commands")
 # --------------------------------------------------------------------------------------------------
 
 

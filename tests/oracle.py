@@ -2,7 +2,7 @@
 
 It shares no search-space or placement code with the package: it does not import `planner.solve` (no divisor,
 factorisation, level-filling or space helper) and builds every layout from the rules as docs/model.md states them
-in "The search space" (SPEC §6):
+in "The search space" (docs/model.md, "The search space"):
 
 * divisibility: N_TP,ff | d_ff, N_TP,model | d_model, N_PP * i | L, N_EP | E, N_DP * m | b / E;
 * schedules: ZB-H2 only with i = 1 and m >= 2 N_PP - 1 ('auto' offers both 1F1B and ZB-H2);

@@ -1,4 +1,4 @@
-"""The command line (SPEC §7): the JSON contract, the rich tables, the exit codes and one-line errors.
+"""The command line (README.md, "Commands"): the JSON contract, the rich tables, the exit codes and one-line errors.
 
 Commands run in-process through `planner.cli.run` (the function behind both console scripts) so the suite stays
 fast; a few tests start the real console scripts to check what a shell user sees. Searches use the exhaustive

@@ -1,6 +1,6 @@
-"""The step-time cost model against hand calculations (SPEC §5.2-§5.5; paper §3, App. 8.1.2-8.1.5, App. 8.2).
+"""The step-time cost model against hand calculations (docs/model.md §3-§7; paper §3, App. 8.1.2-8.1.5, App. 8.2).
 
-Every expected number below is written out from Table 1, Eq. 2, Eq. 19-22 or SPEC §5.5 by hand, never
+Every expected number below is written out from Table 1, Eq. 2, Eq. 19-22 or docs/model.md §7 by hand, never
 obtained by calling the function under test. Network tests use a one-level "flat" network whose
 bidirectional bandwidth is 2 x word_bytes B/s, i.e. one word per second per direction, so a bandwidth time
 in seconds *is* the number of words a GPU receives. (GEMM times are irrelevant to those tests.)
@@ -315,7 +315,7 @@ class TestBubble:
 
 
 # --------------------------------------------------------------------------------------------------
-# Latency accounting and the critical-path floor (SPEC §5.4)
+# Latency accounting and the critical-path floor (docs/model.md §6)
 # --------------------------------------------------------------------------------------------------
 
 SMALL = Workload(d_model=256, d_ff=1024, layers=8, experts=1, batch_tokens=4096, tokens=1e9)
@@ -388,7 +388,7 @@ class TestLatency:
 
 
 # --------------------------------------------------------------------------------------------------
-# Memory (SPEC §5.5)
+# Memory (docs/model.md §7)
 # --------------------------------------------------------------------------------------------------
 
 

@@ -1,8 +1,8 @@
-"""Single-GPU GEMM time (SPEC §5.1, paper App. 8.1.1).
+"""Single-GPU GEMM time (docs/model.md §2, paper App. 8.1.1).
 
-Expected numbers are worked out by hand below from the SPEC §4 hardware table and the tiling rule of
-§5.1, not by calling the code under test. Most hand cases use square weights (or weights whose tile
-count makes the tiles square), where the near-square tiling of ``n`` tiles has sqrt(n d1/d2) rows and
+Expected numbers are worked out by hand below from the simulator's hardware values (hardware_specs/*.toml) and the
+tiling rule of docs/model.md §2, not by calling the code under test. Most hand cases use square weights (or weights
+whose tile count makes the tiles square), where the near-square tiling of ``n`` tiles has sqrt(n d1/d2) rows and
 sqrt(n d2/d1) columns.
 """
 
@@ -25,7 +25,7 @@ MiB = 1024**2
 
 H100 = get_hardware("h100").gpu
 
-# H100 SXM5 from SPEC §4: 128 threads x 132 SMs x 32 FLOP/clk x 1830 MHz = 9.894e14 FLOP/s peak, x 0.70.
+# H100 SXM5 (hardware_specs/h100.toml): 128 threads x 132 SMs x 32 FLOP/clk x 1830 MHz = 9.894e14 FLOP/s peak, x 0.70.
 H100_SUSTAINED_FLOPS = 128 * 132 * 32 * 1830e6 * 0.70
 H100_SHARED_BPS = 32 * 4 * 132 * 1830e6 * 0.70  # 32 banks x 4 B x SMs x sustained clock = 2.164e13
 H100_L2_TILE = 0.75 * 50 * MiB  # 39,321,600 B
@@ -33,10 +33,10 @@ SM_TILE = 4 * 0.75 * 64 * KiB  # 196,608 B per SM (4 register files of 64 KiB, 7
 BLOCK_TILE = 0.75 * 64 * KiB  # 49,152 B per processing block
 LATENCY_S = 4.5e-6
 
-# A100 SXM from the SPEC §4 table, built here (no dsmem: exercises the L2-multicast-free path and a GPU
+# A100 SXM from the the simulator's A100 values, built here (no dsmem: exercises the L2-multicast-free path and a GPU
 # whose HBM, not L2, is the tightest memory).
 A100 = Gpu(
-    name="A100 SXM (SPEC §4 table)", sms=108, flop_per_clock_per_thread=16, max_clock_Hz=1410e6,
+    name="A100 SXM (the simulator's A100 values)", sms=108, flop_per_clock_per_thread=16, max_clock_Hz=1410e6,
     sustained_clock_factor=0.85, hbm_Bps=1555e9, l2_Bps=5603e9, l2_bytes=40 * MiB,
     register_file_per_block_bytes=64 * KiB, l1_per_sm_bytes=192 * KiB, hbm_bytes=40e9,
     matmul_latency_s=4.5e-6, dsmem=False,
@@ -49,7 +49,7 @@ def test_hardware_constants_match_spec_table():
     assert H100.matmul_latency_s == pytest.approx(LATENCY_S)
 
 
-# --- SPEC §5.1's worked example: 49152 x 12288 weight, b = 8192, forward ---------------------------------
+# --- docs/model.md §2's worked example: 49152 x 12288 weight, b = 8192, forward ---------------------------------
 
 D1, D2, B = 49152, 12288, 8192
 W_BYTES = D1 * D2 * 2  # 1,207,959,552
@@ -58,7 +58,7 @@ Y_BYTES = D1 * B * 2  # output, 805,306,368
 
 
 def test_spec_example_flop_term_is_14_3_ms():
-    """SPEC's '≈ 14.3 ms (10.0 ms at peak)': the arithmetic term alone, 2 d1 d2 b / (peak x 0.70)."""
+    """The project brief's '≈ 14.3 ms (10.0 ms at peak)': the arithmetic term alone, 2 d1 d2 b / (peak x 0.70)."""
     flop = 2 * 49152 * 12288 * 8192  # 9.8956e12, all dimensions already multiples of 8
     assert gemm_flop(D1, D2, B) == flop
     assert flop / H100_SUSTAINED_FLOPS == pytest.approx(14.2876e-3, rel=1e-4)
@@ -68,7 +68,7 @@ def test_spec_example_flop_term_is_14_3_ms():
 def test_spec_example_full_model_is_shared_memory_bound():
     """The full App. 8.1.1 model puts this GEMM 4 % above its arithmetic time: shared memory binds.
 
-    SPEC §5.1 quotes ≈ 14.3 ms, i.e. the FLOP term (test above). Counting bytes as SPEC §5.1 prescribes
+    docs/model.md §2 quotes ≈ 14.3 ms, i.e. the FLOP term (test above). Counting bytes as docs/model.md §2 prescribes
     (the same rules as the paper's simulator, which gives the same answer) the shared-memory term is larger:
 
     (b) L2 <-> SM, Hopper multicast. Aggregate capacity 132 x 196,608 B = 25,952,256 B < 2 W, so the weights
@@ -143,7 +143,7 @@ def test_memory_bound_h100_bytes_and_time():
 
 
 def test_memory_bound_a100_is_hbm_bound():
-    """A100 (no dsmem, SPEC table): HBM = W + sqrt(18) X + (2 sqrt(18) - 1) Y = 543.02e6 B over 1555 GB/s
+    """A100 (no dsmem, simulator values): HBM = W + sqrt(18) X + (2 sqrt(18) - 1) Y = 543.02e6 B over 1555 GB/s
     = 349.2 us; L2 = that + (W + sqrt(2731) X + (2 sqrt(2731) - 1) Y) = 1.1615e9 B / 5603 GB/s = 207.3 us."""
     hbm = MB_W + math.sqrt(18) * MB_ACT + (2 * math.sqrt(18) - 1) * MB_ACT
     l2_sm = MB_W + math.sqrt(2731) * MB_ACT + (2 * math.sqrt(2731) - 1) * MB_ACT

@@ -1,4 +1,5 @@
-"""The searches (SPEC §6): CP-SAT agrees with the brute-force enumerator on the lexicographic optimum.
+"""The searches (docs/model.md, "The search space"): CP-SAT agrees with the brute-force enumerator on the
+lexicographic optimum.
 
 Every comparison re-prices both layouts with the float model (`planner.cost.step.evaluate`); CP-SAT times are
 integer nanoseconds, each tabulated term rounded up, so step and network times may differ by a few quanta

@@ -1,4 +1,4 @@
-"""Command line: a thin typer skin over `planner.api` (parse, call the library, render). SPEC §7.
+"""Command line: a thin typer skin over `planner.api` (parse, call the library, render). README.md, "Commands".
 
 Two console scripts share these commands:
 
@@ -97,7 +97,7 @@ def _main(version_flag: Annotated[bool, typer.Option(
     """Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model)."""
 
 
-# `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar; SPEC §7) lives with its rendering.
+# `planner sweep` (a compute range: table, CSV/JSON, PNG plots, progress bar) lives with its rendering.
 from planner.render.sweep import sweep_command  # noqa: E402
 
 app.command("sweep", help=sweep_command.__doc__)(sweep_command)
@@ -187,7 +187,7 @@ PriceOpt = Annotated[float | None, _number_option(
     "--price-per-gpu-hour", help="Price in USD per GPU-hour; adds the run's cost.", rich_help_panel=_O,
     show_default=False)]
 DpOverlapOpt = Annotated[bool, typer.Option(
-    "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase, SPEC §5.2).")]
+    "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase).")]
 
 
 # --------------------------------------------------------------------------------------------------

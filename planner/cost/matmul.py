@@ -1,4 +1,4 @@
-"""Time of one GEMM on one GPU (SPEC §5.1; paper §4.1.1 and App. 8.1.1).
+"""Time of one GEMM on one GPU (docs/model.md §2; paper §4.1.1 and App. 8.1.1).
 
 What is modelled
 ----------------
@@ -48,16 +48,16 @@ FLOP = 2 d1 d2 b on the padded dimensions.
 
 A reference point: on H100 the forward GEMM of a 49152 x 12288 weight with b = 8192 takes 14.91 ms here,
 bound by shared memory (per-block tiles of 0.75 x 64 KiB make the register-level activation streams large).
-Its arithmetic alone is 14.29 ms, the "≈ 14.3 ms" SPEC §5.1 quotes; the paper's simulator counts bytes
+Its arithmetic alone is 14.29 ms, the "≈ 14.3 ms" docs/model.md §2 quotes; the paper's simulator counts bytes
 the same way, so it should land on the shared-memory term too.
 
 Deviations from the paper's simulator (github.com/ege-erdil/limits_to_distributed_training,
 ``gpu/gpu_model.py``), which this follows otherwise:
 
-* Dimensions are padded up to a multiple of 8 (the tensor-core granularity SPEC §5.1 prescribes), not 16.
+* Dimensions are padded up to a multiple of 8 (the tensor-core granularity docs/model.md §2 prescribes), not 16.
 * The padded dimensions are used for the byte counts as well as for the FLOP (the simulator pads only the
   FLOP), so a padded dimension costs exactly what its padded size costs, in every regime.
-* The HBM <-> L2 tile capacity is max(0.75 L2, 4 x 0.75 register file), per SPEC §5.1; the simulator uses
+* The HBM <-> L2 tile capacity is max(0.75 L2, 4 x 0.75 register file), per docs/model.md §2; the simulator uses
   0.75 L2 alone. The two agree on every GPU with more L2 than one SM's registers, i.e. all real ones.
 * Everything is vectorised over numpy arrays (the solver tabulates millions of shapes); the simulator
   memoises scalar calls.
@@ -74,7 +74,7 @@ from planner.errors import InvalidInput
 from planner.schema import Gpu
 
 TENSOR_CORE_MULTIPLE = 8
-"""Every GEMM dimension is padded up to a multiple of this (SPEC §5.1)."""
+"""Every GEMM dimension is padded up to a multiple of this (docs/model.md §2)."""
 
 USABLE_FRACTION = 0.75
 """Share of an on-chip memory a kernel can fill with weight tiles; the rest holds activation buffers,

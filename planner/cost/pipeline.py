@@ -25,7 +25,7 @@ def bubble_fraction(pp, interleave, microbatches, zero_bubble) -> np.ndarray:
 
 
 def microbatches_in_flight(pp, interleave, microbatches, zero_bubble) -> np.ndarray:
-    """Microbatches whose activations the first stage holds at peak, in whole-stage units (SPEC §5.5).
+    """Microbatches whose activations the first stage holds at peak, in whole-stage units (docs/model.md §7).
 
     1F1B without interleaving: N_PP (at most m). Interleaved 1F1B warms up (N_PP - 1) * 2 + (i - 1) * N_PP
     virtual-stage chunks plus the one in progress, each 1/i of the stage's layers: (N_PP (i + 1) - 1) / i.

@@ -57,7 +57,7 @@ def run_seconds(wl: Workload, step_s):
 
 
 def mfu(hw: Hardware, wl: Workload, gpus, step_s):
-    """MFU = T / (N_GPU * peak FLOP/s * t_run), T = 6 N_active D, peak at max clock (SPEC §4)."""
+    """MFU = T / (N_GPU * peak FLOP/s * t_run), T = 6 N_active D, peak at max clock (docs/model.md §6)."""
     return wl.compute_flop / (gpus * hw.gpu.peak_flops * run_seconds(wl, step_s))
 
 

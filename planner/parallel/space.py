@@ -1,4 +1,4 @@
-"""The finite search space (SPEC §6): degree tuples and their placements over the network levels.
+"""The finite search space (docs/model.md, "The search space"): degree tuples and their placements on the levels.
 
 A layout = a *degree tuple* (N_DP, N_TP,ff, N_TP,model, N_PP, i, N_EP, m, schedule) + a *placement* (each
 degree's factor on each network level). Rules:
@@ -9,7 +9,7 @@ degree's factor on each network level). Rules:
 - levels fill bottom-up: the degrees' factors at levels 1..h multiply to min(N, size(h)) for every bounded
   level h, so a cluster larger than a node is made of whole nodes (N a multiple of 8 on DGX systems), and a
   cluster that fits in one group sits in one group;
-- memory (SPEC §5.5) is a property of the degree tuple alone (placement does not change it).
+- memory (docs/model.md §7) is a property of the degree tuple alone (placement does not change it).
 
 GPU counts are whatever the products allow, not only powers of two.
 """
@@ -41,7 +41,7 @@ def divisors(n: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What the user constrains. `gpus` fixes the cluster size (SPEC §6 fixed-cluster mode)."""
+    """What the user constrains. `gpus` fixes the cluster size (fixed-cluster mode)."""
 
     schedule: str = "auto"  # auto | 1f1b | zb-h2
     gpus: int | None = None

@@ -16,6 +16,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from planner.cost.memory import OPTIMIZER_SHARDING
 from planner.hardware import GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
@@ -264,7 +265,7 @@ def memory_table(plan: Plan) -> Table:
     for label, value in (
         ("weights (16-bit)", m.weights_bytes),
         ("gradients (16-bit)", m.grads_bytes),
-        ("optimizer (fp32 master + Adam, ZeRO-1 over DP)", m.optimizer_bytes),
+        (f"optimizer (fp32 master + Adam, {OPTIMIZER_SHARDING} over DP)", m.optimizer_bytes),
         ("activations kept for backward", m.activations_bytes),
         ("reserve (context, workspace)", m.reserve_bytes),
     ):

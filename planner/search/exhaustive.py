@@ -1,9 +1,10 @@
-"""Brute-force enumerator: prices every layout of the space with the float model (the test oracle, and a baseline).
+"""Brute-force enumerator: prices every layout of the space with the float model (a baseline; the tests' oracle is
+tests/oracle.py, which shares no code with this).
 
-No bound pruning: every degree tuple that satisfies the rules of SPEC §6 is expanded into every valid placement
-and priced with `planner.cost.step.step_arrays` (vectorised, in chunks). The optimum is the lexicographic minimum of
-(GPUs, step time, network time) in deadline mode, or of (step time, network time) at a fixed GPU count; exact ties
-go to the first layout in enumeration order.
+No bound pruning: every degree tuple that satisfies the rules of docs/model.md ("The search space") is expanded
+into every valid placement and priced with `planner.cost.step.step_arrays` (vectorised, in chunks). The optimum is
+the lexicographic minimum of (GPUs, step time, network time) in deadline mode, or of (step time, network time) at a
+fixed GPU count; exact ties go to the first layout in enumeration order.
 """
 
 from __future__ import annotations

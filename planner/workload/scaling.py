@@ -11,7 +11,7 @@ matrices `d_ff x d_model` and `d_model x d_ff`, top-1 balanced routing, attentio
 Three ways in:
 
 * `infer_workload(T)`: solve the baseline scaling relations of App. 8.1.4 for the shape at compute `T`, then
-  round to hardware-friendly integers (SPEC §3). The rounded shape implies a slightly different compute; the
+  round to hardware-friendly integers (docs/model.md §1). The rounded shape implies a slightly different compute; the
   request is kept in `Workload.requested_compute_flop` so reports can show both.
 * `workload_from_shape(...)`: an explicit shape (command-line flags).
 * `load_model_preset(name_or_path)`: a TOML file from `models/` (shipped as package `planner.models`) or the
@@ -48,7 +48,7 @@ MAX_SHAPE_INT = 2**40
 and degree products overflow int64. Inferred shapes stay far below it except the batch at ~1e40 FLOP."""
 
 FRIENDLY_FACTORS: tuple[int, ...] = (1, 3, 5, 7, 9)
-"""Odd parts allowed in a hardware-friendly integer f * 2^k (SPEC §3): small odd parts keep divisor sets rich."""
+"""Odd parts allowed in a hardware-friendly integer f * 2^k (docs/model.md §1): small odd parts keep divisors rich."""
 
 SEQ_LEN_TOKENS = 2048
 """Sequence length of App. 8.1.4 (reported only; every batch here is counted in tokens)."""
@@ -136,7 +136,7 @@ def batch_tokens_law(compute_flop: float, experts: float, law: str = "paper") ->
 
 
 # --------------------------------------------------------------------------------------------------
-# Hardware-friendly rounding (SPEC §3)
+# Hardware-friendly rounding (docs/model.md §1)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -232,7 +232,7 @@ def continuous_shape(compute_flop: float, sparse: bool = False) -> ContinuousSha
 def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str = "paper") -> Workload:
     """The compute-optimal toy model at `compute_flop` under the App. 8.1.4 scaling, rounded to friendly integers.
 
-    Steps (SPEC §3):
+    Steps (docs/model.md §1):
     1. solve the relations exactly (`continuous_shape`);
     2. round d_model (friendly, multiple of 8), L and E (friendly; E = 1 when dense) independently;
        d_ff = 4 * rounded d_model. For sparse models friendly rounding already gives E >= 2 whenever the law
