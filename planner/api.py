@@ -207,7 +207,7 @@ def plan(
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
-                         {"plan": doc})
+                         plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
     notes = []
     if workload.requested_compute_flop:
@@ -223,5 +223,5 @@ def plan(
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {ev.training_days:.4g} days, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
-        raise Infeasible(explanation, explanation, {"plan": doc})
+        raise Infeasible(explanation, explanation, plan=doc)
     return doc

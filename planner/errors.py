@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.schema import Plan
 
 
 class PlannerError(Exception):
@@ -16,10 +20,11 @@ class InvalidInput(PlannerError, ValueError):
 class Infeasible(PlannerError):
     """The request is valid but no layout satisfies it. `explanation` says why and what would be feasible."""
 
-    def __init__(self, message: str, explanation: str = "", details: dict | None = None):
+    def __init__(self, message: str, explanation: str = "", plan: Plan | None = None):
         super().__init__(message)
         self.explanation = explanation
-        self.details = details or {}
+        self.plan = plan
+        """The plan document (status 'infeasible' or 'unknown'), with the layout when one was found but fails."""
 
 
 def read_text_file(path: str | Path, what: str) -> str:

@@ -231,7 +231,7 @@ def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_s
                         solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
                         price_per_gpu_hour=price_per_gpu_hour)
     except Infeasible as exc:
-        doc = exc.details.get("plan")
+        doc = exc.plan
         if isinstance(doc, Plan):
             if not doc.explanation:
                 doc = doc.model_copy(update={"explanation": exc.explanation or str(exc)})

@@ -382,7 +382,7 @@ def plan_command(
                 price_per_gpu_hour=price_per_gpu_hour,
             )
     except Infeasible as exc:
-        doc = exc.details.get("plan")
+        doc = exc.plan
         if doc is not None:
             if json_out:
                 _emit_json(_plan_json(doc))
@@ -650,7 +650,7 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         sys.stderr.write("error: aborted\n")
         return 1
     except Infeasible as exc:
-        doc = exc.details.get("plan")
+        doc = exc.plan
         kind = "unknown" if doc is not None and doc.status == "unknown" else "infeasible"
         sys.stderr.write(f"{kind}: {exc.explanation or exc}\n")
         return 1

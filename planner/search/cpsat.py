@@ -25,6 +25,7 @@ When the time limit stops the search, the best layout so far is returned with th
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 import time
@@ -41,6 +42,7 @@ from planner.parallel.space import (
     Space,
     Tuples,
     build_space,
+    divisors,
     factor_options,
     layout_from,
     level_products,
@@ -235,6 +237,67 @@ class PairTable:
         self.factors = factors  # degree -> (k, H) factor vectors
         self.forms = forms  # branch or network form name -> (k,) seconds
 
+    def subset(self, idx: np.ndarray, n: int) -> PairTable:
+        """The pairs of tuples `idx` (of `n`), renumbered 0..len(idx)-1 in that order."""
+        new = np.full(n, -1)
+        new[idx] = np.arange(len(idx))
+        keep = np.nonzero(new[self.tup] >= 0)[0]
+        return PairTable(new[self.tup[keep]], {d: v[keep] for d, v in self.factors.items()},
+                         {k: v[keep] for k, v in self.forms.items()})
+
+
+def branch_bounds_q(hw: Hardware, wl: Workload, gpus: int, tables: dict[str, PairTable],
+                    per_tuple: Mapping[str, np.ndarray], n: int, dp_overlap: bool) -> np.ndarray:
+    """A lower bound, in quanta, of each tuple's integer step in the CP-SAT model: the largest over the branches of
+    the branch's least value over every placement that fills the levels (the max of minima never exceeds the minimum
+    of the max, so it is sound; each branch's minimum is exact).
+
+    Each branch is a sum of one part per placement group, and the levels only see each group's product of factors
+    per bounded level, so the minimum is a shortest path over the groups whose states are the partial products
+    (divisors of the products the GPU count requires): a few vectorised steps per group.
+    """
+    forms = [b.name for b in T.branches(wl, dp_overlap)]
+    prods, _ = level_products(hw, np.array([gpus]))
+    bounded = [h for h, cap in enumerate(hw.level_caps) if cap is not None]
+    req = np.array([int(prods[0][h]) for h in bounded], dtype=np.int64)
+    combos = list(itertools.product(*[divisors(int(r)) for r in req]))
+    states = np.array(combos, dtype=np.int64).reshape(len(combos), len(req))  # [()] when no level is bounded
+    radix = int(req.max(initial=1)) + 1
+    weights = radix ** np.arange(len(req), dtype=np.int64)
+    codes = states @ weights if len(req) else np.zeros(len(states), dtype=np.int64)
+    order = np.argsort(codes)
+    codes_sorted = codes[order]
+    big = np.iinfo(np.int64).max // 4
+    val = np.full((n, len(states), len(forms)), big, dtype=np.int64)
+    start = int(np.nonzero((states == 1).all(axis=1))[0][0])
+    val[:, start, :] = 0
+    for g, tab in tables.items():
+        sig = np.ones((len(tab.tup), len(req)), dtype=np.int64)
+        for d in GROUPS[g]:
+            sig = sig * tab.factors[d][:, bounded]
+        # Distinct signatures by one 1-D sort of a mixed-radix code (np.unique(axis=0) is slow on millions of rows).
+        sig_radix = int(sig.max(initial=1)) + 1
+        sig_code = sig @ (sig_radix ** np.arange(len(req), dtype=np.int64))
+        _, first, sig_of = np.unique(sig_code, return_index=True, return_inverse=True)
+        usig, sig_of = sig[first], sig_of.ravel()
+        # trans[s, j]: the state after a pair of signature j from state s, or -1 if it overshoots a level.
+        target = states[:, None, :] * usig[None, :, :]
+        fits = (req[None, None, :] % target == 0).all(axis=2)
+        trans = np.where(fits, order[np.minimum(np.searchsorted(codes_sorted, target @ weights),
+                                                len(codes_sorted) - 1)], -1)
+        fq = np.stack([to_quanta(tab.forms[f]) for f in forms], axis=1)
+        new = np.full_like(val, big)
+        for si in range(len(states)):
+            ti = trans[si, sig_of]
+            k = np.nonzero(ti >= 0)[0]
+            if len(k) == 0:
+                continue
+            np.minimum.at(new, (tab.tup[k], ti[k]), np.minimum(val[tab.tup[k], si, :] + fq[k], big))
+        val = new
+    end = int(np.nonzero((states == req[None, :]).all(axis=1))[0][0])
+    tuple_q = np.stack([to_quanta(per_tuple[f]) for f in forms], axis=1)
+    return np.minimum(val[:, end, :] + tuple_q, big).max(axis=1)
+
 
 def _pareto(features: np.ndarray, signature: np.ndarray) -> np.ndarray:
     """Indices of the combinations no other combination with the same signature dominates (no larger in every
@@ -249,8 +312,9 @@ def _pareto(features: np.ndarray, signature: np.ndarray) -> np.ndarray:
 
 
 def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool = True
-                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every tuple with every combination of its group's factor vectors: (tuple index, degree -> factors).
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every tuple with every combination of its group's factor vectors: (tuple index, degree -> factors, group term
+    name -> its feature), the features computed once per distinct key, not per pair.
 
     With `prune`, a combination is left out when another one with the same signature (the product of the group's
     factors on each level, all the level-filling constraints see of it) has no larger feature of any group term:
@@ -264,28 +328,35 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     keys = np.stack([np.asarray(t[d], dtype=np.int64) for d in names], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.ravel()
+    by_key = np.argsort(inv, kind="stable")
+    cuts = np.searchsorted(inv[by_key], np.arange(len(uniq) + 1))
     rows: list[np.ndarray] = []
     fac: dict[str, list[np.ndarray]] = {d: [] for d in degrees}
+    feat: dict[str, list[np.ndarray]] = {g.name: [] for g in gterms}
     for j, vals in enumerate(uniq):
         opts = [factor_options(hw, int(v)) for v in vals[:len(degrees)]]
         sizes = [len(o) for o in opts]
         k = math.prod(sizes)
         grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
         combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
+        cols = {name: np.full(k, v) for name, v in zip(names, vals)}
+        feats = np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k else np.zeros((0, len(gterms)))
         if prune and k > 1:
-            cols = {name: np.full(k, v) for name, v in zip(names, vals)}
-            feats = np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1)
             signature = np.prod(np.stack([combo[d] for d in degrees]), axis=0)
             keep = _pareto(feats, signature)
             combo = {d: v[keep] for d, v in combo.items()}
+            feats = feats[keep]
             k = len(keep)
-        idx = np.nonzero(inv == j)[0]
+        idx = by_key[cuts[j]:cuts[j + 1]]
         rows.append(np.repeat(idx, k))
         for d in degrees:
             fac[d].append(np.tile(combo[d], (len(idx), 1)))
+        for n, g in enumerate(gterms):
+            feat[g.name].append(np.tile(feats[:, n], len(idx)))
     H = len(hw.levels)
     return (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
-            {d: np.concatenate(v) if v else np.zeros((0, H), dtype=np.int64) for d, v in fac.items()})
+            {d: np.concatenate(v) if v else np.zeros((0, H), dtype=np.int64) for d, v in fac.items()},
+            {n: np.concatenate(v) if v else np.zeros(0) for n, v in feat.items()})
 
 
 def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
@@ -297,10 +368,9 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.
     gterms = {g.name: g for g in T.group_terms(wl)}
     tables = {}
     for group in GROUPS:
-        r, fac = _group_pairs(hw, wl, t, group, prune)
-        cols = {k: v[r] for k, v in t.items()}
-        vals = {name: g.scale(hw, wl, cols) * g.feature(hw, wl, cols, fac)
-                for name, g in gterms.items() if g.group == group}
+        r, fac, feat = _group_pairs(hw, wl, t, group, prune)
+        scales = {name: g.scale(hw, wl, t) for name, g in gterms.items() if g.group == group}
+        vals = {name: scale[r] * feat[name] for name, scale in scales.items()}
         out = {}
         for f in forms:
             total = np.zeros(len(r))
@@ -327,9 +397,10 @@ def tuple_forms(wl: Workload, q: Mapping[str, np.ndarray], dp_overlap: bool) -> 
 class Model:
     """The CP-SAT model of one set of candidate tuples (all with one GPU count, or a fixed cluster)."""
 
-    def __init__(self, hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool):
+    def __init__(self, hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
+                 tables: dict[str, PairTable] | None = None):
         self.hw, self.t = hw, t
-        self.tables = build_pair_tables(hw, wl, t, q, dp_overlap)
+        self.tables = tables if tables is not None else build_pair_tables(hw, wl, t, q, dp_overlap)
         per_tuple = tuple_forms(wl, q, dp_overlap)
         n = len(t)
         m = cp_model.CpModel()
@@ -387,8 +458,21 @@ class Model:
         for b in T.branches(wl, dp_overlap):
             m.add(self.S >= expr(b.name))
         self.net_expr = expr(T.network_form(wl).name)
-        # A redundant cut: the step is at least the chosen tuple's placement-free bound (rounded down).
-        if "step_lb" in q:
+        # Exact ties in step and network time (e.g. interleaving a single pipeline stage changes nothing) go to the
+        # least interleaving: the network objective is scaled and this rank added, so it only decides among ties.
+        rank = np.asarray(t["interleave"], dtype=np.int64) - 1
+        net_name = T.network_form(wl).name
+        net_max = int(to_quanta(per_tuple[net_name]).max(initial=0))
+        net_max += sum(int(to_quanta(tab.forms[net_name]).max(initial=0)) for tab in self.tables.values())
+        scale = int(rank.max(initial=0)) + 1
+        if scale > 1 and (net_max + 1) * scale < INT_MAX:
+            self.tie_expr = self.net_expr * scale + cp_model.LinearExpr.weighted_sum(self.x, [int(r) for r in rank])
+        else:
+            self.tie_expr = self.net_expr
+        # A redundant cut: the step is at least the chosen tuple's bound (branch_bounds_q, or the placement-free one).
+        if "lb_q" in q:
+            m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in q["lb_q"]]))
+        elif "step_lb" in q:
             lb = np.floor(np.asarray(q["step_lb"]) / QUANTUM_S * (1 - 1e-12)).astype(np.int64)
             m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in lb]))
         self.pairs = sum(len(tab.tup) for tab in self.tables.values())
@@ -510,11 +594,21 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
                   dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats):
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
     (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out."""
-    order = np.argsort(q["step_lb"], kind="stable")
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
+    q = dict(q)
+    q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t), dp_overlap)
+    live = np.nonzero(q["lb_q"] <= (cap_q if cap_q is not None else INT_MAX))[0]
+    if len(live) == 0:
+        return None  # every branch bound misses the deadline: no layout on this count
+    if len(live) < len(t):
+        tables = {g: tab.subset(live, len(t)) for g, tab in tables.items()}
+        t, q = t.take(live), {k: v[live] for k, v in q.items()}
+    order = np.lexsort((q["step_lb"], q["lb_q"]))
 
     def model_of(idx):
         sub = t.take(idx)
-        mdl = Model(hw, wl, sub, {k: v[idx] for k, v in q.items()}, dp_overlap)
+        mdl = Model(hw, wl, sub, {k: v[idx] for k, v in q.items()}, dp_overlap,
+                    tables={g: tab.subset(idx, len(t)) for g, tab in tables.items()})
         stats.models += 1
         stats.modelled += mdl.pairs + len(idx)
         return mdl
@@ -552,7 +646,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         return None
     # Improve it while the tuples a decision would need are many: the next best-bound tuples, a growing batch at a
     # time, each model asked for a strictly shorter step (a few rounds at most).
-    lb_q = q["step_lb"] / QUANTUM_S * (1 - 1e-12)
+    lb_q = q["lb_q"]
     rounds = 0
     while rounds < IMPROVE_ROUNDS and pos < len(order) and int((lb_q <= inc_q).sum()) > DECIDE_TUPLES:
         rounds += 1
@@ -581,7 +675,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     best = mdl.decode(s)
     mdl.m.add(mdl.S == int(round(s.objective_value)))
     mdl.hint_layout(best)
-    s3, st3 = run(mdl, mdl.net_expr, "network")
+    s3, st3 = run(mdl, mdl.tie_expr, "network")
     if st3 == cp_model.OPTIMAL:
         return mdl.decode(s3), "optimal", None, ""
     return (mdl.decode(s3) if st3 == cp_model.FEASIBLE else best), "feasible", None, "network"
