@@ -12,8 +12,11 @@ answers are re-priced here with the float model and compared (GPUs and step time
 
 Then `plan --compute 1e28 --gpu h100 --days 90` is timed as a whole process, five times.
 
+`--placement-free` presolves with the placement-free bound only (no branch-wise bound), so that the CP-SAT models
+hold every tuple that bound leaves: the variant that leaves the most to CP-SAT.
+
 Usage:
-    python benchmarks/cpsat_decides.py [--baseline DIR] [--quick] [--markdown]
+    python benchmarks/cpsat_decides.py [--baseline DIR] [--quick] [--markdown] [--placement-free]
       (make a baseline with: git worktree add /tmp/baseline 838bc3c)
 """
 
@@ -86,7 +89,8 @@ def run_instance(compute: float, sparse: bool, hw_name: str, baseline: Path | No
     wall = time.perf_counter() - t0
     row = {"compute": compute, "hw": hw_name, "kind": "sparse" if sparse else "dense", "wall_s": wall,
            "status": r.status, "presolve_s": r.presolve_s, "cpsat_s": r.cpsat_s, "models": r.cpsat_models,
-           "tuples": r.cpsat_tuples, "pairs": r.cpsat_pairs, "gpus": None, "step_s": None}
+           "tuples": r.cpsat_tuples, "pairs": r.cpsat_pairs, "rank": r.cpsat_bound_rank, "gpus": None,
+           "step_s": None}
     if r.layout is not None:
         ev = evaluate(hw, wl, r.layout)
         row.update(gpus=ev.gpus, step_s=ev.step.step_s)
@@ -102,7 +106,7 @@ def run_instance(compute: float, sparse: bool, hw_name: str, baseline: Path | No
 
 def fmt(rows: list[dict], with_old: bool) -> str:
     head = ["compute", "hardware", "kind", "GPUs", "wall", "presolve / in CP-SAT (s)", "CP-SAT share", "models",
-            "deciding model: tuples / pairs"]
+            "deciding model: tuples / pairs", "lower bounds than the choice"]
     if with_old:
         head += ["previous: wall", "previous: pricing / proof (s)", "previous: tuples / pairs in CP-SAT",
                  "same optimum"]
@@ -111,7 +115,7 @@ def fmt(rows: list[dict], with_old: bool) -> str:
         cells = [f"{r['compute']:.0e}", r["hw"], r["kind"], f"{r['gpus']:,}" if r["gpus"] else r["status"],
                  f"{r['wall_s']:.2f} s", f"{r['presolve_s']:.2f} / {r['cpsat_s']:.2f}",
                  f"{r['cpsat_s'] / max(r['wall_s'], 1e-9):.0%}", str(r["models"]),
-                 f"{r['tuples']:,} / {r['pairs']:,}"]
+                 f"{r['tuples']:,} / {r['pairs']:,}", str(r["rank"]) if r["rank"] >= 0 else "-"]
         if with_old:
             o = r.get("old")
             if o is None:
@@ -143,7 +147,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--limit", type=float, default=120.0, help="time limit per search (s)")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--placement-free", action="store_true",
+                    help="presolve with the placement-free bound only (cpsat.BRANCH_BOUNDS = False)")
     args = ap.parse_args()
+    if args.placement_free:
+        from planner.search import cpsat
+
+        cpsat.BRANCH_BOUNDS = False
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}", flush=True)
     rows = []

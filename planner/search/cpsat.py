@@ -538,6 +538,10 @@ DECIDE_TUPLES = 1024
 
 IMPROVE_ROUNDS = 4
 
+BRANCH_BOUNDS = True
+"""Presolve with branch_bounds_q (the default). False keeps only the placement-free bound, so that CP-SAT's models
+hold every tuple that bound leaves: slower on large instances, kept for benchmarks/cpsat_decides.py."""
+
 
 class _Clock:
     def __init__(self, limit_s: float):
@@ -566,6 +570,7 @@ class _Stats:
     tuples: int = 0  # candidate tuples in the deciding model
     pairs: int = 0  # (tuple, factor vector) pairs in the deciding model
     modelled: int = 0  # pairs over every model built
+    bound_rank: int = -1  # tuples of the deciding model with a smaller bound than the chosen one
     statuses: list[str] | None = None
 
     def note(self, tag: str, status) -> None:
@@ -594,9 +599,30 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
                   dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats):
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
     (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out."""
-    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
     q = dict(q)
-    q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t), dp_overlap)
+    # A first incumbent from the few tuples with the least placement-free bound, so that tuples whose bound is above
+    # it go before any table is built for them (this matters at a fixed GPU count, where no deadline prunes).
+    first = np.argsort(q["step_lb"], kind="stable")[:INCUMBENT_BATCH]
+    probe = Model(hw, wl, t.take(first), {k: v[first] for k, v in q.items()}, dp_overlap)
+    stats.models += 1
+    stats.modelled += probe.pairs + len(first)
+    if cap_q is not None:
+        probe.m.add(probe.S <= cap_q)
+    if clock.out:
+        raise _TimeUp(None)
+    a = time.perf_counter()
+    s0, st0 = probe.solve(probe.S, clock.remaining, workers)
+    stats.cpsat_s += time.perf_counter() - a
+    stats.note("probe", st0)
+    if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        live = np.nonzero(q["step_lb"] / QUANTUM_S * (1 - 1e-12) <= s0.objective_value)[0]
+        t, q = t.take(live), {k: v[live] for k, v in q.items()}
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
+    if BRANCH_BOUNDS:
+        q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t),
+                                    dp_overlap)
+    else:
+        q["lb_q"] = np.floor(q["step_lb"] / QUANTUM_S * (1 - 1e-12)).astype(np.int64)
     live = np.nonzero(q["lb_q"] <= (cap_q if cap_q is not None else INT_MAX))[0]
     if len(live) == 0:
         return None  # every branch bound misses the deadline: no layout on this count
@@ -677,6 +703,9 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     mdl.hint_layout(best)
     s3, st3 = run(mdl, mdl.tie_expr, "network")
     if st3 == cp_model.OPTIMAL:
+        # How far down the bound order CP-SAT's choice lies (0: the tuple with the least bound), for the report.
+        chosen = next(k for k, v in enumerate(mdl.x) if s3.boolean_value(v))
+        stats.bound_rank = int((lb_q[idx] < lb_q[idx][chosen]).sum())
         return mdl.decode(s3), "optimal", None, ""
     return (mdl.decode(s3) if st3 == cp_model.FEASIBLE else best), "feasible", None, "network"
 
@@ -693,7 +722,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         presolve_s = clock.elapsed - stats.cpsat_s
         return SearchResult("cpsat", status, layout, clock.elapsed, size, stats.modelled,
                             cpsat_status=stats.detail, cpsat_s=stats.cpsat_s, presolve_s=presolve_s,
-                            cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models, **kw)
+                            cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
+                            cpsat_bound_rank=stats.bound_rank, **kw)
 
     if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
         return result("infeasible", None)

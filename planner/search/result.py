@@ -27,3 +27,4 @@ class SearchResult:
     cpsat_tuples: int = 0  # candidate degree tuples in the model that made the decision
     cpsat_pairs: int = 0  # (tuple, factor vector) pairs in that model
     cpsat_models: int = 0  # CP-SAT models solved
+    cpsat_bound_rank: int = -1  # tuples of the deciding model whose bound is below the chosen tuple's (-1: none)
