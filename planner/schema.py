@@ -238,7 +238,9 @@ _SCHEDULE_FIELD = (Schedule, Field("1f1b", description="'1f1b' (interleaved) or 
 
 
 if TYPE_CHECKING:
-    class Layout(_LayoutBase):
+    class _Dimensions:
+        """For mypy only: the integer fields create_model adds from the registry (one line per entry)."""
+
         dp: int
         tp_ff: int
         tp_model: int
@@ -246,6 +248,8 @@ if TYPE_CHECKING:
         interleave: int
         ep: int
         microbatches: int
+
+    class Layout(_LayoutBase, _Dimensions):
         schedule: Schedule
         placement: dict[str, tuple[int, ...]]
 
@@ -333,14 +337,7 @@ class _LayoutReportBase(_Frozen):
 
 
 if TYPE_CHECKING:
-    class LayoutReport(_LayoutReportBase):
-        dp: int
-        tp_ff: int
-        tp_model: int
-        pp: int
-        interleave: int
-        ep: int
-        microbatches: int
+    class LayoutReport(_LayoutReportBase, _Dimensions):
         schedule: Schedule
         nanobatch_tokens: float
         placement: dict[str, list[int]]

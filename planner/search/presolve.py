@@ -220,28 +220,30 @@ def least_feature_over_placements(hw: Hardware, wl: Workload, term_name: str, va
     return float(least.least(term, {k: np.array([values[k]]) for k in keys})[0])
 
 
-def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
-    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
+def _least_latency(hw: Hardware, degree: int, of_factors) -> float:
+    """min over every placement of `degree` of of_factors(factor vectors (k, H), latencies (H,)) -> (k,) seconds;
+    0 for degree 1 (no communication), inf when the degree cannot be placed on the levels."""
     if degree == 1:
         return 0.0
-    from planner.cost import network as net
-
     opts = factor_options(hw, degree)
     if len(opts) == 0:
         return math.inf
-    lat = np.array([lvl.lat_s for lvl in hw.levels])
-    return float(net.allreduce_latency_s(opts, lat).min())
+    return float(of_factors(opts, np.array([lvl.lat_s for lvl in hw.levels])).min())
+
+
+def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
+    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
+    from planner.cost import network as net
+
+    return _least_latency(hw, degree, net.allreduce_latency_s)
 
 
 def min_routing_latency_s(hw: Hardware, ep: int) -> float:
     """Least one-way latency of an expert-routing hop (at or above the top level N_EP spans)."""
-    if ep == 1:
-        return 0.0
     from planner.cost import network as net
 
-    opts = factor_options(hw, ep)
-    if len(opts) == 0:
-        return math.inf
-    lat = np.array([lvl.lat_s for lvl in hw.levels])
-    suffix_min = np.minimum.accumulate(lat[::-1])[::-1]
-    return float(suffix_min[net.top_level(opts) - 1].min())
+    def routing(opts: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        suffix_min = np.minimum.accumulate(lat[::-1])[::-1]
+        return suffix_min[net.top_level(opts) - 1]
+
+    return _least_latency(hw, ep, routing)
