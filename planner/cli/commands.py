@@ -19,14 +19,16 @@ bugs all end up in the one place that turns them into one-line messages and exit
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pydantic_core
 import typer
@@ -43,6 +45,7 @@ from planner.choices import BatchScaling, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
+from planner.parallel.dimensions import DIMENSIONS, Dimension
 from planner.parallel.placement import greedy_placement, parse_placement
 from planner.parallel.space import check_layout
 from planner.render import StdoutConsole
@@ -406,7 +409,32 @@ plan_app.command("plan", help=plan_command.__doc__)(plan_command)
 _L = "Layout (or --plan FILE.json)"
 
 
+def _flag(d: Dimension) -> str:
+    return "--" + d.name.replace("_", "-")
+
+
+def _with_dimension_flags(func: Callable[..., None]) -> Callable[..., None]:
+    """One `--NAME` option per dimension of the registry (planner.parallel.dimensions) in place of `**dims`, so that a
+    new dimension reaches `evaluate` without a new parameter here."""
+    sig = inspect.signature(func, eval_str=True)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    extra = []
+    for d in DIMENSIONS:
+        annotation = Annotated[int | None, _whole_option(_flag(d), help=d.help.rstrip(".") + " (default 1).",
+                                                          rich_help_panel=_L, show_default=False)]
+        extra.append(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> None:
+        return func(**kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=[*fixed, *extra])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in (*fixed, *extra)} | {"return": None}
+    return wrapper
+
+
 @app.command("evaluate")
+@_with_dimension_flags
 def evaluate_command(
     plan_file: Annotated[Path | None, typer.Option(
         "--plan", help="Re-evaluate a plan printed by `plan --json` (its workload and layout) on --gpu: the what-if "
@@ -415,20 +443,6 @@ def evaluate_command(
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="Hardware name or TOML file (default h100, or the plan's hardware with --plan).",
         metavar="NAME|FILE.toml", show_default=False)] = None,
-    dp: Annotated[int | None, _whole_option("--dp", help="N_DP (default 1).", rich_help_panel=_L,
-                                           show_default=False)] = None,
-    tp_ff: Annotated[int | None, _whole_option("--tp-ff", help="N_TP,ff, divides d_ff (default 1).", rich_help_panel=_L,
-                                              show_default=False)] = None,
-    tp_model: Annotated[int | None, _whole_option("--tp-model", help="N_TP,model, divides d_model (default 1).",
-                                                 rich_help_panel=_L, show_default=False)] = None,
-    pp: Annotated[int | None, _whole_option("--pp", help="N_PP pipeline stages (default 1).", rich_help_panel=_L,
-                                           show_default=False)] = None,
-    interleave: Annotated[int | None, _whole_option("--interleave", help="i; N_PP * i divides L (default 1).",
-                                                   rich_help_panel=_L, show_default=False)] = None,
-    ep: Annotated[int | None, _whole_option("--ep", help="N_EP, divides E (default 1).", rich_help_panel=_L,
-                                           show_default=False)] = None,
-    microbatches: Annotated[int | None, _whole_option("--microbatches", help="m per DP rank (default 1).",
-                                                     rich_help_panel=_L, show_default=False)] = None,
     schedule: Annotated[LayoutSchedule | None, typer.Option(
         "--schedule", help="1f1b (default) or zb-h2.", rich_help_panel=_L, show_default=False)] = None,
     placement: Annotated[str | None, typer.Option(
@@ -451,12 +465,13 @@ def evaluate_command(
     dp_overlap: DpOverlapOpt = False,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
+    **dims: int | None,
 ) -> None:
     """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory or misses --days."""
     _check_positive("--days", days)
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
-    layout_flags = {"--dp": dp, "--tp-ff": tp_ff, "--tp-model": tp_model, "--pp": pp, "--interleave": interleave,
-                    "--ep": ep, "--microbatches": microbatches, "--schedule": schedule, "--placement": placement}
+    layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
+    layout_flags.update({"--schedule": schedule, "--placement": placement})
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
     notes: list[str] = []
@@ -487,9 +502,10 @@ def evaluate_command(
         for flag, v in layout_flags.items():
             if isinstance(v, int) and v < 1:
                 raise InvalidInput(f"{flag} must be a whole number >= 1, got {v}")
-        degrees = {"dp": dp or 1, "tp_ff": tp_ff or 1, "tp_model": tp_model or 1, "pp": pp or 1, "ep": ep or 1}
+        values = {d.name: dims.get(d.name) or 1 for d in DIMENSIONS}
+        degrees = {d: values[d] for d in DEGREES}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
-        layout = _make_layout(degrees, interleave or 1, microbatches or 1,
+        layout = _make_layout(degrees, values["interleave"], values["microbatches"],
                               (schedule or LayoutSchedule.one_f_one_b).value, greedy_placement(hw, degrees, fixed))
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then PP, DP, EP, lowest level first)")
