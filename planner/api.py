@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from planner.cost.step import SECONDS_PER_DAY, nanobatch_tokens
+from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
@@ -80,7 +80,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         workload=workload_report(wl),
         layout=LayoutReport(
             **{d: lay.degree(d) for d in (*DEGREES, *OPTIONS)}, schedule=lay.schedule,
-            nanobatch_tokens=float(nanobatch_tokens(wl, lay.dp, lay.microbatches)),
+            nanobatch_tokens=ev.nanobatch_tokens,
             placement={k: list(v) for k, v in lay.placement.items()}, levels=[lv.name for lv in hw.levels],
         ),
         breakdown=ev.step,

@@ -309,6 +309,7 @@ class Evaluation(_Frozen):
     mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense "
         "FLOP/s, 6 N_active D FLOP.")
     bottleneck: str = Field(description="What binds the step time, in words.")
+    nanobatch_tokens: float = Field(description="Tokens per expert per microbatch per data-parallel rank.")
 
 
 # --------------------------------------------------------------------------------------------------

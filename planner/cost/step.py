@@ -14,7 +14,6 @@ import numpy as np
 from planner.cost import memory as mem
 from planner.cost import terms
 from planner.cost.pipeline import microbatches_in_flight
-from planner.cost.terms import nanobatch_tokens as nanobatch_tokens  # re-exported for planner.api
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import Tuples
 from planner.schema import (
@@ -101,5 +100,5 @@ def evaluate(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool = Fals
     return Evaluation(
         layout=layout, gpus=layout.gpus, nodes=nodes_for(hw, layout.gpus), step=step, memory=memory,
         training_s=t_run, training_days=t_run / SECONDS_PER_DAY,
-        mfu=mfu(hw, wl, layout.gpus, row["step_s"]), bottleneck=bottleneck(row),
+        mfu=mfu(hw, wl, layout.gpus, row["step_s"]), bottleneck=bottleneck(row), nanobatch_tokens=row["nanobatch"],
     )
