@@ -533,7 +533,7 @@ WINDOW_TUPLES = 300_000
 INCUMBENT_BATCH = 8
 """Tuples in the first incumbent model (step 3a): the best-bound tuples of a GPU count; later batches grow."""
 
-DECIDE_TUPLES = 1024
+DECIDE_TUPLES = 32
 """While more tuples than this are within the incumbent's step, the incumbent is improved first (IMPROVE_ROUNDS)."""
 
 IMPROVE_ROUNDS = 4
