@@ -35,7 +35,8 @@ import numpy as np
 
 from planner.cost import memory as mem
 from planner.cost.pipeline import microbatches_in_flight
-from planner.cost.step import SECONDS_PER_DAY, block_matmul_s
+from planner.cost.step import SECONDS_PER_DAY
+from planner.cost.terms import block_matmul_s
 from planner.parallel.space import SearchOptions, divisors
 from planner.schema import Hardware, Workload
 from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
@@ -71,7 +72,8 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
     u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
     A, B, C = np.meshgrid(tf, tm, u, indexing="ij")
-    _, crit = block_matmul_s(hw, wl, A.ravel(), B.ravel(), per_expert / C.ravel().astype(np.float64))
+    _, crit = block_matmul_s(hw, wl, {"tp_ff": A.ravel(), "tp_model": B.ravel()},
+                             per_expert / C.ravel().astype(np.float64))
     crit = crit.reshape(A.shape)
     best_u = crit.argmin(axis=2)
     crit_min = crit.min(axis=2)  # (tf, tm)

@@ -28,12 +28,6 @@ from planner.schema import (
 SECONDS_PER_DAY = 86400.0
 
 
-def block_matmul_s(hw: Hardware, wl: Workload, tp_ff, tp_model, nanobatch) -> tuple[np.ndarray, np.ndarray]:
-    """planner.cost.terms.block_matmul_s for given tensor-parallel degrees (the only degrees a GEMM shape reads)."""
-    tf = np.asarray(tp_ff)
-    return terms.block_matmul_s(hw, wl, {"tp_ff": tf, "tp_model": np.asarray(tp_model)}, nanobatch)
-
-
 def step_arrays(hw: Hardware, wl: Workload, cols: terms.Cols, factors: terms.Factors, dp_overlap: bool = False,
                 block_s: np.ndarray | None = None, block_critical_s: np.ndarray | None = None
                 ) -> dict[str, np.ndarray]:
@@ -44,10 +38,7 @@ def step_arrays(hw: Hardware, wl: Workload, cols: terms.Cols, factors: terms.Fac
     q = terms.tuple_quantities(hw, wl, cols, block_s, block_critical_s)
     out = terms.price(hw, wl, cols, factors, dp_overlap, q)
     in_flight = microbatches_in_flight(cols["pp"], cols["interleave"], cols["microbatches"], cols["zero_bubble"])
-    gpus = np.ones(len(np.asarray(cols["dp"])))
-    for d in DEGREES:
-        gpus = gpus * np.asarray(cols[d], dtype=np.float64)
-    return {"gpus": gpus, **out, **mem.layout_memory(hw, wl, cols, q["nanobatch"], in_flight)}
+    return {"gpus": terms.gpus_of(cols), **out, **mem.layout_memory(hw, wl, cols, q["nanobatch"], in_flight)}
 
 
 def run_seconds(wl: Workload, step_s):

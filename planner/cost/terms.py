@@ -46,6 +46,14 @@ def _f(cols: Cols, name: str) -> np.ndarray:
     return np.asarray(cols[name], dtype=np.float64)
 
 
+def gpus_of(cols: Cols) -> np.ndarray:
+    """N_GPU of every row: the product of the placed degrees (float: no overflow)."""
+    n = _f(cols, DEGREES[0])
+    for d in DEGREES[1:]:
+        n = n * _f(cols, d)
+    return n
+
+
 # --------------------------------------------------------------------------------------------------
 # Tuple quantities: placement-free
 # --------------------------------------------------------------------------------------------------
@@ -180,11 +188,8 @@ def _ar_path(group: str):
 def _p2p_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     # Every crossing interface carries the layer output of every token, each pass; the traffic of the whole step
     # spreads evenly over all GPUs (App. 8.1.2).
-    n_gpu = _f(cols, DEGREES[0])
-    for d in DEGREES[1:]:
-        n_gpu = n_gpu * _f(cols, d)
     itf = wl.ops.interface
-    return itf.passes * wl.batch_tokens * max(wl.layers - 1, 0) * itf.words.size / n_gpu
+    return itf.passes * wl.batch_tokens * max(wl.layers - 1, 0) * itf.words.size / gpus_of(cols)
 
 
 def _p2p_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:

@@ -114,11 +114,6 @@ class Space:
     def H(self) -> int:
         return len(self.hw.levels)
 
-    @property
-    def solo(self) -> tuple[str, ...]:
-        """Degrees whose candidates are independent of every other dimension."""
-        return tuple(self.values)
-
 
 def _pairs_dividing(n: int) -> list[tuple[int, int]]:
     """Every (a, c) with a c | n."""

@@ -59,6 +59,7 @@ from planner.search.presolve import (
     pair_step_lower_bound,
     step_lower_bound,
     tuple_terms,
+    unique_rows,
 )
 from planner.search.result import SearchResult
 
@@ -73,6 +74,11 @@ def to_quanta(seconds) -> np.ndarray:
     """Seconds -> integer quanta, rounded up (an integer time never understates the float time)."""
     q = np.ceil(np.asarray(seconds, dtype=np.float64) / QUANTUM_S - 1e-9)
     return np.minimum(q, INT_MAX).astype(np.int64)
+
+
+def to_quanta_floor(seconds) -> np.ndarray:
+    """Seconds -> integer quanta, rounded down (for lower bounds: never above the integer time they bound)."""
+    return np.floor(np.asarray(seconds, dtype=np.float64) / QUANTUM_S * (1 - 1e-12)).astype(np.int64)
 
 
 def from_quanta(q) -> float:
@@ -275,11 +281,8 @@ def branch_bounds_q(hw: Hardware, wl: Workload, gpus: int, tables: dict[str, Pai
         sig = np.ones((len(tab.tup), len(req)), dtype=np.int64)
         for d in GROUPS[g]:
             sig = sig * tab.factors[d][:, bounded]
-        # Distinct signatures by one 1-D sort of a mixed-radix code (np.unique(axis=0) is slow on millions of rows).
-        sig_radix = int(sig.max(initial=1)) + 1
-        sig_code = sig @ (sig_radix ** np.arange(len(req), dtype=np.int64))
-        _, first, sig_of = np.unique(sig_code, return_index=True, return_inverse=True)
-        usig, sig_of = sig[first], sig_of.ravel()
+        usig, sig_of = unique_rows([sig[:, j] for j in range(len(req))] or [np.zeros(len(sig), dtype=np.int64)])
+        usig = usig[:, :len(req)]
         # trans[s, j]: the state after a pair of signature j from state s, or -1 if it overshoots a level.
         target = states[:, None, :] * usig[None, :, :]
         fits = (req[None, None, :] % target == 0).all(axis=2)
@@ -325,9 +328,7 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     gterms = [g for g in T.group_terms(wl) if g.group == group]
     extra = tuple(dict.fromkeys(k for g in gterms for k in g.keys))
     names = (*degrees, *extra)
-    keys = np.stack([np.asarray(t[d], dtype=np.int64) for d in names], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.ravel()
+    uniq, inv = unique_rows([np.asarray(t[d], dtype=np.int64) for d in names])
     by_key = np.argsort(inv, kind="stable")
     cuts = np.searchsorted(inv[by_key], np.arange(len(uniq) + 1))
     rows: list[np.ndarray] = []
@@ -473,7 +474,7 @@ class Model:
         if "lb_q" in q:
             m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in q["lb_q"]]))
         elif "step_lb" in q:
-            lb = np.floor(np.asarray(q["step_lb"]) / QUANTUM_S * (1 - 1e-12)).astype(np.int64)
+            lb = to_quanta_floor(q["step_lb"])
             m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in lb]))
         self.pairs = sum(len(tab.tup) for tab in self.tables.values())
 
@@ -600,46 +601,12 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
     (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out."""
     q = dict(q)
-    # A first incumbent from the few tuples with the least placement-free bound, so that tuples whose bound is above
-    # it go before any table is built for them (this matters at a fixed GPU count, where no deadline prunes).
-    first = np.argsort(q["step_lb"], kind="stable")[:INCUMBENT_BATCH]
-    probe = Model(hw, wl, t.take(first), {k: v[first] for k, v in q.items()}, dp_overlap)
-    stats.models += 1
-    stats.modelled += probe.pairs + len(first)
-    if cap_q is not None:
-        probe.m.add(probe.S <= cap_q)
-    if clock.out:
-        raise _TimeUp(None)
-    a = time.perf_counter()
-    s0, st0 = probe.solve(probe.S, clock.remaining, workers)
-    stats.cpsat_s += time.perf_counter() - a
-    stats.note("probe", st0)
-    if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        live = np.nonzero(q["step_lb"] / QUANTUM_S * (1 - 1e-12) <= s0.objective_value)[0]
-        t, q = t.take(live), {k: v[live] for k, v in q.items()}
-    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
-    if BRANCH_BOUNDS:
-        q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t),
-                                    dp_overlap)
-    else:
-        q["lb_q"] = np.floor(q["step_lb"] / QUANTUM_S * (1 - 1e-12)).astype(np.int64)
-    live = np.nonzero(q["lb_q"] <= (cap_q if cap_q is not None else INT_MAX))[0]
-    if len(live) == 0:
-        return None  # every branch bound misses the deadline: no layout on this count
-    if len(live) < len(t):
-        tables = {g: tab.subset(live, len(t)) for g, tab in tables.items()}
-        t, q = t.take(live), {k: v[live] for k, v in q.items()}
-    order = np.lexsort((q["step_lb"], q["lb_q"]))
-
-    def model_of(idx):
-        sub = t.take(idx)
-        mdl = Model(hw, wl, sub, {k: v[idx] for k, v in q.items()}, dp_overlap,
-                    tables={g: tab.subset(idx, len(t)) for g, tab in tables.items()})
-        stats.models += 1
-        stats.modelled += mdl.pairs + len(idx)
-        return mdl
-
     incumbent: Layout | None = None
+
+    def counted(mdl: Model, n: int) -> Model:
+        stats.models += 1
+        stats.modelled += mdl.pairs + n
+        return mdl
 
     def run(mdl: Model, objective, tag: str):
         if clock.out:
@@ -649,6 +616,35 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         stats.cpsat_s += time.perf_counter() - a
         stats.note(tag, st)
         return s, st
+
+    # A first incumbent from the few tuples with the least placement-free bound, so that tuples whose bound is above
+    # it go before any table is built for them (this matters at a fixed GPU count, where no deadline prunes).
+    first = np.argsort(q["step_lb"], kind="stable")[:INCUMBENT_BATCH]
+    probe = counted(Model(hw, wl, t.take(first), {k: v[first] for k, v in q.items()}, dp_overlap), len(first))
+    if cap_q is not None:
+        probe.m.add(probe.S <= cap_q)
+    s0, st0 = run(probe, probe.S, "probe")
+    if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        live = np.nonzero(to_quanta_floor(q["step_lb"]) <= s0.objective_value)[0]
+        t, q = t.take(live), {k: v[live] for k, v in q.items()}
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
+    if BRANCH_BOUNDS:
+        q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t),
+                                    dp_overlap)
+    else:
+        q["lb_q"] = to_quanta_floor(q["step_lb"])
+    live = np.nonzero(q["lb_q"] <= (cap_q if cap_q is not None else INT_MAX))[0]
+    if len(live) == 0:
+        return None  # every branch bound misses the deadline: no layout on this count
+    if len(live) < len(t):
+        tables = {g: tab.subset(live, len(t)) for g, tab in tables.items()}
+        t, q = t.take(live), {k: v[live] for k, v in q.items()}
+    order = np.lexsort((q["step_lb"], q["lb_q"]))
+
+    def model_of(idx):
+        mdl = Model(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, dp_overlap,
+                    tables={g: tab.subset(idx, len(t)) for g, tab in tables.items()})
+        return counted(mdl, len(idx))
 
     # a. An incumbent from the best-bound tuples, a batch at a time.
     inc_q = 0

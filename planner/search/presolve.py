@@ -211,15 +211,6 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
     return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap)], axis=0)
 
 
-def least_feature_over_placements(hw: Hardware, wl: Workload, term_name: str, values: Mapping[str, int]) -> float:
-    """One group term's feature at its least over every placement of the given degree values (0 when every
-    degree of the group is 1)."""
-    least = LeastFeatures(hw, wl)
-    term = next(t for t in least.terms if t.name == term_name)
-    keys = GROUPS[term.group] + term.keys
-    return float(least.least(term, {k: np.array([values[k]]) for k in keys})[0])
-
-
 def _least_latency(hw: Hardware, degree: int, of_factors) -> float:
     """min over every placement of `degree` of of_factors(factor vectors (k, H), latencies (H,)) -> (k,) seconds;
     0 for degree 1 (no communication), inf when the degree cannot be placed on the levels."""
