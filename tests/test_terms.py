@@ -13,6 +13,7 @@ calculation pins the float reading to the paper's formula on one layout.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -120,3 +121,23 @@ def test_float_reading_by_hand():
     assert ev.step.eq21_s == pytest.approx(eq21)
     assert ev.step.step_s == pytest.approx(max(eq21, ev.step.floor_s))
     assert math.isfinite(ev.step.step_s)
+
+
+def test_elementwise_work_is_priced_at_hbm_bandwidth():
+    """An element-wise op adds passes x bytes per token x nanobatch / HBM bandwidth to the critical GEMM time (and
+    so to the total), worked by hand against the same block without it."""
+    import types
+
+    from planner.workload.ops import Dim, Elementwise, toy_mlp_ops
+
+    hw = get_hardware("h100")
+    toy = toy_mlp_ops(1024, 4096)
+    norm = Elementwise("norm", bytes_per_token=Dim(4096, "tp_model"), passes=2)
+    with_norm = types.SimpleNamespace(ops=dataclasses.replace(toy, elementwise=(norm,)))
+    cols = {"tp_ff": np.array([2]), "tp_model": np.array([4])}
+    nanobatch = 512.0
+    total0, crit0 = T.block_matmul_s(hw, types.SimpleNamespace(ops=toy), cols, nanobatch)
+    total1, crit1 = T.block_matmul_s(hw, with_norm, cols, nanobatch)
+    extra = 2 * (4096 / 4) * 512.0 / hw.gpu.hbm_Bps
+    assert crit1[0] - crit0[0] == pytest.approx(extra, rel=1e-9)
+    assert total1[0] - total0[0] == pytest.approx(extra, rel=1e-9)

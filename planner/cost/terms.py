@@ -65,10 +65,13 @@ def nanobatch_tokens(wl: Workload, dp, microbatches) -> np.ndarray:
 
 
 def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[np.ndarray, np.ndarray]:
-    """GEMM time of one layer of one expert for one nanobatch on one GPU (App. 8.1.1), from the layer's GEMMs.
+    """GEMM time of one layer of one expert for one nanobatch on one GPU (App. 8.1.1), from the layer's GEMMs, plus
+    its element-wise work.
 
     Every weight shard runs forward (out x inp), activation gradient (inp x out) and weight gradient. Returns
     (all of them, the forward + activation-gradient ones: the critical path's; weight gradients can be deferred).
+    Element-wise work (none in the paper's toy block) moves its bytes at HBM bandwidth, every pass, on the critical
+    path.
     """
     g = hw.gpu
     fwd: np.ndarray | float = 0.0
@@ -80,6 +83,8 @@ def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[n
         act = act + matmul_time_s(g, inp, out, nanobatch)
         wgrad = wgrad + matmul_time_s(g, out, inp, nanobatch, weight_grad=True)
     critical = np.asarray(fwd + act, dtype=np.float64)
+    for op in wl.ops.elementwise:
+        critical = critical + op.passes * np.asarray(op.bytes_per_token.per_gpu(cols)) * nanobatch / g.hbm_Bps
     return critical + wgrad, critical
 
 
@@ -171,9 +176,7 @@ def _ar_words(group: str):
         # Per token per layer, the layer's all-reduces over this group (Table 1); a GPU serves L / N_PP layers and
         # b / (N_DP N_EP) tokens per step.
         tokens_here = wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep"))
-        words = sum((a.passes * np.asarray(a.words.per_gpu(cols), dtype=np.float64)
-                     for a in wl.ops.allreduces if a.group == group), np.zeros(1))
-        return (wl.layers / _f(cols, "pp")) * tokens_here * words
+        return (wl.layers / _f(cols, "pp")) * tokens_here * wl.ops.allreduce_words(cols, group)
     return scale
 
 

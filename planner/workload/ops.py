@@ -72,11 +72,12 @@ class PointToPoint:
 
 @dataclass(frozen=True)
 class Elementwise:
-    """Memory-bound work (norms, activations, residuals): HBM bytes moved per token per layer, charged at HBM
-    bandwidth."""
+    """Memory-bound work (norms, activations, residuals): HBM bytes moved per token per layer and pass, charged at HBM
+    bandwidth on the critical path (planner.cost.terms.block_matmul_s)."""
 
     name: str
     bytes_per_token: Dim
+    passes: int = 2
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,8 @@ class LayerOps:
         return sum((np.asarray(d.per_gpu(degrees), dtype=np.float64) for d in self.saved_words), np.zeros(1))
 
     def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str) -> np.ndarray:
-        """Words per token per pass all-reduced over `group`'s ranks (summed over this layer's all-reduces)."""
-        return sum((np.asarray(a.words.per_gpu(degrees), dtype=np.float64) * (a.passes / 2.0)
+        """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted."""
+        return sum((a.passes * np.asarray(a.words.per_gpu(degrees), dtype=np.float64)
                     for a in self.allreduces if a.group == group), np.zeros(1))
 
 
