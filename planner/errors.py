@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +28,29 @@ class Infeasible(PlannerError):
         """The plan document (status 'infeasible' or 'unknown'), with the layout when one was found but fails."""
 
 
-def read_text_file(path: str | Path, what: str) -> str:
-    """A user's file as UTF-8 text; an unreadable or binary file is an InvalidInput naming `what` and the path."""
+MAX_USER_FILE_BYTES = 50_000_000
+"""The largest file read as user input (a plan JSON can be large; hardware and model TOML files are tiny)."""
+
+
+def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:
+    """A user's file as UTF-8 text; an unreadable, binary, oversized or non-regular file (a directory, FIFO, device
+    or socket, which could block or never end) is an InvalidInput naming `what` and the path."""
+    p = Path(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput(f"cannot read {what} '{path}': Is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput(f"{what} '{path}' is not a regular file")
+        if st.st_size > max_bytes:
+            raise InvalidInput(f"{what} '{path}' is {st.st_size:,} bytes; at most {max_bytes:,} are read")
+        with p.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise InvalidInput(f"cannot read {what} '{path}': {exc.strerror}") from None
+    if len(data) > max_bytes:  # the file grew after stat
+        raise InvalidInput(f"{what} '{path}' is over {max_bytes:,} bytes")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} '{path}' is not UTF-8 text") from None
