@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -222,6 +225,17 @@ def _infeasible_doc(hw: Hardware, exc: Exception, compute: float, days: float) -
                 explanation=str(exc))
 
 
+def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
+    """In a sweep worker: end this process when the sweep that started it is gone (killed with SIGKILL, say, by a
+    caller's timeout), instead of idling as an orphan. A daemon thread watches the parent's pid."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
 def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
                 time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool = False,
                 price_per_gpu_hour: float | None = None) -> Plan:
@@ -302,7 +316,8 @@ def sweep(
     else:
         # spawn, not fork: OR-Tools keeps threads around and forking a threaded process can deadlock.
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_exit_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             pending = {pool.submit(solve_point, hw, c, *args): k for k, (hw, c) in enumerate(tasks)}
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -9,6 +9,7 @@ import csv
 import itertools
 import json
 import math
+import sys
 
 import pytest
 from cli_helpers import invoke
@@ -160,3 +161,53 @@ def test_cli_sweep_dp_overlap_and_price_reach_every_plan(capsys, tmp_path):
     assert (direct.gpus, direct.step_time_s) == (p["gpus"], p["step_time_s"])
     code, _, err = invoke(capsys, ["sweep", "--points", "2", "--price-per-gpu-hour", "0"])
     assert code == 2 and err.startswith("error: --price-per-gpu-hour")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc for the workers' parent")
+def test_workers_exit_when_the_sweep_is_killed():
+    """A caller's timeout sends SIGKILL, which the sweep cannot catch: its worker processes must not live on."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    planner_exe = Path(sys.executable).with_name("planner")
+    cmd = [str(planner_exe)] if planner_exe.exists() else [sys.executable, "-c", "from planner.cli import main; main()"]
+    proc = subprocess.Popen(cmd + ["sweep", "--gpu", "h100", "--from", "1e24", "--to", "1e32", "--points", "80",
+                                   "--jobs", "2", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == proc.pid:
+                    found.append(int(entry.name))
+        return found
+
+    deadline = time.monotonic() + 30
+    while len(children()) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    workers = children()
+    assert proc.poll() is None and len(workers) >= 2, "the sweep ended or never started its workers"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in workers if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"worker processes {left} outlived the killed sweep"
