@@ -110,7 +110,7 @@ def _fastest(hw: Hardware, wl: Workload, deadline_s: float, t: Tuples, shapes: S
     """(step seconds, layout) of the fastest layout of the batch that meets the deadline and the simulator's
     memory rule, or None. Ties: least network time, then enumeration order."""
     terms = tuple_terms(hw, wl, t, shapes)
-    rows, pl, arr = price_placements(hw, wl, t, False, terms["block_s"], terms["block_critical_s"])
+    rows, pl, arr = price_placements(hw, wl, t, False, terms)
     if len(rows) == 0:
         return None
     n = arr["gpus"].astype(np.float64)

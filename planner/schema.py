@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
 
 if TYPE_CHECKING:
-    from planner.workload.ops import LayerOps
+    from planner.workload.ops import LayerOps, ModelOps
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -142,8 +142,56 @@ class Hardware(_Frozen):
 # --------------------------------------------------------------------------------------------------
 
 
+FfnKind = Literal["gelu", "relu2", "swiglu"]
+
+
+class TransformerShape(_Frozen):
+    """What a real transformer adds to the toy shape (docs/model.md §1b). `Workload.d_model`, `d_ff` (the dense MLP
+    width), `layers`, `experts` and `seq_len` keep their meaning; every other size lives here."""
+
+    heads: int = Field(gt=0, description="Query attention heads.")
+    kv_heads: int = Field(gt=0, description="Key/value heads: = heads (MHA), fewer (GQA), 1 (MQA). Must divide heads.")
+    head_dim: int = Field(gt=0, description="Per-head query/key width (MLA: the non-rotary part, qk_nope_head_dim).")
+    ffn: FfnKind = Field("swiglu", description="MLP kind: 'swiglu' (gate, up, down: 3 matrices), 'gelu' or 'relu2' "
+                         "(squared ReLU): 2 matrices.")
+    vocab: int = Field(gt=0, description="Vocabulary size (embedding rows and LM-head outputs).")
+    tied_embeddings: bool = Field(False, description="Input embedding and LM head share one matrix.")
+    attention: Literal["gqa", "mla"] = Field("gqa", description="'gqa' (covers MHA and MQA) or 'mla' (DeepSeek's "
+                                             "multi-head latent attention: low-rank query and key/value projections).")
+    q_lora_rank: int = Field(0, ge=0, description="MLA: query latent width (0: no query compression).")
+    kv_lora_rank: int = Field(0, ge=0, description="MLA: key/value latent width.")
+    rope_head_dim: int = Field(0, ge=0, description="MLA: decoupled rotary key/query width per head.")
+    v_head_dim: int = Field(0, ge=0, description="MLA: value width per head (0: head_dim).")
+    top_k: int = Field(1, gt=0, description="MoE: routed experts per token.")
+    expert_d_ff: int = Field(0, ge=0, description="MoE: hidden width of each routed (and shared) expert "
+                             "(0: d_ff).")
+    shared_experts: int = Field(0, ge=0, description="MoE: always-active experts of width expert_d_ff per MoE layer.")
+    dense_layers: int = Field(0, ge=0, description="MoE: leading layers with a dense MLP of width d_ff.")
+
+    @model_validator(mode="after")
+    def _check(self) -> TransformerShape:
+        if self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads} (GQA groups)")
+        if self.attention == "mla" and self.kv_lora_rank == 0:
+            raise ValueError("attention 'mla' needs kv_lora_rank > 0")
+        if self.attention == "gqa" and (self.q_lora_rank or self.kv_lora_rank or self.rope_head_dim or self.v_head_dim):
+            raise ValueError("q_lora_rank, kv_lora_rank, rope_head_dim and v_head_dim are for attention = 'mla' only")
+        return self
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def qk_dim(self) -> int:
+        """Query/key width per head that the attention scores contract over."""
+        return self.head_dim + self.rope_head_dim
+
+
 class Workload(_Frozen):
-    """The paper's toy model: L sparse MLP blocks of E experts, each two matrices d_ff x d_model."""
+    """What is trained. `transformer` None: the paper's toy model, L sparse MLP blocks of E experts, each two
+    matrices d_ff x d_model, top-1 routing, attention folded in (§2). Otherwise a real transformer (docs/model.md
+    §1b): attention, the MLP kind, vocabulary, and MoE with top-k routing."""
 
     d_model: int = Field(gt=0)
     d_ff: int = Field(gt=0)
@@ -156,6 +204,8 @@ class Workload(_Frozen):
         None, description="The compute the user asked for, when the shape was inferred from it."
     )
     label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
+    transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; None: the paper's toy "
+                                                 "model.")
 
     @field_validator("tokens")
     @classmethod
@@ -164,26 +214,100 @@ class Workload(_Frozen):
             raise ValueError("tokens must be finite")
         return v
 
+    @model_validator(mode="after")
+    def _check_transformer(self) -> Workload:
+        tr = self.transformer
+        if tr is None:
+            return self
+        if self.batch_tokens % self.seq_len:
+            raise ValueError(f"batch_tokens {self.batch_tokens} is not a whole number of sequences of {self.seq_len}")
+        if self.experts == 1 and (tr.top_k != 1 or tr.shared_experts or tr.dense_layers):
+            raise ValueError("top_k, shared_experts and dense_layers need experts > 1")
+        if tr.top_k > self.experts:
+            raise ValueError(f"top_k {tr.top_k} exceeds experts {self.experts}")
+        if tr.dense_layers >= self.layers:
+            raise ValueError(f"dense_layers {tr.dense_layers} must be fewer than layers {self.layers}")
+        return self
+
+    @property
+    def is_transformer(self) -> bool:
+        return self.transformer is not None
+
     @property
     def ops(self) -> LayerOps:
-        """What one layer of one expert runs per token (planner.workload.ops): the paper's toy MLP block."""
-        from planner.workload.ops import toy_mlp_ops
+        """What one layer (of one expert, for the toy) runs per token (planner.workload.ops). For a transformer:
+        the layer every pipeline stage is priced with (the MoE layer when there are experts)."""
+        from planner.workload.ops import toy_mlp_ops, transformer_ops
 
+        if self.transformer is not None:
+            return transformer_ops(self).layer
         return toy_mlp_ops(self.d_model, self.d_ff)
 
     @property
+    def model_ops(self) -> ModelOps | None:
+        """A transformer's layers, embedding and LM head as operations (None for the toy model)."""
+        from planner.workload.ops import transformer_ops
+
+        return transformer_ops(self) if self.transformer is not None else None
+
+    @property
     def params(self) -> float:
-        """N_p: every layer's and expert's GEMM weights (for the toy block 2 L E d_model d_ff, Eq. 1)."""
+        """N_p: every GEMM weight (toy: 2 L E d_model d_ff, Eq. 1; transformer: every layer of its kind, the
+        embedding and the LM head, once if tied)."""
+        if self.transformer is not None:
+            return float(self.model_ops.params(active=False))  # type: ignore[union-attr]
         return float(self.layers * self.experts * self.ops.params)
 
     @property
     def active_params(self) -> float:
+        """Parameters one token meets (toy: N_p / E; transformer: top-k and shared experts, embeddings included)."""
+        if self.transformer is not None:
+            return float(self.model_ops.params(active=True))  # type: ignore[union-attr]
         return self.params / self.experts
 
     @property
+    def non_embedding_active_params(self) -> float:
+        """Active parameters without the embedding and LM head: the 6 N of the FLOP convention."""
+        if self.transformer is not None:
+            return float(self.model_ops.params(active=True, embeddings=False))  # type: ignore[union-attr]
+        return self.active_params
+
+    @property
+    def attention_flop_per_token(self) -> float:
+        """Attention scores and values, forward and backward, per token, not halved for causal masking (the PaLM /
+        Megatron convention): 6 L s heads (d_qk + d_v) / 2, i.e. 12 L s heads head_dim for MHA/GQA."""
+        tr = self.transformer
+        if tr is None:
+            return 0.0
+        return 6.0 * self.layers * self.seq_len * tr.heads * (tr.qk_dim + tr.value_dim)
+
+    @property
+    def head_flop_per_token(self) -> float:
+        """LM head, forward and backward: 6 d_model vocab per token."""
+        tr = self.transformer
+        return 0.0 if tr is None else 6.0 * self.d_model * tr.vocab
+
+    @property
+    def model_flop_per_token(self) -> float:
+        """Model FLOPs per token: 6 x non-embedding active params + attention scores + LM head (toy: 6 N_p / E)."""
+        if self.transformer is None:
+            return 6.0 * self.active_params
+        return 6.0 * self.non_embedding_active_params + self.attention_flop_per_token + self.head_flop_per_token
+
+    @property
+    def flop_convention(self) -> str:
+        if self.transformer is None:
+            return "6 * active_params * tokens"
+        return ("(6 * non-embedding active params + 12 * layers * seq * attention width (causal mask not halved, "
+                "as PaLM and Megatron count) + 6 * d_model * vocab) * tokens; no recomputation, so hardware FLOPs = "
+                "model FLOPs")
+
+    @property
     def compute_flop(self) -> float:
-        """T = 6 (N_p / E) D: the FLOP-counting convention used for MFU everywhere."""
-        return 6.0 * self.active_params * self.tokens
+        """Training compute, the FLOP-counting convention used for MFU everywhere (toy: T = 6 (N_p / E) D)."""
+        if self.transformer is None:
+            return 6.0 * self.active_params * self.tokens
+        return self.model_flop_per_token * self.tokens
 
     @property
     def steps(self) -> float:

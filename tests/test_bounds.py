@@ -51,7 +51,7 @@ def _priced(hw, wl, overlap):
     t = t.take(np.nonzero(valid & (t.gpus <= 512))[0])
     shapes = ShapeTable.for_space(hw, wl, space)
     terms = tuple_terms(hw, wl, t, shapes)
-    rows, _, arr = price_placements(hw, wl, t, overlap, terms["block_s"], terms["block_critical_s"])
+    rows, _, arr = price_placements(hw, wl, t, overlap, terms)
     best = np.full(len(t), np.inf)
     np.minimum.at(best, rows, arr["step_s"])
     return space, t, terms, best, shapes, LeastFeatures(hw, wl)

@@ -95,7 +95,7 @@ HW_FILES = {
 
 PRESET_OK = "description = 'x'\nd_model = 256\nd_ff = 1024\nlayers = 4\nbatch_tokens = 64\n"
 MODEL_FILES = {
-    "unknown_key": PRESET_OK + "heads = 8\n",
+    "unknown_key": PRESET_OK + "headz = 8\n",
     "missing_layers": PRESET_OK.replace("layers = 4\n", ""),
     "batch_vs_experts": PRESET_OK + "experts = 3\n",
     "huge_d_model": PRESET_OK.replace("d_model = 256", "d_model = 1e30"),
@@ -181,7 +181,7 @@ TABLE = [
     (["plan", "--compute", "1e28", "--gpu", "A100-80"], 2, "did you mean a100"),
     (["plan", "--compute", "1e28", "--gpu", ""], 2, "unknown GPU/hardware ''"),
     (["limits", "--gpu", "h20"], 2, "did you mean h200"),
-    (["plan", "--model", "gpt3"], 2, "did you mean gpt3-175b-mlp"),
+    (["plan", "--model", "gpt3"], 2, "did you mean gpt3-175b"),
     # bad enum values
     (["plan", "--compute", "1e28", "--schedule", "ZB-H2"], 2, "ZB-H2"),
     (["plan", "--compute", "1e28", "--schedule", "interleaved"], 2, "interleaved"),
@@ -216,7 +216,7 @@ TABLE = [
     (["plan", "--compute", "1e28", "--gpu", "{dir}"], 2, "Is a directory"),
     (["hardware", "show", "{hw:negative_bw}"], 2, "greater than 0"),
     # model presets and explicit shapes
-    (["plan", "--model", "{model:unknown_key}"], 2, "unknown key 'heads'"),
+    (["plan", "--model", "{model:unknown_key}"], 2, "unknown key 'headz'"),
     (["plan", "--model", "{model:missing_layers}"], 2, "layers"),
     (["plan", "--model", "{model:batch_vs_experts}"], 2, "not a multiple of experts 3"),
     (["plan", "--model", "{model:huge_d_model}"], 2, "too large"),

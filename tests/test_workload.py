@@ -374,7 +374,7 @@ def test_paper_preset_matches_inference():
 
 def test_unknown_preset_name_suggests_close_match():
     with pytest.raises(InvalidInput, match="did you mean.*gpt3-175b-mlp"):
-        load_model_preset("gpt3-175b")
+        load_model_preset("gpt3-175b-ml")
 
 
 GOOD_TOML = 'description = "tiny"\nd_model = 64\nd_ff = 256\nlayers = 4\nexperts = 2\nbatch_tokens = 1024\n'

@@ -8,6 +8,7 @@ one row. The searches read the same terms (bounds, CP-SAT tables), so a layout h
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -29,13 +30,13 @@ SECONDS_PER_DAY = 86400.0
 
 
 def step_arrays(hw: Hardware, wl: Workload, cols: terms.Cols, factors: terms.Factors, dp_overlap: bool = False,
-                block_s: np.ndarray | None = None, block_critical_s: np.ndarray | None = None
-                ) -> dict[str, np.ndarray]:
+                shape: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The float reading of planner.cost.terms for every row: seconds per step by component and bytes per GPU.
 
-    `cols` are degree-tuple columns (planner.parallel.space.Tuples), `factors` each degree's factor vectors.
+    `cols` are degree-tuple columns (planner.parallel.space.Tuples), `factors` each degree's factor vectors, `shape`
+    the rows' planner.cost.terms.shape_times when the caller has them tabulated.
     """
-    q = terms.tuple_quantities(hw, wl, cols, block_s, block_critical_s)
+    q = terms.tuple_quantities(hw, wl, cols, shape)
     out = terms.price(hw, wl, cols, factors, dp_overlap, q)
     in_flight = microbatches_in_flight(cols["pp"], cols["interleave"], cols["microbatches"], cols["zero_bubble"])
     return {"gpus": terms.gpus_of(cols), **out, **mem.layout_memory(hw, wl, cols, q["nanobatch"], in_flight)}

@@ -59,9 +59,22 @@ def gpus_of(cols: Cols) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
-def nanobatch_tokens(wl: Workload, dp, microbatches) -> np.ndarray:
-    """b' = b / (E N_DP m): tokens per expert per microbatch per data-parallel rank (Eq. 7, footnote 11)."""
+def nanobatch_tokens(wl: Workload, dp, microbatches, ep=1) -> np.ndarray:
+    """Toy: b' = b / (E N_DP m), tokens per expert per microbatch per data-parallel rank (Eq. 7, footnote 11).
+    Transformer: b / (N_DP N_EP m), the tokens (whole sequences) one GPU's dense layers see per microbatch: the
+    expert ranks are data-parallel ranks for the dense layers (Megatron's rule, docs/model.md §1b)."""
+    if wl.transformer is not None:
+        return wl.batch_tokens / (np.asarray(dp, dtype=np.float64) * np.asarray(ep, dtype=np.float64) * microbatches)
     return wl.batch_tokens / (wl.experts * np.asarray(dp, dtype=np.float64) * microbatches)
+
+
+ATTENTION_FWD_EFFICIENCY = 0.70
+"""Attention-kernel forward FLOP/s as a fraction of peak (FlashAttention-2/3 reports, docs/model.md §1b)."""
+ATTENTION_BWD_EFFICIENCY = 0.50
+"""Attention-kernel backward FLOP/s as a fraction of peak (same sources)."""
+ATTENTION_BWD_FLOP_RATIO = 2.5
+"""Backward FLOPs / forward FLOPs of a FlashAttention kernel: five GEMM-like products against two (it recomputes the
+scores)."""
 
 
 def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[np.ndarray, np.ndarray]:
@@ -73,46 +86,168 @@ def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[n
     Element-wise work (none in the paper's toy block) moves its bytes at HBM bandwidth, every pass, on the critical
     path.
     """
+    return _ops_s(hw, wl.ops, cols, nanobatch, nanobatch, None)
+
+
+def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(all, critical-path) seconds of one layer's operations for one microbatch on one GPU: GEMMs once per token
+    on `n_dense` tokens, routed GEMMs on `n_routed` tokens in each of `experts_here` experts (None: every GEMM on
+    `n_dense`, the toy block per expert), the attention kernel, and element-wise bytes at HBM bandwidth."""
     g = hw.gpu
     fwd: np.ndarray | float = 0.0
     act: np.ndarray | float = 0.0
     wgrad: np.ndarray | float = 0.0
-    for gemm in wl.ops.gemms:
+    for gemm in (ops.gemms if run_gemms else ()):
         out, inp = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
-        fwd = fwd + matmul_time_s(g, out, inp, nanobatch)
-        act = act + matmul_time_s(g, inp, out, nanobatch)
-        wgrad = wgrad + matmul_time_s(g, out, inp, nanobatch, weight_grad=True)
+        routed = experts_here is not None and gemm.routed
+        n = n_routed if routed else n_dense
+        f = matmul_time_s(g, out, inp, n)
+        a = matmul_time_s(g, inp, out, n)
+        w = matmul_time_s(g, out, inp, n, weight_grad=True)
+        if routed:
+            f, a, w = f * experts_here, a * experts_here, w * experts_here
+        fwd = fwd + f
+        act = act + a
+        wgrad = wgrad + w
     critical = np.asarray(fwd + act, dtype=np.float64)
-    for op in wl.ops.elementwise:
-        critical = critical + op.passes * np.asarray(op.bytes_per_token.per_gpu(cols)) * nanobatch / g.hbm_Bps
+    if ops.attention is not None:
+        flop = ops.attention.forward_flop_per_token(cols) * n_dense
+        critical = critical + (flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + g.matmul_latency_s
+                               + ATTENTION_BWD_FLOP_RATIO * flop / (g.peak_flops * ATTENTION_BWD_EFFICIENCY)
+                               + g.matmul_latency_s)
+    for op in ops.elementwise:
+        critical = critical + op.passes * np.asarray(op.bytes_per_token.per_gpu(cols)) * n_dense / g.hbm_Bps
     return critical + wgrad, critical
 
 
+def shape_keys(wl: Workload) -> tuple[str, ...]:
+    """The keys `shape_times` returns for this workload."""
+    keys = ("block_s", "block_critical_s")
+    return keys if wl.transformer is None else (*keys, "embed_s", "embed_critical_s", "head_s", "head_critical_s")
+
+
+def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> dict[str, np.ndarray]:
+    """Per-microbatch seconds on one GPU that depend on the shape only (N_TP,ff, N_TP,model, N_DP m and, for a
+    transformer, N_EP): the toy block per expert ('block_s', 'block_critical_s'; at `toy_nanobatch` if given); for a
+    transformer one layer, the embedding lookup and the LM head (each all passes and critical path)."""
+    u = np.asarray(cols["dp"], dtype=np.float64) * np.asarray(cols["microbatches"], dtype=np.float64)
+    if wl.transformer is None:
+        bn = wl.batch_tokens / (wl.experts * u) if toy_nanobatch is None else toy_nanobatch
+        blk, crit = block_matmul_s(hw, wl, cols, bn)
+        return {"block_s": blk, "block_critical_s": crit}
+    mo = wl.model_ops
+    assert mo is not None
+    ep = np.asarray(cols["ep"], dtype=np.float64)
+    n_d = wl.batch_tokens / (u * ep)
+    n_r = mo.top_k * wl.batch_tokens / (wl.experts * u)
+    out = {}
+    out["block_s"], out["block_critical_s"] = _ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep)
+    out["embed_s"], out["embed_critical_s"] = _ops_s(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False)
+    out["head_s"], out["head_critical_s"] = _ops_s(hw, mo.head, cols, n_d, n_r, 1.0)
+    return out
+
+
+def stage_layers(wl: Workload, pp, interleave) -> tuple[np.ndarray, np.ndarray]:
+    """(c, r): layers per virtual stage and how many fewer the first and last virtual stages hold together.
+
+    Toy: N_PP i | L, so c = L / (N_PP i) and r = 0. Transformer: c = ceil(L / (N_PP i)) and the first and last
+    virtual stages may each hold up to c - 1 fewer layers (Llama 3 405B: 126 layers on 16 stages of 8, the ends
+    7), which leaves room for the embedding and the LM head."""
+    v = np.asarray(pp, dtype=np.int64) * np.asarray(interleave, dtype=np.int64)
+    c = -(-wl.layers // v)
+    return c, v * c - wl.layers
+
+
+def uneven_stages_ok(wl: Workload, pp, interleave) -> np.ndarray:
+    """Transformer: the (N_PP, i) pairs whose stages can be balanced as `stage_layers` describes."""
+    pp = np.asarray(pp, dtype=np.int64)
+    c, r = stage_layers(wl, pp, interleave)
+    return np.where(pp == 1, np.asarray(interleave) == 1, (c >= 1) & (r <= 2 * (c - 1)))
+
+
+def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndarray:
+    """Per-microbatch time of the busiest pipeline device of a transformer.
+
+    Middle devices hold i c layers; the first holds r_f fewer plus the embedding, the last r_l fewer plus the LM
+    head, with r_f + r_l = r split to balance the two (each end keeps at least one layer per virtual stage)."""
+    pp = np.asarray(cols["pp"], dtype=np.int64)
+    i = np.asarray(cols["interleave"], dtype=np.int64)
+    c, r = stage_layers(wl, pp, i)
+    full = (i * c).astype(np.float64) * layer_s
+    lo = np.maximum(0, r - (c - 1))
+    hi = np.minimum(r, c - 1)
+    ideal = (r * layer_s + embed_s - head_s) / (2.0 * np.maximum(layer_s, 1e-300))
+    best = np.full(len(pp), np.inf)
+    for cand in (np.floor(ideal), np.ceil(ideal)):
+        rf = np.clip(cand, lo, np.maximum(lo, hi))
+        ends = np.maximum(full - rf * layer_s + embed_s, full - (r - rf) * layer_s + head_s)
+        best = np.minimum(best, ends)
+    middle = np.where(pp >= 3, full, 0.0)
+    single = wl.layers * layer_s + embed_s + head_s
+    return np.where(pp == 1, single, np.maximum(middle, best))
+
+
+def device_layers(wl: Workload, cols: Cols) -> np.ndarray:
+    """Layers on the busiest device (the terms' per-GPU traffic and memory count these, an upper bound for the
+    ends): toy L / N_PP, transformer i c."""
+    if wl.transformer is None:
+        return wl.layers / _f(cols, "pp")
+    c, _ = stage_layers(wl, cols["pp"], cols["interleave"])
+    return (np.asarray(cols["interleave"], dtype=np.int64) * c).astype(np.float64)
+
+
 def params_per_gpu(wl: Workload, cols: Cols) -> np.ndarray:
-    """Parameters one GPU holds: its layers' and experts' shards of every GEMM weight."""
-    return (wl.layers / _f(cols, "pp")) * (wl.experts / _f(cols, "ep")) * wl.ops.shard_params(cols)
+    """Parameters one GPU holds: its layers' and experts' shards of every GEMM weight (transformer: the busiest
+    device's layers plus the larger of the embedding and LM-head shards; both on a single stage unless tied)."""
+    dense, expert = split_params_per_gpu(wl, cols)
+    return dense + expert
 
 
-def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, block_s: np.ndarray | None = None,
-                     block_critical_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Every placement-free quantity the branches use, per row. `block_s` / `block_critical_s` may be passed
-    when the caller has tabulated `block_matmul_s` for the rows' shapes (they must equal what it returns)."""
+def split_params_per_gpu(wl: Workload, cols: Cols) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) parameters on one GPU. Toy: all expert parameters (its block is routed). Dense weights'
+    gradients are reduced over N_DP N_EP ranks, expert weights' over N_DP (Megatron's expert data parallelism)."""
+    if wl.transformer is None:
+        return np.zeros(1), (wl.layers / _f(cols, "pp")) * (wl.experts / _f(cols, "ep")) * wl.ops.shard_params(cols)
+    mo = wl.model_ops
+    assert mo is not None
+    layers = device_layers(wl, cols)
+    dense, expert = mo.layer.split_params(cols, wl.experts / _f(cols, "ep"))
+    emb = mo.embedding.shard_params(cols)
+    head = mo.head.shard_params(cols)
+    pp = _f(cols, "pp")
+    # One device: embedding and head (once if tied). Several: the larger end (a tied matrix has a copy on each end).
+    ends = np.where(pp == 1, emb + (0.0 if mo.tied else head), np.maximum(emb, head))
+    return layers * dense + ends, layers * expert
+
+
+def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str, np.ndarray] | None = None
+                     ) -> dict[str, np.ndarray]:
+    """Every placement-free quantity the branches use, per row. `shape` may be passed when the caller has
+    tabulated `shape_times` for the rows' shapes (it must equal what that returns)."""
     dp, pp, ep, m = _f(cols, "dp"), _f(cols, "pp"), _f(cols, "ep"), _f(cols, "microbatches")
     zb = np.asarray(cols["zero_bubble"], dtype=bool)
-    bn = nanobatch_tokens(wl, dp, m)
-    if block_s is None or block_critical_s is None:
-        block_s, block_critical_s = block_matmul_s(hw, wl, cols, bn)
-    experts_here = wl.experts / ep
+    bn = nanobatch_tokens(wl, dp, m, ep)
+    if shape is None:
+        shape = shape_times(hw, wl, cols, bn if wl.transformer is None else None)
+    block_s, block_critical_s = shape["block_s"], shape["block_critical_s"]
     f_b = bubble_fraction(pp, cols["interleave"], m, zb)
+    if wl.transformer is None:
+        experts_here = wl.experts / ep
+        # GEMMs: every microbatch, every layer of this stage, every expert on this GPU (App. 8.1.1).
+        matmul_s = m * (wl.layers / pp) * experts_here * block_s
+        # One microbatch forward + backward through all L layers (the floor's GEMMs, docs/model.md §6).
+        critical_mm_s = wl.layers * experts_here * block_critical_s
+    else:
+        # The busiest pipeline device sets the pace; one microbatch's path crosses every layer and both ends.
+        matmul_s = m * device_time_s(wl, cols, block_s, shape["embed_s"], shape["head_s"])
+        critical_mm_s = wl.layers * block_critical_s + shape["embed_critical_s"] + shape["head_critical_s"]
     return {
+        **{k: shape[k] for k in shape_keys(wl)},
         "one": np.ones_like(dp),
         "nanobatch": bn,
-        "block_s": block_s,
-        "block_critical_s": block_critical_s,
-        # GEMMs: every microbatch, every layer of this stage, every expert on this GPU (App. 8.1.1).
-        "matmul_s": m * (wl.layers / pp) * experts_here * block_s,
-        # One microbatch forward + backward through all L layers (the floor's GEMMs, docs/model.md §6).
-        "critical_mm_s": wl.layers * experts_here * block_critical_s,
+        "matmul_s": matmul_s,
+        "critical_mm_s": critical_mm_s,
         "bubble_fraction": f_b,
         "stretch": 1.0 / (1.0 - f_b),
         # Under 1F1B each GPU waits out its share (1/N_PP of the layers) of every microbatch's serial latency;
@@ -167,24 +302,40 @@ def _dp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     return params_per_gpu(wl, cols)
 
 
+def _dp_dense_over_ep_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Transformer MoE: dense weights' gradients are also reduced across the expert ranks (the dense layers'
+    data-parallel group is N_DP N_EP); hierarchically, after the reduce-scatter over N_DP, 1 / N_DP of them."""
+    dense, _ = split_params_per_gpu(wl, cols)
+    return dense / _f(cols, "dp")
+
+
 def _one(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     return np.ones(len(np.asarray(cols["dp"])))
+
+
+def _tokens_here(wl: Workload, cols: Cols) -> np.ndarray:
+    """Tokens one GPU's dense layers process per step: b / (N_DP N_EP)."""
+    return wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep"))
 
 
 def _ar_words(group: str):
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
         # Per token per layer, the layer's all-reduces over this group (Table 1); a GPU serves L / N_PP layers and
-        # b / (N_DP N_EP) tokens per step.
-        tokens_here = wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep"))
-        return (wl.layers / _f(cols, "pp")) * tokens_here * wl.ops.allreduce_words(cols, group)
+        # b / (N_DP N_EP) tokens per step (transformer: the busiest device's layers, plus the LM head's).
+        words = device_layers(wl, cols) * wl.ops.allreduce_words(cols, group)
+        if wl.transformer is not None:
+            words = words + wl.model_ops.head.allreduce_words(cols, group)  # type: ignore[union-attr]
+        return _tokens_here(wl, cols) * words
     return scale
 
 
 def _ar_path(group: str):
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
         # One microbatch meets each of the group's all-reduces once per layer and pass, serially (§4.3).
-        hops = sum(a.passes for a in wl.ops.allreduces if a.group == group)
-        return np.full(len(np.asarray(cols["dp"])), float(wl.layers * hops))
+        hops = wl.layers * sum(a.passes for a in wl.ops.allreduces if a.group == group)
+        if wl.transformer is not None:
+            hops += sum(a.passes for a in wl.model_ops.head.allreduces if a.group == group)  # type: ignore[union-attr]
+        return np.full(len(np.asarray(cols["dp"])), float(hops))
     return scale
 
 
@@ -196,9 +347,11 @@ def _p2p_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 def _p2p_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
-    """max over levels of P_P2P(h) word bytes / bw_h: the levels' transfers overlap (App. 8.1.2, Eqs. 19-20)."""
+    """max over levels of P_P2P(h) word bytes / bw_h: the levels' transfers overlap (App. 8.1.2, Eqs. 19-20).
+    A transformer's expert routing is its own all-to-all (`_a2a_per_word`): only pipeline boundaries here."""
+    ep = fac["ep"] if wl.transformer is None else np.ones_like(fac["ep"])
     p_joint = net.p2p_frequencies(net.pp_frequencies(fac["pp"], cols["interleave"], wl.layers),
-                                  net.ep_frequencies(fac["ep"]))[:, 1:]
+                                  net.ep_frequencies(ep))[:, 1:]
     return (p_joint * hw.gpu.word_bytes / _bw(hw)[None, :]).max(axis=1)
 
 
@@ -207,23 +360,62 @@ def _p2p_passes(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 def _p2p_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
-    return net.p2p_latency_per_pass_s(fac["pp"], cols["interleave"], fac["ep"], wl.layers, _lat(hw))
+    ep = fac["ep"] if wl.transformer is None else np.ones_like(fac["ep"])
+    return net.p2p_latency_per_pass_s(fac["pp"], cols["interleave"], ep, wl.layers, _lat(hw))
 
 
+def _a2a_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Words one GPU sends per step in expert dispatch and combine: every token's top-k copies of d_model words,
+    both transfers, both passes, on each MoE layer of the busiest device."""
+    words = sum((a.passes * a.transfers * a.copies * a.words.size for a in wl.ops.alltoalls), 0.0)
+    return _tokens_here(wl, cols) * device_layers(wl, cols) * words
+
+
+def _a2a_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+    """max over levels of P_EP(h) word bytes / bw_h: a copy leaves level h for a uniformly random expert rank with
+    probability P_EP(h) (Eq. 20); the levels' transfers overlap."""
+    p = net.ep_frequencies(fac["ep"])[:, 1:]
+    return (p * hw.gpu.word_bytes / _bw(hw)[None, :]).max(axis=1)
+
+
+def _a2a_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    mo = wl.model_ops
+    assert mo is not None
+    hops = mo.moe_layers * sum(a.passes * a.transfers for a in wl.ops.alltoalls)
+    return np.full(len(np.asarray(cols["dp"])), float(hops))
+
+
+def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+    """One-way latency at the highest level N_EP spans (a microbatch waits for its slowest copy)."""
+    lat0 = np.concatenate([[0.0], _lat(hw)])
+    return lat0[net.top_level(fac["ep"])]
 
 
 def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
-    """Every placement-dependent term of the step, for this workload's operations."""
+    """Every placement-dependent term of the step, for this workload's operations.
+
+    Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'path' (serial
+    latency of one microbatch)."""
     terms = [
-        GroupTerm("dp_bw", "dp", "bw", _dp_words, _allreduce_per_word("dp")),
+        GroupTerm("dp_bw", "dp", "dp_bw", _dp_words, _allreduce_per_word("dp")),
         GroupTerm("dp_lat", "dp", "dp_lat", _one, _allreduce_latency("dp")),
     ]
-    for group in dict.fromkeys(a.group for a in wl.ops.allreduces):
+    moe = wl.transformer is not None and wl.experts > 1
+    if moe:
+        terms.append(GroupTerm("dp_ep_bw", "pp_ep", "dp_bw", _dp_dense_over_ep_words, _allreduce_per_word("ep")))
+        terms.append(GroupTerm("dp_ep_lat", "pp_ep", "dp_lat", _one, _allreduce_latency("ep")))
+    groups = [a.group for a in wl.ops.allreduces]
+    if wl.transformer is not None:
+        groups += [a.group for a in wl.model_ops.head.allreduces]  # type: ignore[union-attr]
+    for group in dict.fromkeys(groups):
         (degree,) = GROUPS[group]
         terms.append(GroupTerm(f"{group}_bw", group, "bw", _ar_words(group), _allreduce_per_word(degree)))
         terms.append(GroupTerm(f"{group}_path", group, "path", _ar_path(group), _allreduce_latency(degree)))
     terms.append(GroupTerm("p2p_bw", "pp_ep", "bw", _p2p_words, _p2p_per_word, keys=("interleave",)))
     terms.append(GroupTerm("p2p_path", "pp_ep", "path", _p2p_passes, _p2p_latency, keys=("interleave",)))
+    if moe:
+        terms.append(GroupTerm("a2a_bw", "pp_ep", "bw", _a2a_words, _a2a_per_word))
+        terms.append(GroupTerm("a2a_path", "pp_ep", "path", _a2a_hops, _a2a_latency))
     return tuple(terms)
 
 
@@ -250,15 +442,17 @@ def branches(wl: Workload, dp_overlap: bool) -> tuple[Branch, ...]:
     """
     terms = group_terms(wl)
     paths = tuple(t.name for t in terms if t.kind == "path")
-    bws = tuple(t.name for t in terms if t.kind == "bw" and t.group != "dp")
-    dp = (("one", "dp_lat"),) if dp_overlap else (("one", "dp_lat"), ("one", "dp_bw"))
+    bws = tuple(t.name for t in terms if t.kind == "bw")
+    dp_lat = tuple(("one", t.name) for t in terms if t.kind == "dp_lat")
+    dp_bw = tuple(("one", t.name) for t in terms if t.kind == "dp_bw")
+    dp = dp_lat if dp_overlap else dp_lat + dp_bw
     waits = tuple(("lat_share", p) for p in paths)
     out = [
         Branch("gemm", dp + waits + (("stretch", "matmul_s"),)),
         Branch("network", dp + waits + tuple(("stretch", b) for b in bws)),
     ]
     if dp_overlap:
-        out.append(Branch("dp", dp + waits + (("one", "dp_bw"),)))
+        out.append(Branch("dp", dp + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))
     return tuple(out)
 
@@ -267,7 +461,7 @@ def network_form(wl: Workload) -> Branch:
     """The paper's tie-break: all network time, hidden or not (bandwidth of every group, DP latency, and m / N_PP
     times the latency path)."""
     terms = group_terms(wl)
-    return Branch("network_all", tuple(("one", t.name) for t in terms if t.kind in ("bw", "dp_lat"))
+    return Branch("network_all", tuple(("one", t.name) for t in terms if t.kind in ("bw", "dp_bw", "dp_lat"))
                   + tuple(("m_over_pp", t.name) for t in terms if t.kind == "path"))
 
 
@@ -296,12 +490,19 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
     by_branch = {b.name: combine(b, values) for b in forms}
     eq21 = np.max([by_branch[b.name] for b in forms if b.eq21], axis=0)
     floor = np.max([by_branch[b.name] for b in forms if not b.eq21], axis=0)
-    lat_path = sum((values[t.name] for t in terms if t.kind == "path"), np.zeros(1))
-    tp_s = sum((values[t.name] for t in terms if t.kind == "bw" and t.group not in ("dp", "pp_ep")), np.zeros(1))
-    busy = np.maximum(q["matmul_s"], tp_s + values["p2p_bw"])
+
+    def total(kind: str, groups: tuple[str, ...] | None = None, exclude: tuple[str, ...] = ()) -> np.ndarray:
+        return sum((values[t.name] for t in terms if t.kind == kind and (groups is None or t.group in groups)
+                    and t.group not in exclude), np.zeros(1))
+
+    lat_path = total("path")
+    tp_s = total("bw", exclude=("dp", "pp_ep"))
+    pp_ep_s = total("bw", groups=("pp_ep",))
+    latency_dp = total("dp_lat")
+    busy = np.maximum(q["matmul_s"], tp_s + pp_ep_s)
     return {
-        "matmul_s": q["matmul_s"], "tp_s": tp_s, "pp_ep_s": values["p2p_bw"], "dp_s": values["dp_bw"],
-        "latency_s": values["dp_lat"] + q["lat_share"] * lat_path, "latency_dp_s": values["dp_lat"],
+        "matmul_s": q["matmul_s"], "tp_s": tp_s, "pp_ep_s": pp_ep_s, "dp_s": total("dp_bw"),
+        "latency_s": latency_dp + q["lat_share"] * lat_path, "latency_dp_s": latency_dp,
         "bubble_fraction": q["bubble_fraction"], "bubble_s": busy * q["stretch"] - busy,
         "critical_path_s": q["critical_mm_s"] + lat_path, "eq21_s": eq21, "floor_s": floor,
         "step_s": np.maximum(eq21, floor), "network_s": combine(network_form(wl), values),

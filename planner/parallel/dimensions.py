@@ -12,6 +12,7 @@ they form one group, "pp_ep".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,14 +47,40 @@ class Dimension:
 
 
 def _per_expert_batch(wl: Workload) -> int:
+    """Toy: N_DP m | b / E (whole-token nanobatches). Transformer: N_DP N_EP m | b / seq_len (whole sequences)."""
+    if wl.transformer is not None:
+        return wl.batch_tokens // wl.seq_len
     return wl.batch_tokens // wl.experts
+
+
+def _tp_ff_size(wl: Workload) -> int:
+    """Toy: d_ff. Transformer: Megatron's tp splits the query heads and every MLP's hidden width."""
+    tr = wl.transformer
+    if tr is None:
+        return wl.d_ff
+    sizes = [tr.heads]
+    if wl.experts == 1 or tr.dense_layers:
+        sizes.append(wl.d_ff)
+    if wl.experts > 1:
+        sizes.append(tr.expert_d_ff or wl.d_ff)
+    return math.gcd(*sizes)
+
+
+def kv_heads_ok(wl: Workload, tp_ff: int) -> bool:
+    """GQA: N_TP,ff divides kv_heads, or kv_heads divides N_TP,ff (each KV head then replicated on
+    N_TP,ff / kv_heads ranks). MLA and the toy model: no rule."""
+    tr = wl.transformer
+    if tr is None or tr.attention == "mla":
+        return True
+    return tr.kv_heads % tp_ff == 0 or tp_ff % tr.kv_heads == 0
 
 
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("dp", "N_DP", "DP  (data)", "N_DP, data-parallel degree.", placed=True, group="dp",
               divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches", greedy_rank=3),
-    Dimension("tp_ff", "N_TP,ff", "TP,ff  (slices d_ff)", "N_TP,ff: tensor parallelism slicing d_ff.",
-              placed=True, group="tp_ff", divides=lambda wl: wl.d_ff, divides_text="d_ff", greedy_rank=0),
+    Dimension("tp_ff", "N_TP,ff", "TP,ff  (slices d_ff)", "N_TP,ff: tensor parallelism slicing d_ff (a transformer's "
+              "heads, MLP width and vocabulary: Megatron's tp).",
+              placed=True, group="tp_ff", divides=_tp_ff_size, divides_text="d_ff", greedy_rank=0),
     Dimension("tp_model", "N_TP,model", "TP,model  (slices d_model)",
               "N_TP,model: tensor parallelism slicing d_model.", placed=True, group="tp_model",
               divides=lambda wl: wl.d_model, divides_text="d_model", greedy_rank=1),
@@ -90,10 +117,19 @@ SCHEDULES: tuple[str, ...] = ("1f1b", "zb-h2")
 def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
     """Every divisibility rule the values break, in words (the rules of the registry)."""
     problems = []
+    tr = wl.transformer
     for d in DIMENSIONS:
         if d.divides is None:
             continue
         v = values[d.name] * (values[d.partner] if d.partner else 1)
+        if d.name == "dp" and tr is not None:  # whole sequences per microbatch on every dense-layer DP rank
+            seqs = wl.batch_tokens // wl.seq_len
+            denom = v * values["ep"]
+            if seqs % denom:
+                problems.append(f"batch {seqs} sequences is not divisible by dp({values['dp']}) * ep({values['ep']}) "
+                                f"* microbatches({values['microbatches']}) = {denom}: every microbatch must be whole "
+                                "sequences on each of the dense layers' dp * ep data-parallel ranks")
+            continue
         if d.name == "dp":  # the nanobatch b / (E N_DP m) must be whole tokens
             denom = wl.experts * v
             if wl.batch_tokens % denom:
@@ -101,9 +137,26 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
                                 f"dp({values['dp']}) * microbatches({values['microbatches']}) = {denom}: the "
                                 "nanobatch must be whole tokens")
             continue
+        if d.name == "pp" and tr is not None:
+            pp, i = values["pp"], values["interleave"]
+            c = -(-wl.layers // (pp * i))
+            r = pp * i * c - wl.layers
+            if pp == 1 and i != 1:
+                problems.append("interleave must be 1 without pipeline parallelism (pp = 1)")
+            elif pp > 1 and r > 2 * (c - 1):
+                problems.append(f"pp({pp}) * interleave({i}) = {pp * i} virtual stages cannot hold {wl.layers} layers: "
+                                f"with {c} per stage the first and last would need {r} fewer between them, at most "
+                                f"{2 * (c - 1)} (each keeps at least one)")
+            continue
         target = d.divides(wl)
         if target % v:
             what = (f"{d.name}={v}" if d.partner is None
                     else f"{d.name}({values[d.name]}) * {d.partner}({values[d.partner]})")
-            problems.append(f"{what} does not divide {d.divides_text}={target}")
+            text = d.divides_text
+            if d.name == "tp_ff" and tr is not None:
+                text = "gcd(heads, MLP widths)"
+            problems.append(f"{what} does not divide {text}={target}")
+    if tr is not None and not kv_heads_ok(wl, values["tp_ff"]):
+        problems.append(f"tp_ff={values['tp_ff']} must divide kv_heads={tr.kv_heads} or be a multiple of it (KV heads "
+                        "are then replicated)")
     return problems

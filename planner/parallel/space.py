@@ -24,7 +24,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
-from planner.parallel.dimensions import DEGREES, DIMENSIONS, OPTIONS, divisibility_problems
+from planner.parallel.dimensions import BY_NAME, DEGREES, DIMENSIONS, OPTIONS, divisibility_problems, kv_heads_ok
 from planner.schema import Hardware, Layout, Workload
 
 
@@ -120,15 +120,46 @@ def _pairs_dividing(n: int) -> list[tuple[int, int]]:
     return [(a, u // a) for u in divisors(n) for a in divisors(u)]
 
 
+def _stage_pairs(wl: Workload) -> list[tuple[int, int]]:
+    """(N_PP, i) pairs: N_PP i | L for the toy; a transformer's ends may be lighter (planner.cost.terms
+    .stage_layers), so any N_PP i <= L whose ends can drop the difference."""
+    if wl.transformer is None:
+        return sorted(_pairs_dividing(wl.layers))
+    out = []
+    for pp in range(1, wl.layers + 1):
+        for i in range(1, wl.layers // pp + 1):
+            if not _breaks_stage_rule(wl, pp, i):
+                out.append((pp, i))
+    return out
+
+
+def _breaks_stage_rule(wl: Workload, pp: int, i: int) -> bool:
+    """True when (N_PP, i) breaks the transformer's stage rule."""
+    c = -(-wl.layers // (pp * i))
+    r = pp * i * c - wl.layers
+    return (i != 1) if pp == 1 else r > 2 * (c - 1)
+
+
+def batch_allows(wl: Workload, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Transformer: N_DP N_EP m divides the batch in sequences (the toy's rule is already in its (N_DP, m) rows)."""
+    n = len(np.asarray(cols["dp"]))
+    if wl.transformer is None:
+        return np.ones(n, dtype=bool)
+    seqs = wl.batch_tokens // wl.seq_len
+    return seqs % (np.asarray(cols["dp"]) * np.asarray(cols["ep"]) * np.asarray(cols["microbatches"])) == 0
+
+
 def build_space(hw: Hardware, wl: Workload, options: SearchOptions) -> Space:
     solo = {d.name: np.array(divisors(d.divides(wl)), dtype=np.int64)
             for d in DIMENSIONS if d.placed and d.partner is None and d.divides is not None}
-    if wl.batch_tokens % wl.experts == 0:
-        dm = np.array(_pairs_dividing(wl.batch_tokens // wl.experts), dtype=np.int64).reshape(-1, 2)
+    solo["tp_ff"] = np.array([v for v in solo["tp_ff"] if kv_heads_ok(wl, int(v))], dtype=np.int64)
+    unit = BY_NAME["dp"].divides(wl)  # type: ignore[misc]
+    if wl.transformer is not None or wl.batch_tokens % wl.experts == 0:
+        dm = np.array(_pairs_dividing(unit), dtype=np.int64).reshape(-1, 2)
     else:
         dm = np.zeros((0, 2), dtype=np.int64)
     rows = []
-    for pp, i in sorted(_pairs_dividing(wl.layers)):
+    for pp, i in _stage_pairs(wl):
         if options.schedule in ("auto", "1f1b"):
             rows.append((pp, i, 0))
         if options.schedule in ("auto", "zb-h2") and i == 1:
@@ -167,17 +198,24 @@ def tuples_for_model_parallel(space: Space, mp: Mapping[str, np.ndarray], dp_m: 
     n_mp, n_dm = len(mp["pp"]), len(dp_m["dp"])
     cols = {k: np.repeat(v, n_dm) for k, v in mp.items()}
     cols.update({k: np.tile(v, n_mp) for k, v in dp_m.items()})
-    keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"])
+    keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"]) & batch_allows(space.wl, cols)
     return Tuples({k: v[keep] for k, v in cols.items()})
 
 
 def space_size(space: Space) -> int:
     """Number of valid degree tuples (placements counted separately; see `placement_count`)."""
     n_solo = math.prod(len(v) for v in space.values.values())
-    m = space.dp_m["microbatches"]
+    dp, m = space.dp_m["dp"], space.dp_m["microbatches"]
+    if space.wl.transformer is None:
+        per_ep = [(n_solo, np.ones(len(m), dtype=bool))]
+    else:  # the batch rule involves N_EP: count each N_EP value's (N_DP, m) rows
+        seqs = space.wl.batch_tokens // space.wl.seq_len
+        n_other = n_solo // max(1, len(space.values["ep"]))
+        per_ep = [(n_other, seqs % (dp * m * int(ep)) == 0) for ep in space.values["ep"]]
     total = 0
     for pp, zb in zip(space.pp_i_zb["pp"], space.pp_i_zb["zero_bubble"]):
-        total += n_solo * (int((m >= 2 * pp - 1).sum()) if zb else len(m))
+        for n, ok in per_ep:
+            total += n * (int((ok & (m >= 2 * pp - 1)).sum()) if zb else int(ok.sum()))
     return int(total)
 
 

@@ -41,6 +41,7 @@ from planner.parallel.space import (
     SearchOptions,
     Space,
     Tuples,
+    batch_allows,
     build_space,
     divisors,
     factor_options,
@@ -190,7 +191,7 @@ def tuples_from_pairs(space: Space, index: PairIndex, ii: np.ndarray, jj: np.nda
         cols = {k: np.repeat(v, len(ms)) for k, v in rows.items()}
         cols["microbatches"] = np.tile(ms, n)
         cols["dp"] = np.full(n * len(ms), index.dps[j])
-        keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"])
+        keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"]) & batch_allows(space.wl, cols)
         parts.append(Tuples({k: v[keep] for k, v in cols.items()}))
     return Tuples.concat(parts) if parts else Tuples.empty()
 

@@ -10,11 +10,13 @@ fixed GPU count; exact ties go to the first layout in enumeration order.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from functools import cache
 
 import numpy as np
 
 from planner.cost.step import step_arrays
+from planner.cost.terms import shape_keys
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import (
     SearchOptions,
@@ -79,9 +81,9 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     return rows[done], assigned[done]
 
 
-def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, block_s: np.ndarray,
-                     block_critical_s: np.ndarray):
-    """Every valid placement of every tuple, priced whole by planner.cost.step.step_arrays.
+def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, q: Mapping[str, np.ndarray]):
+    """Every valid placement of every tuple, priced whole by planner.cost.step.step_arrays (`q`: the tuples'
+    shape times, as planner.search.presolve.tuple_terms returns them).
 
     Returns (tuple row of each priced layout, placements (k, degrees, H), the step_arrays columns).
     """
@@ -90,7 +92,7 @@ def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, bl
         return rows, pl, {}
     cols = {k: v[rows] for k, v in t.items()}
     arr = step_arrays(hw, wl, cols, {d: pl[:, k, :] for k, d in enumerate(DEGREES)}, dp_overlap=dp_overlap,
-                      block_s=block_s[rows], block_critical_s=block_critical_s[rows])
+                      shape={k: q[k][rows] for k in shape_keys(wl)})
     return rows, pl, arr
 
 
@@ -98,7 +100,7 @@ def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_
                    shapes: ShapeTable):
     """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
     terms = tuple_terms(hw, wl, t, shapes)
-    rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms["block_s"], terms["block_critical_s"])
+    rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms)
     if len(rows) == 0:
         return None
     ok = arr["total_bytes"] <= hw.gpu.hbm_bytes

@@ -29,59 +29,83 @@ from planner.schema import Hardware, Workload
 
 
 class ShapeTable:
-    """block_matmul_s over every (N_TP,ff, N_TP,model, N_DP m) of a space, computed once per search.
+    """planner.cost.terms.shape_times over every (N_TP,ff, N_TP,model, N_DP m, N_EP) of a space, computed once per
+    search (the toy block does not depend on N_EP: one column).
 
     Lookups are by binary search in the sorted candidate values, so pricing millions of tuples costs no sorting.
     """
 
-    def __init__(self, hw: Hardware, wl: Workload, tp_ff: np.ndarray, tp_model: np.ndarray, u: np.ndarray):
+    def __init__(self, hw: Hardware, wl: Workload, tp_ff: np.ndarray, tp_model: np.ndarray, u: np.ndarray,
+                 ep: np.ndarray | None = None):
+        self.wl = wl
         self.tp_ff, self.tp_model, self.u = np.sort(tp_ff), np.sort(tp_model), np.sort(u)
-        g = np.meshgrid(self.tp_ff, self.tp_model, self.u, indexing="ij")
-        per_expert = wl.batch_tokens // wl.experts
-        self.blk, self.crit = T.block_matmul_s(hw, wl, {"tp_ff": g[0].ravel(), "tp_model": g[1].ravel()},
-                                               per_expert / g[2].ravel().astype(np.float64))
+        self.ep = np.sort(ep) if (wl.transformer is not None and ep is not None) else np.array([1], dtype=np.int64)
+        g = np.meshgrid(self.tp_ff, self.tp_model, self.u, self.ep, indexing="ij")
+        cols = {"tp_ff": g[0].ravel(), "tp_model": g[1].ravel(), "dp": g[2].ravel(),
+                "microbatches": np.ones(g[2].size, dtype=np.int64), "ep": g[3].ravel()}
+        toy_nanobatch = None
+        if wl.transformer is None:
+            toy_nanobatch = (wl.batch_tokens // wl.experts) / g[2].ravel().astype(np.float64)
+        self.times = T.shape_times(hw, wl, cols, toy_nanobatch)
 
     @classmethod
     def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
-        """Every shape the space can produce: its N_TP,ff and N_TP,model candidates and every N_DP m product."""
+        """Every shape the space can produce: its N_TP,ff, N_TP,model and N_EP candidates and every N_DP m product."""
         return cls(hw, wl, space.values["tp_ff"], space.values["tp_model"],
-                   np.unique(space.dp_m["dp"] * space.dp_m["microbatches"]))
+                   np.unique(space.dp_m["dp"] * space.dp_m["microbatches"]), space.values["ep"])
 
     def least_work(self, dp_m: Mapping[str, np.ndarray]) -> LeastWork:
         return LeastWork(self, dp_m)
 
-    def lookup(self, cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        return self.lookup_arrays(cols["tp_ff"], cols["tp_model"], cols["dp"] * cols["microbatches"])
+    def lookup(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.lookup_arrays(cols["tp_ff"], cols["tp_model"], cols["dp"] * cols["microbatches"], cols["ep"])
 
-    def lookup_arrays(self, tp_ff, tp_model, u) -> tuple[np.ndarray, np.ndarray]:
+    def flat_index(self, tp_ff, tp_model, u, ep) -> np.ndarray:
         i = np.searchsorted(self.tp_ff, tp_ff)
         j = np.searchsorted(self.tp_model, tp_model)
         k = np.searchsorted(self.u, u)
-        flat = (i * len(self.tp_model) + j) * len(self.u) + k
-        return self.blk[flat], self.crit[flat]
+        e = np.searchsorted(self.ep, ep) if len(self.ep) > 1 else np.zeros(np.shape(u), dtype=np.int64)
+        return ((i * len(self.tp_model) + j) * len(self.u) + k) * len(self.ep) + e
+
+    def lookup_arrays(self, tp_ff, tp_model, u, ep) -> dict[str, np.ndarray]:
+        flat = self.flat_index(tp_ff, tp_model, u, ep)
+        return {k: v[flat] for k, v in self.times.items()}
+
+    def per_microbatch_total(self) -> np.ndarray:
+        """Each shape's GEMM work per microbatch summed over all pipeline devices: toy, one expert's block (the
+        caller scales by (L / N_PP)(E / N_EP)); transformer, L layers plus the embedding and the LM head (the
+        busiest device does at least 1 / N_PP of it)."""
+        if self.wl.transformer is None:
+            return self.times["block_s"]
+        return self.wl.layers * self.times["block_s"] + self.times["embed_s"] + self.times["head_s"]
 
 
 class LeastWork:
-    """min over m of m * block_s(N_TP,ff, N_TP,model, N_DP m), per (N_TP,ff, N_TP,model, N_DP).
+    """min over m of m * (per-microbatch work at N_DP m), per (N_TP,ff, N_TP,model, N_DP, N_EP)
+    (ShapeTable.per_microbatch_total).
 
-    A tuple's pipelined GEMM time is stretch * m (L / N_PP)(E / N_EP) block_s with stretch >= 1, so (L / N_PP)
-    (E / N_EP) times this table bounds it from below for every microbatch count the batch allows.
+    A toy tuple's pipelined GEMM time is stretch * m (L / N_PP)(E / N_EP) block_s with stretch >= 1, so (L / N_PP)
+    (E / N_EP) times this table bounds it from below for every microbatch count the batch allows; a transformer's
+    is stretch * m * (busiest device) >= m * total / N_PP.
     """
 
     def __init__(self, shapes: ShapeTable, dp_m: Mapping[str, np.ndarray]):
         dp, ms_all = dp_m["dp"], dp_m["microbatches"]
         self.dps = np.unique(dp)
-        blk = shapes.blk.reshape(len(shapes.tp_ff), len(shapes.tp_model), len(shapes.u))
-        self.table = np.empty((len(shapes.tp_ff), len(shapes.tp_model), len(self.dps)))
+        n_f, n_m, n_u, n_e = len(shapes.tp_ff), len(shapes.tp_model), len(shapes.u), len(shapes.ep)
+        work = shapes.per_microbatch_total().reshape(n_f, n_m, n_u, n_e)
+        self.table = np.empty((n_f, n_m, len(self.dps), n_e))
         for j, d in enumerate(self.dps):
             ms = ms_all[dp == d]
             k = np.searchsorted(shapes.u, d * ms)
-            self.table[:, :, j] = (blk[:, :, k] * ms.astype(np.float64)).min(axis=2)
-        self.tp_ff, self.tp_model = shapes.tp_ff, shapes.tp_model
+            self.table[:, :, j, :] = (work[:, :, k, :] * ms.astype(np.float64)[None, None, :, None]).min(axis=2)
+        self.shapes = shapes
 
-    def lookup(self, tp_ff, tp_model, dp) -> np.ndarray:
-        return self.table[np.searchsorted(self.tp_ff, tp_ff), np.searchsorted(self.tp_model, tp_model),
-                          np.searchsorted(self.dps, dp)]
+    def lookup(self, tp_ff, tp_model, dp, ep) -> np.ndarray:
+        sh = self.shapes
+        e = np.searchsorted(sh.ep, ep) if len(sh.ep) > 1 else np.zeros(len(np.asarray(dp)), dtype=np.int64)
+        return self.table[np.searchsorted(sh.tp_ff, tp_ff), np.searchsorted(sh.tp_model, tp_model),
+                          np.searchsorted(self.dps, dp), e]
 
 
 def group_factor_rows(hw: Hardware, group: str, values: Mapping[str, int]) -> dict[str, np.ndarray]:
@@ -172,8 +196,7 @@ class LeastFeatures:
 
 def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes: ShapeTable) -> dict[str, np.ndarray]:
     """Placement-independent quantities of each degree tuple (tuple quantities of the terms, and total memory)."""
-    blk, crit = shapes.lookup(t)
-    q = T.tuple_quantities(hw, wl, t, blk, crit)
+    q = T.tuple_quantities(hw, wl, t, shapes.lookup(t))
     in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
     q["memory_bytes"] = layout_memory(hw, wl, t, q["nanobatch"], in_flight)["total_bytes"]
     return q
@@ -198,15 +221,22 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
     grows); the group terms do not depend on m.
     """
     pp = rows["pp"].astype(np.float64)
-    experts_here = wl.experts / rows["ep"].astype(np.float64)
-    _, crit = shapes.lookup_arrays(rows["tp_ff"], rows["tp_model"], rows["dp"] * m_max)
+    fast = shapes.lookup_arrays(rows["tp_ff"], rows["tp_model"], rows["dp"] * m_max, rows["ep"])
+    least_work = work.lookup(rows["tp_ff"], rows["tp_model"], rows["dp"], rows["ep"])
+    if wl.transformer is None:
+        experts_here = wl.experts / rows["ep"].astype(np.float64)
+        matmul_s = (wl.layers / pp) * experts_here * least_work
+        critical_mm_s = wl.layers * experts_here * fast["block_critical_s"]
+    else:
+        matmul_s = least_work / pp
+        critical_mm_s = wl.layers * fast["block_critical_s"] + fast["embed_critical_s"] + fast["head_critical_s"]
     values = dict(least.group_values(rows))
     values.update({
         "one": np.ones_like(pp),
         "stretch": np.ones_like(pp),
         "lat_share": np.where(np.asarray(rows["zero_bubble"], dtype=bool), 0.0, m_min / pp),
-        "matmul_s": (wl.layers / pp) * experts_here * work.lookup(rows["tp_ff"], rows["tp_model"], rows["dp"]),
-        "critical_mm_s": wl.layers * experts_here * crit,
+        "matmul_s": matmul_s,
+        "critical_mm_s": critical_mm_s,
     })
     return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap)], axis=0)
 

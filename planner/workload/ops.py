@@ -9,14 +9,25 @@ transformer layer is another producer of the same types.
 
 A `Dim` is a size and the degree that shards it: `Dim(d_ff, "tp_ff")` is `d_ff / N_TP,ff` on each GPU. Degrees are
 named as in planner.parallel.dimensions.
+
+A transformer (`transformer_ops`, docs/model.md §1b) is a `ModelOps`: the layer every pipeline stage is priced with,
+the embedding lookup on the first stage and the LM head on the last, and exact parameter counts per layer kind.
+Megatron's conventions: tensor parallelism (N_TP,ff, Megatron's tp) splits attention heads, the MLP's hidden width
+and the vocabulary; N_TP,model (the paper's second TP axis) splits d_model in every projection. Expert layers reuse
+N_TP,ff as their expert tensor-parallel degree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from planner.schema import Workload
 
 
 @dataclass(frozen=True)
@@ -25,12 +36,18 @@ class Dim:
 
     size: int
     split_by: str | None = None
+    max_split: int | None = None
+    """Ranks beyond this many hold replicas (GQA's KV heads when N_TP,ff exceeds kv_heads): the shard is
+    size / min(degree, max_split)."""
 
     def per_gpu(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray | float:
         """The dimension's size on one GPU, for every row of `degrees` (degree name -> values)."""
         if self.split_by is None:
             return float(self.size)
-        return self.size / np.asarray(degrees[self.split_by], dtype=np.float64)
+        split = np.asarray(degrees[self.split_by], dtype=np.float64)
+        if self.max_split is not None:
+            split = np.minimum(split, float(self.max_split))
+        return self.size / split
 
 
 @dataclass(frozen=True)
@@ -43,6 +60,8 @@ class Gemm:
     name: str
     out: Dim
     inp: Dim
+    routed: bool = False
+    """Runs in each expert on the tokens routed to it (MoE experts, the toy block); False: once per token."""
 
     @property
     def params(self) -> int:
@@ -58,6 +77,8 @@ class AllReduce:
     words: Dim
     group: str
     passes: int = 2
+    copies: int = 1
+    """Token copies it runs on: top-k for a routed expert's all-reduces, 1 otherwise."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +102,38 @@ class Elementwise:
 
 
 @dataclass(frozen=True)
+class AttentionCore:
+    """A FlashAttention-style kernel over whole sequences: scores and values per query head, no s x s tensor in HBM.
+
+    Per token and layer the forward runs 2 s_eff heads (d_qk + d_v) FLOPs, s_eff = s / 2 under the causal mask (the
+    kernel skips masked tiles); the backward about 2.5x that (it recomputes the scores). Model FLOPs count s, not
+    s / 2 (planner.schema.Workload.attention_flop_per_token)."""
+
+    heads: Dim
+    qk_dim: int
+    v_dim: int
+    seq_len: int
+    causal: bool = True
+
+    def forward_flop_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
+        s_eff = self.seq_len / 2 if self.causal else float(self.seq_len)
+        return 2.0 * s_eff * np.asarray(self.heads.per_gpu(degrees), dtype=np.float64) * (self.qk_dim + self.v_dim)
+
+
+@dataclass(frozen=True)
+class AllToAll:
+    """Expert routing: each token sends `copies` (top-k) copies of `words` to the expert ranks and gets them back
+    (dispatch and combine), each pass, to a uniformly random expert rank (App. 8.1.2's P_EP frequencies)."""
+
+    name: str
+    words: Dim
+    copies: int
+    passes: int = 2
+    transfers: int = 2
+    """Transfers per pass: dispatch and combine."""
+
+
+@dataclass(frozen=True)
 class LayerOps:
     """Everything one layer (of one expert) runs per token."""
 
@@ -90,6 +143,10 @@ class LayerOps:
     elementwise: tuple[Elementwise, ...] = ()
     saved_words: tuple[Dim, ...] = ()
     """Words per token one layer keeps for its backward pass (each sharded as its Dim says)."""
+    attention: AttentionCore | None = None
+    alltoalls: tuple[AllToAll, ...] = ()
+    routed_saved_words: tuple[Dim, ...] = ()
+    """Words kept per routed token copy (inside the experts), beside `saved_words` per token."""
 
     @property
     def params(self) -> int:
@@ -106,8 +163,17 @@ class LayerOps:
 
     def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str) -> np.ndarray:
         """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted."""
-        return sum((a.passes * np.asarray(a.words.per_gpu(degrees), dtype=np.float64)
+        return sum((a.passes * a.copies * np.asarray(a.words.per_gpu(degrees), dtype=np.float64)
                     for a in self.allreduces if a.group == group), np.zeros(1))
+
+    def split_params(self, degrees: Mapping[str, np.ndarray], experts_here) -> tuple[np.ndarray, np.ndarray]:
+        """(dense, expert) parameters of one layer on one GPU: the once-per-token GEMMs' shards and the routed
+        GEMMs' shards times the experts the GPU holds."""
+        dense = sum((np.asarray(g.out.per_gpu(degrees)) * g.inp.per_gpu(degrees) for g in self.gemms
+                     if not g.routed), np.zeros(1))
+        routed = sum((np.asarray(g.out.per_gpu(degrees)) * g.inp.per_gpu(degrees) for g in self.gemms
+                      if g.routed), np.zeros(1))
+        return dense, routed * experts_here
 
 
 def toy_mlp_ops(d_model: int, d_ff: int) -> LayerOps:
@@ -119,9 +185,165 @@ def toy_mlp_ops(d_model: int, d_ff: int) -> LayerOps:
     (docs/model.md §7). Attention and element-wise work are folded into the MLP, as in the paper."""
     dm, dff = Dim(d_model, "tp_model"), Dim(d_ff, "tp_ff")
     return LayerOps(
-        gemms=(Gemm("up", out=dff, inp=dm), Gemm("down", out=dm, inp=dff)),
+        gemms=(Gemm("up", out=dff, inp=dm, routed=True), Gemm("down", out=dm, inp=dff, routed=True)),
         allreduces=(AllReduce("up partial output", words=dff, group="tp_model"),
                     AllReduce("down partial output", words=dm, group="tp_ff")),
         interface=PointToPoint("block output", words=Dim(d_model)),
         saved_words=(dm, dff),
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Real transformers (docs/model.md §1b)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelOps:
+    """A transformer as operations: the layer each pipeline stage is priced with, the first and last stages' extra
+    work, and exact parameter counts.
+
+    `layer` is the heaviest layer kind (the MoE layer when there are experts): every layer of a stage is priced as
+    it, which is exact for any stage holding no leading dense layer (DeepSeek-V3: 3 of 61 layers are dense, and
+    their MLP has the MoE layer's active width). Parameters, FLOPs and reports count each kind exactly.
+    """
+
+    layer: LayerOps
+    dense_layer: LayerOps
+    """A leading dense layer (MoE models) or every layer (dense models)."""
+    moe_layers: int
+    dense_layers: int
+    embedding: LayerOps
+    """First stage: the lookup (element-wise work) and the embedding matrix (its one GEMM, never run)."""
+    head: LayerOps
+    """Last stage: the LM head GEMM, its all-reduce over N_TP,model, the loss's element-wise work, the logits kept."""
+    tied: bool
+    experts: int
+    top_k: int
+
+    def params(self, active: bool, embeddings: bool = True) -> float:
+        """Every GEMM weight (active: the ones a token meets: top-k of the routed experts)."""
+
+        def layer_params(ops: LayerOps) -> float:
+            routed = sum(g.params for g in ops.gemms if g.routed)
+            dense = sum(g.params for g in ops.gemms if not g.routed)
+            return dense + routed * (self.top_k if active else self.experts)
+
+        total = self.moe_layers * layer_params(self.layer) + self.dense_layers * layer_params(self.dense_layer)
+        if embeddings:
+            total += self.embedding.params + (0 if self.tied else self.head.params)
+        return float(total)
+
+
+def _mlp(name: str, d_model: int, width: int, ffn: str, routed: bool, copies: int = 1
+         ) -> tuple[tuple[Gemm, ...], tuple[AllReduce, ...], tuple[Dim, ...], Elementwise]:
+    """An MLP of hidden `width`: GEMMs (gate and up fused for SwiGLU), TP all-reduces, words kept per token, and
+    its activation's element-wise bytes."""
+    up_rows = 2 * width if ffn == "swiglu" else width
+    dm, hid, up = Dim(d_model, "tp_model"), Dim(width, "tp_ff"), Dim(up_rows, "tp_ff")
+    gemms = (Gemm(f"{name} up" + (" + gate" if ffn == "swiglu" else ""), out=up, inp=dm, routed=routed),
+             Gemm(f"{name} down", out=dm, inp=hid, routed=routed))
+    ars = (AllReduce(f"{name} up partial output", words=up, group="tp_model", copies=copies),
+           AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies))
+    # Kept for backward: the MLP input, the up (and gate) output and the activation's output (the down input).
+    saved = (dm, up, hid)
+    # The activation reads the up (and gate) output and writes the hidden: (up_rows + width) words, 2 bytes each.
+    act = Elementwise(f"{name} activation", bytes_per_token=Dim(2 * copies * (up_rows + width), "tp_ff"), passes=3)
+    return gemms, ars, saved, act
+
+
+@lru_cache(maxsize=64)
+def transformer_ops(wl: Workload) -> ModelOps:
+    """The operations of a real transformer layer, its embedding and its LM head (docs/model.md §1b).
+
+    Tensor parallelism follows Megatron: N_TP,ff splits the query heads (and the KV heads, replicated when N_TP,ff
+    exceeds kv_heads), the MLP's hidden width and the vocabulary; N_TP,model splits d_model in every projection
+    (the paper's 2D TP; at 1 this is Megatron's 1D TP). The attention core runs on a GPU's heads, replicated over
+    the N_TP,model group. Element-wise work is charged at HBM bandwidth, 2 bytes per word, 3 passes (the backward
+    moves about twice the forward's bytes)."""
+    tr = wl.transformer
+    assert tr is not None
+    d, s = wl.d_model, wl.seq_len
+    dm = Dim(d, "tp_model")
+    heads = Dim(tr.heads, "tp_ff")
+    gemms: list[Gemm] = []
+    ars: list[AllReduce] = []
+    saved: list[Dim] = [dm, dm]  # attention norm input, projection input (no sequence parallelism: replicated)
+    if tr.attention == "mla":
+        qk, v = tr.qk_dim, tr.value_dim
+        q_heads = Dim(tr.heads * qk, "tp_ff")
+        if tr.q_lora_rank:
+            gemms += [Gemm("q down", out=Dim(tr.q_lora_rank), inp=dm),
+                      Gemm("q up", out=q_heads, inp=Dim(tr.q_lora_rank))]
+            ars.append(AllReduce("q down partial output", words=Dim(tr.q_lora_rank), group="tp_model"))
+            saved.append(Dim(tr.q_lora_rank))
+        else:
+            gemms.append(Gemm("q", out=q_heads, inp=dm))
+            ars.append(AllReduce("q partial output", words=q_heads, group="tp_model"))
+        kv_lat = Dim(tr.kv_lora_rank + tr.rope_head_dim)
+        gemms += [Gemm("kv down", out=kv_lat, inp=dm),
+                  Gemm("kv up", out=Dim(tr.heads * (tr.head_dim + v), "tp_ff"), inp=Dim(tr.kv_lora_rank)),
+                  Gemm("o", out=dm, inp=Dim(tr.heads * v, "tp_ff"))]
+        ars += [AllReduce("kv down partial output", words=kv_lat, group="tp_model"),
+                AllReduce("o partial output", words=dm, group="tp_ff")]
+        saved += [kv_lat, q_heads, q_heads, Dim(tr.heads * v, "tp_ff"), Dim(tr.heads * v, "tp_ff")]
+        rope_words = 2 * tr.heads * tr.rope_head_dim
+    else:
+        qk = v = tr.head_dim
+        q = Dim(tr.heads * qk, "tp_ff")
+        kv = Dim(2 * tr.kv_heads * qk, "tp_ff", max_split=tr.kv_heads)
+        gemms += [Gemm("q", out=q, inp=dm), Gemm("kv", out=kv, inp=dm), Gemm("o", out=dm, inp=q)]
+        ars += [AllReduce("q partial output", words=q, group="tp_model"),
+                AllReduce("kv partial output", words=kv, group="tp_model"),
+                AllReduce("o partial output", words=dm, group="tp_ff")]
+        saved += [q, kv, q]  # q, k and v, the attention output (o's input)
+        rope_words = (tr.heads + tr.kv_heads) * qk
+    saved.append(Dim(2 * tr.heads, "tp_ff"))  # the kernel's softmax statistics (fp32: 2 words per head)
+    core = AttentionCore(heads=heads, qk_dim=qk, v_dim=v, seq_len=s)
+    # Norms read and write d (x2), residual adds read 2d and write d (x2), rotary reads and writes q and k.
+    common = [Elementwise("norms", bytes_per_token=Dim(2 * 2 * 2 * d, "tp_model"), passes=3),
+              Elementwise("residual adds", bytes_per_token=Dim(2 * 2 * 3 * d, "tp_model"), passes=3),
+              Elementwise("rotary", bytes_per_token=Dim(2 * 2 * rope_words, "tp_ff"), passes=3)]
+    itf = PointToPoint("layer output", words=Dim(d))
+    saved_mlp_in = [dm, dm]  # MLP norm input, MLP input
+
+    g, a, sv, act = _mlp("mlp", d, wl.d_ff, tr.ffn, routed=False)
+    dense_layer = LayerOps(gemms=(*gemms, *g), allreduces=(*ars, *a), interface=itf,
+                           elementwise=(*common, act), saved_words=(*saved, *saved_mlp_in, *sv[1:]), attention=core)
+    if wl.experts == 1:
+        layer = dense_layer
+    else:
+        width = tr.expert_d_ff or wl.d_ff
+        k = tr.top_k
+        moe_g: list[Gemm] = [Gemm("router", out=Dim(wl.experts), inp=dm)]
+        moe_a: list[AllReduce] = [AllReduce("router partial logits", words=Dim(wl.experts), group="tp_model")]
+        moe_saved: list[Dim] = [*saved, *saved_mlp_in]
+        elem: list[Elementwise] = [*common]
+        if tr.shared_experts:
+            sg, sa, ssv, sact = _mlp("shared expert", d, tr.shared_experts * width, tr.ffn, routed=False)
+            moe_g += sg
+            moe_a += sa
+            moe_saved += ssv[1:]
+            elem.append(sact)
+        rg, ra, rsv, ract = _mlp("expert", d, width, tr.ffn, routed=True, copies=k)
+        # Token copies in and out of the experts: a permute and an unpermute of d words per copy.
+        elem += [ract, Elementwise("routing permutes", bytes_per_token=Dim(2 * 2 * 2 * k * d, "tp_model"), passes=3)]
+        layer = LayerOps(gemms=(*gemms, *moe_g, *rg), allreduces=(*ars, *moe_a, *ra), interface=itf,
+                         elementwise=tuple(elem), saved_words=tuple(moe_saved), attention=core,
+                         alltoalls=(AllToAll("expert dispatch + combine", words=Dim(d), copies=k),),
+                         routed_saved_words=rsv)
+    vocab = Dim(tr.vocab, "tp_ff")
+    embedding = LayerOps(gemms=(Gemm("embedding", out=vocab, inp=dm),), allreduces=(), interface=itf,
+                         elementwise=(Elementwise("embedding lookup", bytes_per_token=Dim(2 * 2 * d, "tp_model"),
+                                                  passes=3),))
+    # The loss reads the logits, writes the softmax and its gradient: fp32, 2 words per logit, each way.
+    head = LayerOps(gemms=(Gemm("lm head", out=vocab, inp=dm),),
+                    allreduces=(AllReduce("lm head partial logits", words=vocab, group="tp_model"),),
+                    interface=itf,
+                    elementwise=(Elementwise("cross-entropy", bytes_per_token=Dim(2 * 2 * 2 * tr.vocab, "tp_ff"),
+                                             passes=2),),
+                    saved_words=(dm, Dim(2 * tr.vocab, "tp_ff")))
+    moe_layers = wl.layers - tr.dense_layers if wl.experts > 1 else 0
+    return ModelOps(layer=layer, dense_layer=dense_layer, moe_layers=moe_layers,
+                    dense_layers=wl.layers - moe_layers, embedding=embedding, head=head,
+                    tied=tr.tied_embeddings, experts=wl.experts, top_k=tr.top_k)

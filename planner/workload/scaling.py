@@ -30,10 +30,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput, read_text_file
-from planner.schema import Workload
+from planner.schema import TransformerShape, Workload
 
 BatchLaw = Literal["paper", "deepseek", "fixed"]
 BATCH_LAWS: tuple[str, ...] = ("paper", "deepseek", "fixed")
@@ -94,6 +94,13 @@ def _positive_int(name: str, value: Any) -> int:
     if n > MAX_SHAPE_INT:
         raise InvalidInput(f"{name} {value!r} is too large: at most {MAX_SHAPE_INT:.4g} (2^40) is accepted")
     return n
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    """0 or a positive whole number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0
+    return _positive_int(name, value)
 
 
 def _check_compute(compute_flop: Any) -> float:
@@ -319,21 +326,73 @@ def workload_from_shape(
 # --------------------------------------------------------------------------------------------------
 
 
+TRANSFORMER_KEYS: tuple[str, ...] = (
+    "heads", "kv_heads", "head_dim", "ffn", "vocab", "tied_embeddings", "attention", "q_lora_rank", "kv_lora_rank",
+    "rope_head_dim", "v_head_dim", "top_k", "expert_d_ff", "shared_experts", "dense_layers",
+)
+"""TransformerShape's fields, as preset keys (planner.schema.TransformerShape documents each)."""
+
+
+def transformer_workload(d_model: Any, d_ff: Any, layers: Any, experts: Any, seq_len: Any, batch_tokens: Any,
+                         tokens: Any | None, fields: dict[str, Any], label: str) -> Workload:
+    """A real-transformer workload (docs/model.md §1b). `fields` are TransformerShape's (head_dim defaults to
+    d_model / heads); `tokens` defaults to 20 x params (Chinchilla). Every bad value is a one-line InvalidInput."""
+    d_model = _positive_int("d_model", d_model)
+    d_ff = _positive_int("d_ff", d_ff)
+    layers = _positive_int("layers", layers)
+    experts = _positive_int("experts", experts)
+    seq_len = _positive_int("seq_len", seq_len)
+    batch_tokens = _positive_int("batch_tokens", batch_tokens)
+    fields = dict(fields)
+    for key in ("heads", "vocab"):
+        if key not in fields:
+            raise InvalidInput(f"a transformer needs '{key}'")
+    for key, value in fields.items():
+        if key not in ("ffn", "attention", "tied_embeddings"):
+            fields[key] = _positive_int(key, value) if key in ("heads", "kv_heads", "head_dim", "vocab", "top_k") \
+                else _non_negative_int(key, value)
+    for key in ("ffn", "attention"):
+        if key in fields and not isinstance(fields[key], str):
+            raise InvalidInput(f"'{key}' must be a string, got {fields[key]!r}")
+    if "tied_embeddings" in fields and not isinstance(fields["tied_embeddings"], bool):
+        raise InvalidInput(f"'tied_embeddings' must be true or false, got {fields['tied_embeddings']!r}")
+    fields.setdefault("kv_heads", fields["heads"])
+    if "head_dim" not in fields:
+        if d_model % fields["heads"]:
+            raise InvalidInput(f"heads {fields['heads']} does not divide d_model {d_model}: give head_dim")
+        fields["head_dim"] = d_model // fields["heads"]
+    if batch_tokens % seq_len:
+        raise InvalidInput(f"batch of {batch_tokens} tokens is not a whole number of {seq_len}-token sequences")
+    try:
+        shape = TransformerShape(**fields)
+        wl = Workload(d_model=d_model, d_ff=d_ff, layers=layers, experts=experts, batch_tokens=batch_tokens,
+                      tokens=1.0, seq_len=seq_len, label=label, transformer=shape)
+        d_tokens = _CHINCHILLA_TOKENS_PER_PARAM * wl.params if tokens is None else _finite_positive("tokens", tokens)
+        return wl.model_copy(update={"tokens": d_tokens})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ()))
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        raise InvalidInput(f"{where + ': ' if where else ''}{msg}") from None
+
+
 class ModelPreset(BaseModel):
-    """A model preset file: a scenario or a published model mapped onto the toy model (§2).
+    """A model preset file: a scenario or a published model, on the toy model (§2) or as a real transformer.
 
     File format (plain numbers; the file's stem is its name)::
 
         description = "..."        # what it is
         source = "..."             # where the numbers come from (required in shipped files)
         note = "..."               # optional caveats, e.g. how attention is folded into the MLP block
+        kind = "toy-mlp"           # or "transformer" (then the keys of TRANSFORMER_KEYS apply)
         d_model = 12288
         d_ff = 49152
         layers = 96
         experts = 1                # optional, default 1 (dense)
-        batch_tokens = 3145728     # global batch in tokens, a multiple of experts
+        batch_tokens = 3145728     # global batch in tokens (or batch_sequences = N, in seq_len sequences)
         tokens = 300e9             # optional, default 20 * N_p (Chinchilla)
         seq_len = 2048             # optional
+        published_params = 175e9   # optional: the source's parameter count (tests compare within 1 %)
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -343,12 +402,17 @@ class ModelPreset(BaseModel):
     source: str = Field("", description="Where its numbers come from.")
     note: str = Field("", description="Caveats of the mapping onto the toy model.")
     workload: Workload = Field(description="The validated shape.")
+    published_params: float | None = Field(None, description="Total parameters as the source states them.")
+    published_active_params: float | None = Field(None, description="Active parameters as the source states them.")
+    params_source: str = Field("", description="Where the published parameter counts come from.")
 
 
 PRESET_KEYS: tuple[str, ...] = (
-    "description", "source", "note", "d_model", "d_ff", "layers", "experts", "batch_tokens", "tokens", "seq_len",
+    "description", "source", "note", "kind", "d_model", "d_ff", "layers", "experts", "batch_tokens",
+    "batch_sequences", "tokens", "seq_len", "published_params", "published_active_params", "params_source",
+    *TRANSFORMER_KEYS,
 )
-_REQUIRED_PRESET_KEYS = ("d_model", "d_ff", "layers", "batch_tokens")
+_REQUIRED_PRESET_KEYS = ("d_model", "d_ff", "layers")
 
 
 def _preset_dir():
@@ -370,22 +434,34 @@ def parse_model_preset(doc: dict[str, Any], name: str, origin: str, require_sour
     missing = [k for k in _REQUIRED_PRESET_KEYS if k not in doc]
     if missing:
         raise InvalidInput(f"{origin}: missing required key(s) {', '.join(missing)}")
-    for key in ("description", "source", "note"):
+    for key in ("description", "source", "note", "params_source"):
         if key in doc and not isinstance(doc[key], str):
             raise InvalidInput(f"{origin}: '{key}' must be a string, got {doc[key]!r}")
     if require_source and not (doc.get("source", "").strip() and doc.get("description", "").strip()):
         raise InvalidInput(f"{origin}: a shipped preset needs a non-empty 'description' and 'source'")
+    kind = doc.get("kind", "toy-mlp")
+    if kind not in ("toy-mlp", "transformer"):
+        raise InvalidInput(f"{origin}: 'kind' must be 'toy-mlp' or 'transformer', got {kind!r}")
+    if ("batch_tokens" in doc) == ("batch_sequences" in doc):
+        raise InvalidInput(f"{origin}: give exactly one of 'batch_tokens' and 'batch_sequences'")
+    seq_len = doc.get("seq_len", SEQ_LEN_TOKENS)
     try:
-        workload = workload_from_shape(
-            doc["d_model"],
-            doc["d_ff"],
-            doc["layers"],
-            doc.get("experts", 1),
-            doc["batch_tokens"],
-            doc.get("tokens"),
-            seq_len=doc.get("seq_len", SEQ_LEN_TOKENS),
-            label=f"preset {name}",
-        )
+        if "batch_sequences" in doc:
+            batch = _positive_int("batch_sequences", doc["batch_sequences"]) * _positive_int("seq_len", seq_len)
+        else:
+            batch = doc["batch_tokens"]
+        if kind == "transformer":
+            fields = {k: doc[k] for k in TRANSFORMER_KEYS if k in doc}
+            workload = transformer_workload(doc["d_model"], doc["d_ff"], doc["layers"], doc.get("experts", 1),
+                                            seq_len, batch, doc.get("tokens"), fields, label=f"preset {name}")
+        else:
+            extra = [k for k in TRANSFORMER_KEYS if k in doc]
+            if extra:
+                raise InvalidInput(f"'{extra[0]}' needs kind = \"transformer\"")
+            workload = workload_from_shape(doc["d_model"], doc["d_ff"], doc["layers"], doc.get("experts", 1), batch,
+                                           doc.get("tokens"), seq_len=seq_len, label=f"preset {name}")
+        published = {k: _finite_positive(k, doc[k]) for k in ("published_params", "published_active_params")
+                     if k in doc}
     except InvalidInput as exc:
         raise InvalidInput(f"{origin}: {exc}") from None
     return ModelPreset(
@@ -394,6 +470,8 @@ def parse_model_preset(doc: dict[str, Any], name: str, origin: str, require_sour
         source=doc.get("source", ""),
         note=doc.get("note", ""),
         workload=workload,
+        params_source=str(doc.get("params_source", "")),
+        **published,
     )
 
 
