@@ -47,7 +47,9 @@ def workload_report(wl: Workload) -> WorkloadReport:
     return WorkloadReport(
         compute_flop=wl.compute_flop, requested_compute_flop=wl.requested_compute_flop, d_model=wl.d_model,
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
-        params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label,
+        params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
+        model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
+        transformer=wl.transformer,
     )
 
 
@@ -76,7 +78,8 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
         cost_usd=cost,
-        mfu=ev.mfu, training_days=ev.training_days, step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
+        mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
+        step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
         layout=LayoutReport(
             **{d: lay.degree(d) for d in (*DEGREES, *OPTIONS)}, schedule=lay.schedule,
@@ -89,8 +92,30 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                             reserve_bytes=mem.reserve_bytes, total_bytes=mem.total_bytes,
                             capacity=mem.capacity_bytes),
         solver=solver_report(result),
-        notes=(notes or []) + _estimate_note(hw),
+        ops=ev.ops,
+        notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
     )
+
+
+def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
+    """What a transformer layout does that the words alone do not say (Megatron's conventions)."""
+    tr = wl.transformer
+    if tr is None:
+        return []
+    notes = []
+    if tr.attention == "gqa" and lay.tp_ff > tr.kv_heads:
+        notes.append(f"tp_ff={lay.tp_ff} exceeds kv_heads={tr.kv_heads}: each KV head is replicated on "
+                     f"{lay.tp_ff // tr.kv_heads} tensor-parallel ranks")
+    if wl.experts > 1:
+        notes.append(f"expert parallelism is carved out of data parallelism: the dense layers see dp x ep = "
+                     f"{lay.dp * lay.ep} data-parallel ranks (Megatron's data-parallel size), the expert layers "
+                     f"regroup the same GPUs as expert-tp {lay.tp_ff} x ep {lay.ep} x expert-dp {lay.dp}")
+    c = -(-wl.layers // (lay.pp * lay.interleave))
+    r = lay.pp * lay.interleave * c - wl.layers
+    if lay.pp > 1 and r:
+        notes.append(f"{wl.layers} layers on {lay.pp * lay.interleave} virtual stages of {c}: the first and last "
+                     f"virtual stages hold {r} fewer between them (they also run the embedding and the LM head)")
+    return notes
 
 
 def _estimate_note(hw: Hardware) -> list[str]:
@@ -201,7 +226,8 @@ def plan(
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
-            peak_flops=hw.gpu.peak_flops, deadline_days=days, fixed_gpus=gpus is not None, dp_overlap=dp_overlap,
+            peak_flops=hw.gpu.peak_flops, flop_convention=workload.flop_convention, deadline_days=days,
+            fixed_gpus=gpus is not None, dp_overlap=dp_overlap,
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,

@@ -420,6 +420,15 @@ class MemoryBreakdown(_Frozen):
         return self.total_bytes <= self.capacity_bytes
 
 
+class OpTime(_Frozen):
+    """One operation's share of a step on the busiest device (the op-level breakdown)."""
+
+    name: str
+    kind: Literal["gemm", "attention", "elementwise"]
+    where: str = Field(description="'every layer', 'first stage' (embedding) or 'last stage' (LM head).")
+    seconds: float = Field(description="Seconds per optimizer step, all microbatches and passes, before overlap.")
+
+
 class Evaluation(_Frozen):
     """A layout run through the cost model."""
 
@@ -433,7 +442,11 @@ class Evaluation(_Frozen):
     mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense "
         "FLOP/s, 6 N_active D FLOP.")
     bottleneck: str = Field(description="What binds the step time, in words.")
-    nanobatch_tokens: float = Field(description="Tokens per expert per microbatch per data-parallel rank.")
+    nanobatch_tokens: float = Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
+                                    "Transformer: tokens per microbatch on one GPU's dense layers.")
+    hfu: float = Field(description="Hardware FLOP utilisation: model FLOPs plus recomputed FLOPs (none modelled "
+                       "yet), against the same peak.")
+    ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's work.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -442,7 +455,7 @@ class Evaluation(_Frozen):
 
 
 class WorkloadReport(_Frozen):
-    compute_flop: float = Field(description="Actual training compute of the rounded shape, 6 * active_params * tokens.")
+    compute_flop: float = Field(description="Training compute: model FLOPs per token x tokens (flop_convention).")
     requested_compute_flop: float | None = Field(description="What was asked for (differs from "
         "compute_flop by rounding).")
     d_model: int
@@ -455,6 +468,11 @@ class WorkloadReport(_Frozen):
     active_params: float
     steps: float
     label: str
+    seq_len: int = 2048
+    model_flop_per_token: float = Field(0.0, description="Model FLOPs per token (flop_convention).")
+    attention_flop_per_token: float = Field(0.0, description="Of which attention scores and values (transformer).")
+    transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; null for the paper's toy "
+                                                 "model.")
 
 
 class _LayoutReportBase(_Frozen):
@@ -526,6 +544,7 @@ class Plan(_Frozen):
     gpu_hours: float | None
     cost_usd: float | None = None
     mfu: float | None
+    hfu: float | None = Field(None, description="Hardware FLOP utilisation (model + recomputed FLOPs) against peak.")
     training_days: float | None
     step_time_s: float | None
     bottleneck: str | None
@@ -534,5 +553,6 @@ class Plan(_Frozen):
     breakdown: StepBreakdown | None
     memory: MemoryReport | None
     solver: SolverReport
+    ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
     notes: list[str] = Field(default_factory=list)

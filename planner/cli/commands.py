@@ -181,6 +181,9 @@ BatchTokensOpt = Annotated[float | None, _number_option(
 TokensOpt = Annotated[float | None, _number_option(
     "--tokens", help="Explicit shape: training tokens D (default 20 N_p, Chinchilla).", rich_help_panel=_W,
     show_default=False)]
+BatchSequencesOpt = Annotated[int | None, _whole_option(
+    "--batch-sequences", help="With a transformer --model: the global batch in sequences (replaces the preset's).",
+    rich_help_panel=_W, show_default=False)]
 GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
     metavar="NAME|FILE.toml")]
@@ -239,6 +242,52 @@ def _workload_options(compute: float | None, model: str | None, sparse: bool, ba
                                shape.get("--tokens"), label="explicit shape (command-line flags)")
 
 
+def _with_batch_sequences(wl: Workload | None, sequences: int | None, flag: str = "--batch-sequences"
+                          ) -> Workload | None:
+    """The workload with its global batch set to `sequences` whole sequences (transformers only)."""
+    if sequences is None:
+        return wl
+    if wl is None or wl.transformer is None:
+        raise InvalidInput(f"{flag} applies to a transformer --model (the toy model takes --batch-tokens)")
+    if sequences < 1:
+        raise InvalidInput(f"{flag} must be a whole number >= 1, got {sequences}")
+    try:
+        return Workload(**{**wl.model_dump(), "batch_tokens": sequences * wl.seq_len})
+    except ValidationError as exc:
+        raise InvalidInput(f"{flag} {sequences}: {exc.errors()[0]['msg']}") from None
+
+
+def _megatron_layout(dims: dict[str, int | None], tp: int | None, vpp: int | None, mbs: int | None,
+                     gbs: int | None, wl: Workload) -> tuple[dict[str, int | None], list[str]]:
+    """Megatron's words (tp, pp, dp, ep, vpp, micro-batch and global batch in sequences) -> the registry's degrees.
+
+    Megatron's data-parallel size counts the expert ranks (the dense layers' replicas): our N_DP = dp / ep. The
+    microbatch count is gbs / (dp x mbs)."""
+    out = dict(dims)
+    for flag, ours, value in (("--tp", "tp_ff", tp), ("--vpp", "interleave", vpp)):
+        if value is not None:
+            if dims.get(ours) is not None:
+                raise InvalidInput(f"{flag} and --{ours.replace('_', '-')} name the same degree; give one")
+            out[ours] = value
+    ep = dims.get("ep") or 1
+    dp_m = dims.get("dp") or 1
+    if dp_m % ep:
+        raise InvalidInput(f"--dp {dp_m} (Megatron's data-parallel size, which counts the expert ranks) is not a "
+                           f"multiple of --ep {ep}")
+    out["dp"] = dp_m // ep
+    if mbs is not None:
+        if dims.get("microbatches") is not None:
+            raise InvalidInput("--mbs sets the microbatch count (gbs / (dp x mbs)); drop --microbatches")
+        seqs = wl.batch_tokens // wl.seq_len
+        if seqs % (dp_m * mbs):
+            raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp_m} x mbs {mbs}")
+        out["microbatches"] = seqs // (dp_m * mbs)
+    note = (f"Megatron layout: tp {out.get('tp_ff') or 1}, pp {dims.get('pp') or 1}, dp {dp_m} (= expert-dp "
+            f"{dp_m // ep} x ep {ep}), vpp {out.get('interleave') or 1}, micro-batch {mbs or 'n/a'} sequences, global "
+            f"batch {wl.batch_tokens // wl.seq_len} sequences -> microbatches {out.get('microbatches') or 1}")
+    return out, [note]
+
+
 def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int, schedule: str,
                  placement: Mapping[str, Sequence[int]]) -> Layout:
     try:
@@ -265,8 +314,8 @@ def _workload_of_plan(doc: Plan) -> Workload:
     w = doc.workload
     try:
         return Workload(d_model=w.d_model, d_ff=w.d_ff, layers=w.layers, experts=w.experts,
-                        batch_tokens=w.batch_tokens, tokens=w.tokens,
-                        requested_compute_flop=w.requested_compute_flop, label=w.label)
+                        batch_tokens=w.batch_tokens, tokens=w.tokens, seq_len=w.seq_len,
+                        requested_compute_flop=w.requested_compute_flop, label=w.label, transformer=w.transformer)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InvalidInput(f"plan file workload: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -367,11 +416,12 @@ def plan_command(
     batch_tokens: BatchTokensOpt = None,
     tokens: TokensOpt = None,
     model: ModelOpt = None,
+    batch_sequences: BatchSequencesOpt = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
-    workload = _workload_options(compute, model, sparse, batch_scaling, shape)
+    workload = _with_batch_sequences(_workload_options(compute, model, sparse, batch_scaling, shape), batch_sequences)
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
@@ -459,6 +509,20 @@ def evaluate_command(
     batch_tokens: BatchTokensOpt = None,
     tokens: TokensOpt = None,
     model: ModelOpt = None,
+    batch_sequences: BatchSequencesOpt = None,
+    tp: Annotated[int | None, _whole_option(
+        "--tp", help="Megatron's tensor-parallel size (= --tp-ff). With --tp, --vpp, --mbs or --gbs, --dp is "
+        "Megatron's data-parallel size, which counts the expert ranks.", rich_help_panel=_L,
+        show_default=False)] = None,
+    vpp: Annotated[int | None, _whole_option(
+        "--vpp", help="Megatron's virtual pipeline stages per rank (= --interleave).", rich_help_panel=_L,
+        show_default=False)] = None,
+    mbs: Annotated[int | None, _whole_option(
+        "--mbs", help="Micro-batch size in sequences (sets microbatches = gbs / (dp x mbs)).", rich_help_panel=_L,
+        show_default=False)] = None,
+    gbs: Annotated[int | None, _whole_option(
+        "--gbs", help="Global batch in sequences (as --batch-sequences).", rich_help_panel=_L,
+        show_default=False)] = None,
     days: Annotated[float | None, _number_option(
         "--days", help="A deadline to compare against (default: none, or the plan's with --plan).",
         show_default=False)] = None,
@@ -471,7 +535,10 @@ def evaluate_command(
     _check_positive("--days", days)
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
-    layout_flags.update({"--schedule": schedule, "--placement": placement})
+    layout_flags.update({"--schedule": schedule, "--placement": placement, "--tp": tp, "--vpp": vpp, "--mbs": mbs,
+                         "--gbs": gbs, "--batch-sequences": batch_sequences})
+    if gbs is not None and batch_sequences is not None and gbs != batch_sequences:
+        raise InvalidInput(f"--gbs {gbs} and --batch-sequences {batch_sequences} disagree; give one")
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
     notes: list[str] = []
@@ -502,6 +569,13 @@ def evaluate_command(
         for flag, v in layout_flags.items():
             if isinstance(v, int) and v < 1:
                 raise InvalidInput(f"{flag} must be a whole number >= 1, got {v}")
+        resized = _with_batch_sequences(wl, gbs if gbs is not None else batch_sequences,
+                                        "--gbs" if gbs is not None else "--batch-sequences")
+        assert resized is not None
+        wl = resized
+        if any(v is not None for v in (tp, vpp, mbs, gbs)):
+            dims, megatron_notes = _megatron_layout(dict(dims), tp, vpp, mbs, gbs, wl)
+            notes.extend(megatron_notes)
         values = {d.name: dims.get(d.name) or 1 for d in DIMENSIONS}
         degrees = {d: values[d] for d in DEGREES}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None

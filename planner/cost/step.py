@@ -22,6 +22,7 @@ from planner.schema import (
     Hardware,
     Layout,
     MemoryBreakdown,
+    OpTime,
     StepBreakdown,
     Workload,
 )
@@ -48,7 +49,8 @@ def run_seconds(wl: Workload, step_s):
 
 
 def mfu(hw: Hardware, wl: Workload, gpus, step_s):
-    """MFU = T / (N_GPU * peak FLOP/s * t_run), T = 6 N_active D, peak at max clock (docs/model.md §6)."""
+    """MFU = T / (N_GPU * peak FLOP/s * t_run), T = model FLOPs (toy: 6 N_active D; transformer: Workload
+    .flop_convention), peak at max clock (docs/model.md §6)."""
     return wl.compute_flop / (gpus * hw.gpu.peak_flops * run_seconds(wl, step_s))
 
 
@@ -89,8 +91,11 @@ def evaluate(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool = Fals
     memory = MemoryBreakdown(**{k: row[k] for k in MemoryBreakdown.model_fields if k != "capacity_bytes"},
                              capacity_bytes=hw.gpu.hbm_bytes)
     t_run = run_seconds(wl, row["step_s"])
+    ops = [OpTime(name=n, kind=k, where=w, seconds=float(np.asarray(t).ravel()[0]))
+           for n, k, w, t in terms.op_breakdown(hw, wl, Tuples.from_layouts([layout]))]
+    util = mfu(hw, wl, layout.gpus, row["step_s"])
     return Evaluation(
         layout=layout, gpus=layout.gpus, nodes=nodes_for(hw, layout.gpus), step=step, memory=memory,
         training_s=t_run, training_days=t_run / SECONDS_PER_DAY,
-        mfu=mfu(hw, wl, layout.gpus, row["step_s"]), bottleneck=bottleneck(row), nanobatch_tokens=row["nanobatch"],
+        mfu=util, hfu=util, bottleneck=bottleneck(row), nanobatch_tokens=row["nanobatch"], ops=ops,
     )

@@ -121,6 +121,54 @@ def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     return critical + wgrad, critical
 
 
+def op_seconds(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True
+               ) -> list[tuple[str, str, np.ndarray]]:
+    """Each operation of one layer (or end) for one microbatch on one GPU, all passes: (name, kind, seconds), kind
+    'gemm', 'attention' or 'elementwise'. Sums to `_ops_s`'s first value (the report's op-level breakdown)."""
+    g = hw.gpu
+    out: list[tuple[str, str, np.ndarray]] = []
+    for gemm in (ops.gemms if run_gemms else ()):
+        o, i = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
+        routed = experts_here is not None and gemm.routed
+        n = n_routed if routed else n_dense
+        t = (matmul_time_s(g, o, i, n) + matmul_time_s(g, i, o, n) + matmul_time_s(g, o, i, n, weight_grad=True))
+        out.append((gemm.name, "gemm", np.asarray(t * experts_here if routed else t, dtype=np.float64)))
+    if ops.attention is not None:
+        flop = ops.attention.forward_flop_per_token(cols) * n_dense
+        out.append(("attention kernel", "attention",
+                    flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + ATTENTION_BWD_FLOP_RATIO * flop
+                    / (g.peak_flops * ATTENTION_BWD_EFFICIENCY) + 2 * g.matmul_latency_s))
+    for op in ops.elementwise:
+        out.append((op.name, "elementwise",
+                    op.passes * np.asarray(op.bytes_per_token.per_gpu(cols), dtype=np.float64) * n_dense / g.hbm_Bps))
+    return out
+
+
+def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str, str, np.ndarray]]:
+    """Seconds per optimizer step of each operation on the busiest device: (name, kind, where, seconds). Layer ops
+    count every microbatch on the device's layers (and experts); the embedding and LM head their own stage's."""
+    m = _f(cols, "microbatches")
+    dp, ep = _f(cols, "dp"), _f(cols, "ep")
+    layers = device_layers(wl, cols)
+    rows: list[tuple[str, str, str, np.ndarray]] = []
+    if wl.transformer is None:
+        bn = nanobatch_tokens(wl, dp, m)
+        for name, kind, t in op_seconds(hw, wl.ops, cols, bn, bn, None):
+            rows.append((name, kind, "every layer, every expert here", m * layers * (wl.experts / ep) * t))
+        return rows
+    mo = wl.model_ops
+    assert mo is not None
+    n_d = wl.batch_tokens / (dp * ep * m)
+    n_r = mo.top_k * wl.batch_tokens / (wl.experts * dp * m)
+    for name, kind, t in op_seconds(hw, mo.layer, cols, n_d, n_r, wl.experts / ep):
+        rows.append((name, kind, "every layer", m * layers * t))
+    for name, kind, t in op_seconds(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False):
+        rows.append((name, kind, "first stage", m * t))
+    for name, kind, t in op_seconds(hw, mo.head, cols, n_d, n_r, 1.0):
+        rows.append((name, kind, "last stage", m * t))
+    return rows
+
+
 def shape_keys(wl: Workload) -> tuple[str, ...]:
     """The keys `shape_times` returns for this workload."""
     keys = ("block_s", "block_critical_s")
@@ -333,8 +381,9 @@ def _ar_path(group: str):
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
         # One microbatch meets each of the group's all-reduces once per layer and pass, serially (§4.3).
         hops = wl.layers * sum(a.passes for a in wl.ops.allreduces if a.group == group)
-        if wl.transformer is not None:
-            hops += sum(a.passes for a in wl.model_ops.head.allreduces if a.group == group)  # type: ignore[union-attr]
+        mo = wl.model_ops
+        if mo is not None:
+            hops += sum(a.passes for a in mo.head.allreduces if a.group == group)
         return np.full(len(np.asarray(cols["dp"])), float(hops))
     return scale
 

@@ -144,10 +144,60 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     )
 
 
+def _transformer_model_table(plan: Plan) -> Table:
+    """A real transformer's shape (docs/model.md §1b) and its FLOP accounting."""
+    wl = plan.workload
+    tr = wl.transformer
+    assert tr is not None
+    attn = (f"MLA: {tr.heads} heads, q latent {tr.q_lora_rank}, kv latent {tr.kv_lora_rank}, head dims "
+            f"{tr.head_dim}+{tr.rope_head_dim} (rotary) / {tr.value_dim} (value)" if tr.attention == "mla" else
+            f"{tr.heads} heads x {tr.head_dim}, {tr.kv_heads} KV heads ("
+            + ("MHA" if tr.kv_heads == tr.heads else "MQA" if tr.kv_heads == 1 else "GQA") + ")")
+    rows = [
+        ("source", wl.label or "—"),
+        ("parameters", fmt_count(wl.params)),
+        ("active parameters", fmt_count(wl.active_params)),
+        ("layers", f"{wl.layers:,}" + (f" ({tr.dense_layers} dense, then MoE)" if tr.dense_layers else "")),
+        ("d_model", f"{wl.d_model:,}"),
+        ("attention", attn),
+        ("MLP", f"{tr.ffn}, d_ff {wl.d_ff:,}"),
+    ]
+    if wl.experts > 1:
+        rows.append(("experts", f"{wl.experts} routed of d_ff {tr.expert_d_ff or wl.d_ff:,}, top-{tr.top_k}"
+                     + (f", {tr.shared_experts} shared" if tr.shared_experts else "")))
+    rows += [
+        ("vocabulary", f"{tr.vocab:,} ({'tied' if tr.tied_embeddings else 'untied'} embedding and LM head)"),
+        ("sequence length", f"{wl.seq_len:,}"),
+        ("batch", f"{wl.batch_tokens // wl.seq_len:,} sequences = {wl.batch_tokens:,} tokens"),
+        ("training tokens D", fmt_count(wl.tokens)),
+        ("optimizer steps D / b", fmt_count(wl.steps)),
+        ("model FLOPs per token", f"{fmt_sci(wl.model_flop_per_token, 4)} (attention "
+         f"{wl.attention_flop_per_token / wl.model_flop_per_token:.1%}, not halved for the causal mask)"),
+        ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
+    ]
+    return _kv_table("Model (transformer)", rows)
+
+
+def ops_table(plan: Plan) -> Table:
+    """The op-level breakdown: each operation's seconds per step on the busiest device, before overlap."""
+    table = Table(title="Operations per step on the busiest device (before overlap)", title_justify="left")
+    table.add_column("operation", style="bold")
+    table.add_column("kind")
+    table.add_column("where")
+    table.add_column("time", justify="right")
+    table.add_column("of matmul", justify="right")
+    matmul = plan.breakdown.matmul_s if plan.breakdown else None
+    for op in sorted(plan.ops, key=lambda o: -o.seconds):
+        table.add_row(op.name, op.kind, op.where, fmt_time(op.seconds), _share(op.seconds, matmul))
+    return table
+
+
 def model_table(plan: Plan) -> Table:
     """The trained model (docs/model.md §1, workload and the FLOP convention): shape, size, batch, tokens and the
     compute it implies."""
     wl = plan.workload
+    if wl.transformer is not None:
+        return _transformer_model_table(plan)
     rows = [
         ("source", wl.label or "—"),
         ("parameters N_p", fmt_count(wl.params)),
@@ -206,7 +256,8 @@ def schedule_table(plan: Plan) -> Table:
         ("schedule", f"{lay.schedule} ({bubble_note})"),
         ("interleave i", str(lay.interleave)),
         ("microbatches m (per DP rank)", str(lay.microbatches)),
-        ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens"),
+        (("microbatch b / (N_DP N_EP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
+         else ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens")),
     ])
 
 
@@ -247,6 +298,7 @@ def run_table(plan: Plan) -> Table:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     rows += [
         ("MFU", fmt_pct(plan.mfu)),
+        ("HFU", fmt_pct(plan.hfu) + " (model + recomputed FLOPs; no recomputation modelled)"),
         ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock)"),
         ("  FLOP counted as", plan.flop_convention),
         ("bottleneck", Text(plan.bottleneck or "—", style="bold yellow")),
@@ -342,8 +394,10 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
         if plan.explanation:  # the report on stdout says why, not only the error line on stderr
             out.append(why_text(plan))
         return out
-    out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan), run_table(plan),
-            memory_table(plan)]
+    out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan)]
+    if plan.workload.transformer is not None and plan.ops:
+        out.append(ops_table(plan))
+    out += [run_table(plan), memory_table(plan)]
     if evaluated:
         out.append(Text("Layout given (flags or --plan file): priced with the cost model, not searched.",
                         style="italic"))
