@@ -437,11 +437,55 @@ def explain_infeasible(hw: Hardware, wl: Workload, options: SearchOptions, days:
                        result: SearchResult) -> str:
     """A first line saying why, then what would be feasible."""
     try:
+        if wl.transformer is not None:
+            return _explain_transformer(hw, wl, options, days, result)
         if options.gpus is not None:
             return _explain_fixed(hw, wl, options, options.gpus, result)
         return _explain_deadline(hw, wl, options, days, result)
     except Exception as exc:  # noqa: BLE001 - the explanation must never turn an answer into a crash
         return (f"no feasible layout ({result.status}); the explanation failed: {type(exc).__name__}: {exc}")
+
+
+def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
+                         result: SearchResult) -> str:
+    """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
+    has that many GPUs and the least memory any of them needs; with a deadline, the least critical path of any tuple
+    (a lower bound on every layout's step, so on the training time)."""
+    from planner.cost import terms as T
+    from planner.parallel.space import build_space, model_parallel_rows, tuples_for_model_parallel
+
+    if result.status == "unknown":
+        return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "
+                "NOT proven infeasible: raise --time-limit")
+    space = build_space(hw, wl, options)
+    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
+    if options.gpus is not None:
+        n = options.gpus
+        if not levels_allow(hw, n):
+            return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+        t = t.take(np.nonzero(t.gpus == n)[0])
+        if len(t) == 0:
+            return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
+                    f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
+                    f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
+        q = T.tuple_quantities(hw, wl, t)
+        in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+        total = mem.layout_memory(hw, wl, t, q["nanobatch"], in_flight)["total_bytes"]
+        k = int(np.argmin(total))
+        if total[k] > hw.gpu.hbm_bytes:
+            words = ", ".join(f"{d}={int(t[d][k])}" for d in ("dp", "tp_ff", "tp_model", "pp", "interleave", "ep",
+                                                              "microbatches"))
+            return (f"the model does not fit in the memory of {n} GPUs of {hw.name}: the least any layout needs is "
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB; use more "
+                    "GPUs or a smaller batch (--batch-sequences)")
+        return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
+                "tuple fits in memory, but no placement fills the network levels)")
+    q = T.tuple_quantities(hw, wl, t)
+    floor_s = float(np.min(q["critical_mm_s"])) if len(t) else math.inf
+    fastest = wl.steps * floor_s / 86400.0
+    return (f"no layout trains this model within {_fmt_days(days or 0.0)} on {hw.name}: every step takes at least "
+            f"the critical path of one microbatch through all {wl.layers} layers, {floor_s * 1e3:.4g} ms at best, "
+            f"times {wl.steps:,.0f} steps\nshortest possible duration: at least {_fmt_days(fastest)} (a lower bound)")
 
 
 def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, result: SearchResult) -> str:

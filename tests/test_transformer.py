@@ -80,8 +80,8 @@ def test_llama3_405b_by_hand():
 def test_gpt3_flops_per_token_equal_megatrons_formula():
     # Narayanan et al. 2021, Eq. 3: 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) per iteration of B sequences.
     wl = read_model_preset("gpt3-175b").workload
-    l, h, s, v = 96, 12288, 2048, 50257
-    megatron_per_token = 72 * l * h**2 * (1 + s / (6 * h) + v / (12 * l * h))
+    n_layers, h, s, v = 96, 12288, 2048, 50257
+    megatron_per_token = 72 * n_layers * h**2 * (1 + s / (6 * h) + v / (12 * n_layers * h))
     assert wl.model_flop_per_token == pytest.approx(megatron_per_token, rel=1e-12)
 
 
@@ -241,3 +241,42 @@ def test_expert_parallelism_is_carved_out_of_data_parallelism():
     assert ev.gpus == 8
     assert ev.nanobatch_tokens == 512 / (2 * 4 * 2)
     assert math.isfinite(ev.step.step_s) and ev.step.pp_ep_s > 0  # the all-to-all is priced
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+
+
+def test_plan_llama3_405b_on_16k_gpus_is_proven_optimal(capsys):
+    import json
+
+    from tests.cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-405b", "--gpu", "h100", "--gpus", "16384",
+                                     "--batch-sequences", "2048", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["status"] == "optimal" and doc["gpus"] == 16384
+    assert doc["workload"]["transformer"]["kv_heads"] == 8 and doc["workload"]["batch_tokens"] == 2048 * 8192
+    assert doc["hfu"] == doc["mfu"] and "not halved" in doc["flop_convention"]
+    names = {op["name"] for op in doc["ops"]}
+    assert {"attention kernel", "mlp up + gate", "lm head", "norms"} <= names
+
+
+def test_evaluate_in_megatrons_words(capsys):
+    import json
+
+    from tests.cli_helpers import invoke
+
+    # Mixtral on 64 GPUs: tp 2, pp 2, Megatron dp 16 = expert-dp 2 x ep 8; 128 sequences, micro-batch 1.
+    code, out, err = invoke(capsys, ["evaluate", "--model", "mixtral-8x7b", "--tp", "2", "--pp", "2", "--dp", "16",
+                                     "--ep", "8", "--mbs", "1", "--gbs", "128", "--json"])
+    doc = json.loads(out)
+    lay = doc["layout"]
+    assert (lay["tp_ff"], lay["pp"], lay["dp"], lay["ep"], lay["microbatches"]) == (2, 2, 2, 8, 8)
+    assert doc["gpus"] == 64
+    code, out, err = invoke(capsys, ["evaluate", "--model", "mixtral-8x7b", "--dp", "12", "--ep", "8", "--mbs", "1"])
+    assert code == 2 and "multiple of --ep" in err
+    code, out, err = invoke(capsys, ["plan", "--model", "gpt3-175b-mlp", "--batch-sequences", "8"])
+    assert code == 2 and "transformer" in err
