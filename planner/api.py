@@ -12,7 +12,7 @@ from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
-from planner.parallel.dimensions import DEGREES, OPTIONS
+from planner.parallel.dimensions import DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout
 from planner.schema import (
     Evaluation,
@@ -110,8 +110,7 @@ def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
         notes.append(f"expert parallelism is carved out of data parallelism: the dense layers see dp x ep = "
                      f"{lay.dp * lay.ep} data-parallel ranks (Megatron's data-parallel size), the expert layers "
                      f"regroup the same GPUs as expert-tp {lay.tp_ff} x ep {lay.ep} x expert-dp {lay.dp}")
-    c = -(-wl.layers // (lay.pp * lay.interleave))
-    r = lay.pp * lay.interleave * c - wl.layers
+    c, r = stage_split(wl.layers, lay.pp, lay.interleave)
     if lay.pp > 1 and r:
         notes.append(f"{wl.layers} layers on {lay.pp * lay.interleave} virtual stages of {c}: the first and last "
                      f"virtual stages hold {r} fewer between them (they also run the embedding and the LM head)")

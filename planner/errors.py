@@ -7,7 +7,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from planner.schema import Plan
+
+
+def validation_message(exc: ValidationError, strip_kind: bool = False) -> str:
+    """The first problem pydantic found, as 'field.path: message' (no path: the message alone). `strip_kind` drops
+    pydantic's 'Value error, ' prefix of a validator's own sentence."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    msg = str(err.get("msg", ""))
+    if strip_kind:
+        msg = msg.removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
 
 
 class PlannerError(Exception):

@@ -468,9 +468,9 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
             return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
                     f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
                     f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
-        q = T.tuple_quantities(hw, wl, t)
+        nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"])
         in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
-        total = mem.layout_memory(hw, wl, t, q["nanobatch"], in_flight)["total_bytes"]
+        total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
         k = int(np.argmin(total))
         if total[k] > hw.gpu.hbm_bytes:
             words = ", ".join(f"{d}={int(t[d][k])}" for d in ("dp", "tp_ff", "tp_model", "pp", "interleave", "ep",

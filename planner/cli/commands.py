@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from planner import api
 from planner.choices import BatchScaling, ScheduleChoice
-from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file
+from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
 from planner.parallel.dimensions import DIMENSIONS, Dimension
@@ -294,9 +294,7 @@ def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int,
         return Layout(**degrees, interleave=interleave, microbatches=microbatches, schedule=schedule,
                       placement={d: tuple(placement[d]) for d in DEGREES})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InvalidInput(f"impossible layout: {(where + ': ') if where else ''}{err['msg']}") from None
+        raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
 
 
 def _load_plan_file(path: Path) -> Plan:
@@ -304,10 +302,8 @@ def _load_plan_file(path: Path) -> Plan:
     try:
         return Plan.model_validate_json(text)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
         raise InvalidInput(f"'{path}' is not a plan document as printed by `plan --json`: "
-                           f"{(where + ': ') if where else ''}{err['msg']}") from None
+                           f"{validation_message(exc)}") from None
 
 
 def _workload_of_plan(doc: Plan) -> Workload:

@@ -207,13 +207,6 @@ def stage_layers(wl: Workload, pp, interleave) -> tuple[np.ndarray, np.ndarray]:
     return c, v * c - wl.layers
 
 
-def uneven_stages_ok(wl: Workload, pp, interleave) -> np.ndarray:
-    """Transformer: the (N_PP, i) pairs whose stages can be balanced as `stage_layers` describes."""
-    pp = np.asarray(pp, dtype=np.int64)
-    c, r = stage_layers(wl, pp, interleave)
-    return np.where(pp == 1, np.asarray(interleave) == 1, (c >= 1) & (r <= 2 * (c - 1)))
-
-
 def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndarray:
     """Per-microbatch time of the busiest pipeline device of a transformer.
 

@@ -66,6 +66,26 @@ def _tp_ff_size(wl: Workload) -> int:
     return math.gcd(*sizes)
 
 
+def stage_split(layers: int, pp: int, interleave: int) -> tuple[int, int]:
+    """(c, r) of a transformer's stages: c = ceil(L / (N_PP i)) layers per virtual stage, and r, how many fewer the
+    first and last virtual stages hold together (planner.cost.terms.stage_layers is the same, vectorised)."""
+    c = -(-layers // (pp * interleave))
+    return c, pp * interleave * c - layers
+
+
+def stage_problem(wl: Workload, pp: int, interleave: int) -> str | None:
+    """Why (N_PP, i) cannot hold a transformer's layers (None: it can): each end keeps at least one layer per
+    virtual stage, and without pipelining there is nothing to interleave."""
+    if pp == 1:
+        return None if interleave == 1 else "interleave must be 1 without pipeline parallelism (pp = 1)"
+    c, r = stage_split(wl.layers, pp, interleave)
+    if r > 2 * (c - 1):
+        return (f"pp({pp}) * interleave({interleave}) = {pp * interleave} virtual stages cannot hold {wl.layers} "
+                f"layers: with {c} per stage the first and last would need {r} fewer between them, at most "
+                f"{2 * (c - 1)} (each keeps at least one)")
+    return None
+
+
 def kv_heads_ok(wl: Workload, tp_ff: int) -> bool:
     """GQA: N_TP,ff divides kv_heads, or kv_heads divides N_TP,ff (each KV head then replicated on
     N_TP,ff / kv_heads ranks). MLA and the toy model: no rule."""
@@ -138,15 +158,9 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
                                 "nanobatch must be whole tokens")
             continue
         if d.name == "pp" and tr is not None:
-            pp, i = values["pp"], values["interleave"]
-            c = -(-wl.layers // (pp * i))
-            r = pp * i * c - wl.layers
-            if pp == 1 and i != 1:
-                problems.append("interleave must be 1 without pipeline parallelism (pp = 1)")
-            elif pp > 1 and r > 2 * (c - 1):
-                problems.append(f"pp({pp}) * interleave({i}) = {pp * i} virtual stages cannot hold {wl.layers} layers: "
-                                f"with {c} per stage the first and last would need {r} fewer between them, at most "
-                                f"{2 * (c - 1)} (each keeps at least one)")
+            problem = stage_problem(wl, values["pp"], values["interleave"])
+            if problem:
+                problems.append(problem)
             continue
         target = d.divides(wl)
         if target % v:

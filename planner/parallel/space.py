@@ -24,7 +24,15 @@ from functools import cache, lru_cache
 
 import numpy as np
 
-from planner.parallel.dimensions import BY_NAME, DEGREES, DIMENSIONS, OPTIONS, divisibility_problems, kv_heads_ok
+from planner.parallel.dimensions import (
+    BY_NAME,
+    DEGREES,
+    DIMENSIONS,
+    OPTIONS,
+    divisibility_problems,
+    kv_heads_ok,
+    stage_problem,
+)
 from planner.schema import Hardware, Layout, Workload
 
 
@@ -128,16 +136,9 @@ def _stage_pairs(wl: Workload) -> list[tuple[int, int]]:
     out = []
     for pp in range(1, wl.layers + 1):
         for i in range(1, wl.layers // pp + 1):
-            if not _breaks_stage_rule(wl, pp, i):
+            if stage_problem(wl, pp, i) is None:
                 out.append((pp, i))
     return out
-
-
-def _breaks_stage_rule(wl: Workload, pp: int, i: int) -> bool:
-    """True when (N_PP, i) breaks the transformer's stage rule."""
-    c = -(-wl.layers // (pp * i))
-    r = pp * i * c - wl.layers
-    return (i != 1) if pp == 1 else r > 2 * (c - 1)
 
 
 def batch_allows(wl: Workload, cols: Mapping[str, np.ndarray]) -> np.ndarray:

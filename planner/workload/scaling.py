@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import InvalidInput, read_text_file
+from planner.errors import InvalidInput, read_text_file, validation_message
 from planner.schema import TransformerShape, Workload
 
 BatchLaw = Literal["paper", "deepseek", "fixed"]
@@ -94,6 +94,15 @@ def _positive_int(name: str, value: Any) -> int:
     if n > MAX_SHAPE_INT:
         raise InvalidInput(f"{name} {value!r} is too large: at most {MAX_SHAPE_INT:.4g} (2^40) is accepted")
     return n
+
+
+def _shape_ints(d_model: Any, d_ff: Any, layers: Any, experts: Any, batch_tokens: Any, seq_len: Any
+                ) -> tuple[int, int, int, int, int, int]:
+    """The sizes every shape has, each a positive whole number (named in the error when not)."""
+    names = ("d_model", "d_ff", "layers", "experts", "batch_tokens", "seq_len")
+    a, b, c, d, e, f = (_positive_int(n, v) for n, v in zip(names, (d_model, d_ff, layers, experts, batch_tokens,
+                                                                      seq_len)))
+    return a, b, c, d, e, f
 
 
 def _non_negative_int(name: str, value: Any) -> int:
@@ -294,12 +303,8 @@ def workload_from_shape(
 
     The batch must be a multiple of `experts`: top-1 balanced routing (§2) gives every expert b / E tokens.
     """
-    d_model = _positive_int("d_model", d_model)
-    d_ff = _positive_int("d_ff", d_ff)
-    layers = _positive_int("layers", layers)
-    experts = _positive_int("experts", experts)
-    batch_tokens = _positive_int("batch_tokens", batch_tokens)
-    seq_len = _positive_int("seq_len", seq_len)
+    d_model, d_ff, layers, experts, batch_tokens, seq_len = _shape_ints(d_model, d_ff, layers, experts, batch_tokens,
+                                                                         seq_len)
     if batch_tokens % experts:
         lower = batch_tokens - batch_tokens % experts
         suggestion = f"e.g. {lower} or {lower + experts}" if lower > 0 else f"e.g. {experts}"
@@ -337,12 +342,8 @@ def transformer_workload(d_model: Any, d_ff: Any, layers: Any, experts: Any, seq
                          tokens: Any | None, fields: dict[str, Any], label: str) -> Workload:
     """A real-transformer workload (docs/model.md §1b). `fields` are TransformerShape's (head_dim defaults to
     d_model / heads); `tokens` defaults to 20 x params (Chinchilla). Every bad value is a one-line InvalidInput."""
-    d_model = _positive_int("d_model", d_model)
-    d_ff = _positive_int("d_ff", d_ff)
-    layers = _positive_int("layers", layers)
-    experts = _positive_int("experts", experts)
-    seq_len = _positive_int("seq_len", seq_len)
-    batch_tokens = _positive_int("batch_tokens", batch_tokens)
+    d_model, d_ff, layers, experts, batch_tokens, seq_len = _shape_ints(d_model, d_ff, layers, experts, batch_tokens,
+                                                                         seq_len)
     fields = dict(fields)
     for key in ("heads", "vocab"):
         if key not in fields:
@@ -370,10 +371,7 @@ def transformer_workload(d_model: Any, d_ff: Any, layers: Any, experts: Any, seq
         d_tokens = _CHINCHILLA_TOKENS_PER_PARAM * wl.params if tokens is None else _finite_positive("tokens", tokens)
         return wl.model_copy(update={"tokens": d_tokens})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ()))
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        raise InvalidInput(f"{where + ': ' if where else ''}{msg}") from None
+        raise InvalidInput(validation_message(exc, strip_kind=True)) from None
 
 
 class ModelPreset(BaseModel):
