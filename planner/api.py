@@ -7,13 +7,14 @@ status 'infeasible' and an explanation) when no layout satisfies the request.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
-from planner.parallel.dimensions import DEGREES, OPTIONS, stage_split
-from planner.parallel.space import SearchOptions, check_layout
+from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
+from planner.parallel.space import SearchOptions, check_layout, divisors
 from planner.schema import (
     Evaluation,
     Hardware,
@@ -49,7 +50,7 @@ def workload_report(wl: Workload) -> WorkloadReport:
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
         params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
         model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
-        transformer=wl.transformer,
+        transformer=wl.transformer, precision=wl.precision,
     )
 
 
@@ -170,6 +171,30 @@ def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadl
                                "(critical-path lower bound)"])
 
 
+FIXABLE = ("cp", "sp", "recompute", "zero")
+"""Dimensions `plan` lets the user pin (the rest are fixed with `evaluate`)."""
+
+
+def _fixed_dimensions(wl: Workload, fixed: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Validated (name, value) pins for SearchOptions.fixed."""
+    out = []
+    for name, value in sorted(fixed.items()):
+        if name not in FIXABLE:
+            raise InvalidInput(f"cannot fix '{name}' in a plan; fixable: {', '.join(FIXABLE)}")
+        d = BY_NAME[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < d.minimum:
+            raise InvalidInput(f"--{name} must be a whole number >= {d.minimum}, got {value!r}")
+        allowed = d.candidates(wl) if d.candidates is not None else divisors(d.divides(wl))  # type: ignore[misc]
+        if value not in allowed:
+            if d.transformer_only and wl.transformer is None and value != d.default:
+                raise InvalidInput(f"--{name} {d.label(value)} needs a transformer workload (--model PRESET); the "
+                                   "paper's toy model has no attention or sequences")
+            raise InvalidInput(f"--{name} {d.label(value)} is not possible for this workload; choose one of "
+                               f"{', '.join(d.label(v) for v in allowed)}")
+        out.append((name, int(value)))
+    return tuple(out)
+
+
 def plan(
     compute_flop: float | None = None,
     gpu: str | Hardware = "h100",
@@ -185,10 +210,12 @@ def plan(
     time_limit_s: float | None = 60.0,
     workers: int = 2,
     price_per_gpu_hour: float | None = None,
+    fixed: Mapping[str, int] | None = None,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
     Give either `compute_flop` (the shape is inferred from the paper's scaling laws) or an explicit `workload`.
+    `fixed` pins dimensions the search would otherwise choose (cp, sp, recompute, zero), e.g. {"recompute": 2}.
     Without `gpus`, `days` defaults to 90. With `gpus` and `days`, the fastest layout on that cluster must also
     meet the deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout.
     """
@@ -213,7 +240,10 @@ def plan(
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
 
-    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap)
+    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
+                            fixed=_fixed_dimensions(workload, fixed or {}))
+    if workload.precision == "fp8" and hw.gpu.fp8 is None:
+        raise InvalidInput(f"{hw.gpu.name} has no FP8 rate in its hardware file; use precision bf16")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:

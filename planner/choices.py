@@ -17,3 +17,10 @@ class ScheduleChoice(StrEnum):
     auto = "auto"
     one_f_one_b = "1f1b"
     zb_h2 = "zb-h2"
+
+
+class Precision(StrEnum):
+    """GEMM precision of a transformer workload."""
+
+    bf16 = "bf16"
+    fp8 = "fp8"

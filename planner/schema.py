@@ -49,6 +49,16 @@ class Gpu(_Frozen):
         "(launch, setup, teardown).")
     dsmem: bool = Field(description="Hopper-style distributed shared memory (multicast of redundant L2->SM loads).")
     word_bytes: int = Field(2, gt=0, description="Bytes per word; 2 for the 16-bit training the paper models.")
+    fp8_flop_per_clock_per_thread: float | None = Field(
+        None, gt=0, description="Dense FP8 FLOP per clock per thread; None: no FP8 tensor cores.")
+
+    @property
+    def fp8(self) -> Gpu | None:
+        """The same GPU running FP8 GEMMs: FP8 FLOP rate and 1-byte operands (None without FP8 tensor cores)."""
+        if self.fp8_flop_per_clock_per_thread is None:
+            return None
+        return self.model_copy(update={"flop_per_clock_per_thread": self.fp8_flop_per_clock_per_thread,
+                                       "word_bytes": 1, "fp8_flop_per_clock_per_thread": None})
 
     @property
     def peak_flops(self) -> float:
@@ -167,6 +177,11 @@ class TransformerShape(_Frozen):
                              "(0: d_ff).")
     shared_experts: int = Field(0, ge=0, description="MoE: always-active experts of width expert_d_ff per MoE layer.")
     dense_layers: int = Field(0, ge=0, description="MoE: leading layers with a dense MLP of width d_ff.")
+    dropout: bool = Field(False, description="Dropout after attention and MLP (keeps a 1-byte mask per element; "
+                          "Megatron's GPT-3 era runs). Modern pre-training runs use none.")
+    attention_kernel: Literal["flash", "unfused"] = Field(
+        "flash", description="'flash' (FlashAttention: no s x s tensor kept) or 'unfused' (scores, softmax and "
+        "attention dropout kept per head: Korthikanti et al. 2022's 5 a s^2 b bytes per layer).")
 
     @model_validator(mode="after")
     def _check(self) -> TransformerShape:
@@ -206,6 +221,10 @@ class Workload(_Frozen):
     label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; None: the paper's toy "
                                                  "model.")
+    precision: Literal["bf16", "fp8"] = Field(
+        "bf16", description="GEMM precision: 'bf16', or 'fp8' (transformer layers' GEMMs at the GPU's FP8 rate with "
+        "1-byte operands and FP8 copies of their saved inputs; attention, the LM head, weights, gradients and "
+        "optimizer state stay as in bf16).")
 
     @field_validator("tokens")
     @classmethod
@@ -227,6 +246,12 @@ class Workload(_Frozen):
             raise ValueError(f"top_k {tr.top_k} exceeds experts {self.experts}")
         if tr.dense_layers >= self.layers:
             raise ValueError(f"dense_layers {tr.dense_layers} must be fewer than layers {self.layers}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_precision(self) -> Workload:
+        if self.precision == "fp8" and self.transformer is None:
+            raise ValueError("precision 'fp8' needs a transformer workload (the paper's toy model is 16-bit)")
         return self
 
     @property
@@ -299,8 +324,17 @@ class Workload(_Frozen):
         if self.transformer is None:
             return "6 * active_params * tokens"
         return ("(6 * non-embedding active params + 12 * layers * seq * attention width (causal mask not halved, "
-                "as PaLM and Megatron count) + 6 * d_model * vocab) * tokens; no recomputation, so hardware FLOPs = "
-                "model FLOPs")
+                "as PaLM and Megatron count) + 6 * d_model * vocab) * tokens; recomputed FLOPs are not model FLOPs "
+                "(they count in HFU only)")
+
+    def recompute_flop_per_token(self, level: int) -> float:
+        """FLOPs recomputation adds per token: selective (1) the attention core's forward, full (2) every layer's
+        forward (a third of its training FLOPs; the LM head is not recomputed)."""
+        if self.transformer is None or level == 0:
+            return 0.0
+        if level == 1:
+            return self.attention_flop_per_token / 3.0
+        return (6.0 * self.non_embedding_active_params + self.attention_flop_per_token) / 3.0
 
     @property
     def compute_flop(self) -> float:
@@ -334,6 +368,20 @@ class _LayoutBase(_Frozen):
     def degree(self, name: str) -> int:
         return int(getattr(self, name))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unplaced_ones(cls, data: Any) -> Any:
+        """A degree of 1 left out of the placement sits at 1 on every level (layouts written before the degree
+        existed, e.g. without cp, stay valid)."""
+        if isinstance(data, dict) and isinstance(data.get("placement"), dict) and data["placement"]:
+            placement = dict(data["placement"])
+            levels = len(next(iter(placement.values())))
+            for d in DEGREES:
+                if d not in placement and data.get(d, 1) == 1:
+                    placement[d] = (1,) * levels
+            data = {**data, "placement": placement}
+        return data
+
     @model_validator(mode="after")
     def _check_placement(self) -> _LayoutBase:
         if set(self.placement) != set(DEGREES):
@@ -354,7 +402,7 @@ class _LayoutBase(_Frozen):
 
 
 def _dimension_fields() -> dict[str, Any]:
-    return {d.name: (int, Field(... if d.default is None else d.default, ge=1, description=d.help))
+    return {d.name: (int, Field(... if d.default is None else d.default, ge=d.minimum, description=d.help))
             for d in DIMENSIONS}
 
 
@@ -372,6 +420,10 @@ if TYPE_CHECKING:
         interleave: int
         ep: int
         microbatches: int
+        cp: int
+        sp: int
+        recompute: int
+        zero: int
 
     class Layout(_LayoutBase, _Dimensions):
         schedule: Schedule
@@ -391,7 +443,12 @@ class StepBreakdown(_Frozen):
     matmul_s: float = Field(description="Per-GPU GEMM time for one step (all microbatches, layers, experts).")
     tp_s: float = Field(description="Tensor-parallel all-reduce bandwidth time (overlapped with matmuls).")
     pp_ep_s: float = Field(description="Pipeline/expert point-to-point bandwidth time (overlapped with matmuls).")
-    dp_s: float = Field(description="Data-parallel gradient all-reduce bandwidth time.")
+    dp_s: float = Field(description="Data-parallel gradient all-reduce bandwidth time (the phase after the last "
+                        "microbatch).")
+    zero_s: float = Field(0.0, description="ZeRO-2/3 reduce-scatters and all-gathers during the microbatches "
+                          "(overlapped with matmuls).")
+    cp_s: float = Field(0.0, description="Context parallelism's ring exchange of keys and values (hidden under the "
+                        "attention kernels only).")
     latency_s: float = Field(description="Serial latency counted in Eq. 21's t_lat (DP always; TP/PP/EP under 1f1b).")
     bubble_fraction: float = Field(description="Pipeline bubble fraction f_b (Eq. 22; 0 under zb-h2).")
     bubble_s: float = Field(description="Time lost to the bubble.")
@@ -444,8 +501,8 @@ class Evaluation(_Frozen):
     bottleneck: str = Field(description="What binds the step time, in words.")
     nanobatch_tokens: float = Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
                                     "Transformer: tokens per microbatch on one GPU's dense layers.")
-    hfu: float = Field(description="Hardware FLOP utilisation: model FLOPs plus recomputed FLOPs (none modelled "
-                       "yet), against the same peak.")
+    hfu: float = Field(description="Hardware FLOP utilisation: model FLOPs plus recomputed FLOPs, against the same "
+                       "peak.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's work.")
 
 
@@ -469,6 +526,7 @@ class WorkloadReport(_Frozen):
     steps: float
     label: str
     seq_len: int = 2048
+    precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision the plan was priced in.")
     model_flop_per_token: float = Field(0.0, description="Model FLOPs per token (flop_convention).")
     attention_flop_per_token: float = Field(0.0, description="Of which attention scores and values (transformer).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; null for the paper's toy "
@@ -490,7 +548,8 @@ if TYPE_CHECKING:
 else:
     LayoutReport = create_model(
         "LayoutReport", __base__=_LayoutReportBase, __module__=__name__,
-        **{d.name: (int, Field(description=d.help)) for d in DIMENSIONS}, schedule=(Schedule, ...),
+        **{d.name: (int, Field(... if d.default is None else d.default, description=d.help)) for d in DIMENSIONS},
+        schedule=(Schedule, ...),
         nanobatch_tokens=(float, ...),
         placement=(dict[str, list[int]], Field(description="Degree -> factor per network level, bottom-up.")),
         levels=(list[str], Field(description="Network level names, bottom-up, matching the placement lists.")))

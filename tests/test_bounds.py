@@ -74,8 +74,8 @@ def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
 
     # Per (model-parallel row, N_DP) pair: pair_step_lower_bound <= the best of its tuples over every m.
     index = PairIndex.build(space, model_parallel_rows(space))
-    work = shapes.least_work(space.dp_m)
-    names = ("tp_ff", "tp_model", "pp", "interleave", "zero_bubble", "ep", "dp")
+    work = shapes.least_work(space)
+    names = tuple(k for k in t if k != "microbatches")
     uniq, inv = unique_rows([t[k][priced].astype(np.int64) for k in names])
     pair_best = np.full(len(uniq), np.inf)
     np.minimum.at(pair_best, inv, best[priced])

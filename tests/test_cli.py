@@ -72,7 +72,7 @@ def test_plan_json_has_spec_keys(p8):
     lay = doc["layout"]
     for key in ("dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "microbatches", "schedule", "placement"):
         assert key in lay, key
-    assert set(lay["placement"]) == {"dp", "tp_ff", "tp_model", "pp", "ep"}
+    assert set(lay["placement"]) == {"dp", "tp_ff", "tp_model", "pp", "ep", "cp"}
     for name, factors in lay["placement"].items():
         assert len(factors) == 2  # NVLink, InfiniBand: one factor per level, bottom-up
         assert math.prod(factors) == lay[name]
@@ -333,16 +333,16 @@ def test_greedy_placement_fills_lowest_level_tp_first():
     h100 = get_hardware("h100")
     degrees = {"dp": 4, "tp_ff": 4, "tp_model": 2, "pp": 1, "ep": 1}  # 32 GPUs = 4 nodes
     assert greedy_placement(h100, degrees) == {
-        "dp": (1, 4), "tp_ff": (4, 1), "tp_model": (2, 1), "pp": (1, 1), "ep": (1, 1)}
+        "dp": (1, 4), "tp_ff": (4, 1), "tp_model": (2, 1), "pp": (1, 1), "ep": (1, 1), "cp": (1, 1)}
     # PP comes before DP: 8 = tp_ff 2 * pp 4 on NVLink, dp 8 across nodes.
     assert greedy_placement(h100, {"dp": 8, "tp_ff": 2, "tp_model": 1, "pp": 4, "ep": 1}) == {
-        "dp": (1, 8), "tp_ff": (2, 1), "tp_model": (1, 1), "pp": (4, 1), "ep": (1, 1)}
+        "dp": (1, 8), "tp_ff": (2, 1), "tp_model": (1, 1), "pp": (4, 1), "ep": (1, 1), "cp": (1, 1)}
     superpod = get_hardware("h100-superpod")  # levels 8 | 256 | inf
     assert greedy_placement(superpod, {"dp": 64, "tp_ff": 8, "tp_model": 1, "pp": 1, "ep": 1}) == {
-        "dp": (1, 32, 2), "tp_ff": (8, 1, 1), "tp_model": (1, 1, 1), "pp": (1, 1, 1), "ep": (1, 1, 1)}
+        "dp": (1, 32, 2), "tp_ff": (8, 1, 1), "tp_model": (1, 1, 1), "pp": (1, 1, 1), "ep": (1, 1, 1), "cp": (1, 1, 1)}
     # Given factors are kept; the rest fill the room they leave.
     assert greedy_placement(h100, degrees, {"dp": (2, 2)}) == {
-        "dp": (2, 2), "tp_ff": (4, 1), "tp_model": (1, 2), "pp": (1, 1), "ep": (1, 1)}
+        "dp": (2, 2), "tp_ff": (4, 1), "tp_model": (1, 2), "pp": (1, 1), "ep": (1, 1), "cp": (1, 1)}
     # A cluster that spans nodes must be whole nodes.
     with pytest.raises(InvalidInput, match="12 GPUs"):
         greedy_placement(h100, {"dp": 12, "tp_ff": 1, "tp_model": 1, "pp": 1, "ep": 1})

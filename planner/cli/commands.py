@@ -41,11 +41,11 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
-from planner.choices import BatchScaling, ScheduleChoice
+from planner.choices import BatchScaling, Precision, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
-from planner.parallel.dimensions import DIMENSIONS, Dimension
+from planner.parallel.dimensions import BY_NAME, DIMENSIONS, Dimension
 from planner.parallel.placement import greedy_placement, parse_placement
 from planner.parallel.space import check_layout
 from planner.render import StdoutConsole
@@ -139,6 +139,15 @@ def _whole(text: str) -> int:
     return value
 
 
+def _dimension_parser(d: Dimension) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            return d.parse(text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return parse
+
+
 def _number_option(*decls: str, **kwargs):
     return typer.Option(*decls, parser=_number, metavar=kwargs.pop("metavar", "NUMBER"), **kwargs)
 
@@ -184,6 +193,12 @@ TokensOpt = Annotated[float | None, _number_option(
 BatchSequencesOpt = Annotated[int | None, _whole_option(
     "--batch-sequences", help="With a transformer --model: the global batch in sequences (replaces the preset's).",
     rich_help_panel=_W, show_default=False)]
+SeqLenOpt = Annotated[int | None, _whole_option(
+    "--seq-len", help="With a transformer --model: the sequence length (the batch keeps its tokens).",
+    rich_help_panel=_W, show_default=False)]
+PrecisionOpt = Annotated[Precision | None, typer.Option(
+    "--precision", help="With a transformer --model: GEMM precision bf16 (default) or fp8.", rich_help_panel=_W,
+    show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
     metavar="NAME|FILE.toml")]
@@ -242,6 +257,31 @@ def _workload_options(compute: float | None, model: str | None, sparse: bool, ba
                                shape.get("--tokens"), label="explicit shape (command-line flags)")
 
 
+def _with_training(wl: Workload | None, seq_len: int | None, precision: Precision | None) -> Workload | None:
+    """The workload with a new sequence length (the batch keeps its tokens: Llama 3's long-context phase kept 16M
+    tokens per step) and GEMM precision (transformers only)."""
+    if seq_len is None and precision is None:
+        return wl
+    flag = "--seq-len" if seq_len is not None else "--precision"
+    if wl is None or wl.transformer is None:
+        raise InvalidInput(f"{flag} applies to a transformer --model (the paper's toy model has no sequences and "
+                           "trains in 16 bits)")
+    update: dict[str, object] = {}
+    if seq_len is not None:
+        if seq_len < 1:
+            raise InvalidInput(f"--seq-len must be a whole number >= 1, got {seq_len}")
+        if wl.batch_tokens % seq_len:
+            raise InvalidInput(f"--seq-len {seq_len} does not divide the batch of {wl.batch_tokens} tokens into whole "
+                               "sequences; give --batch-sequences too")
+        update["seq_len"] = seq_len
+    if precision is not None:
+        update["precision"] = precision.value
+    try:
+        return Workload(**{**wl.model_dump(), **update})
+    except ValidationError as exc:
+        raise InvalidInput(f"{flag}: {validation_message(exc)}") from None
+
+
 def _with_batch_sequences(wl: Workload | None, sequences: int | None, flag: str = "--batch-sequences"
                           ) -> Workload | None:
     """The workload with its global batch set to `sequences` whole sequences (transformers only)."""
@@ -288,11 +328,9 @@ def _megatron_layout(dims: dict[str, int | None], tp: int | None, vpp: int | Non
     return out, [note]
 
 
-def _make_layout(degrees: Mapping[str, int], interleave: int, microbatches: int, schedule: str,
-                 placement: Mapping[str, Sequence[int]]) -> Layout:
+def _make_layout(values: Mapping[str, int], schedule: str, placement: Mapping[str, Sequence[int]]) -> Layout:
     try:
-        return Layout(**degrees, interleave=interleave, microbatches=microbatches, schedule=schedule,
-                      placement={d: tuple(placement[d]) for d in DEGREES})
+        return Layout(**values, schedule=schedule, placement={d: tuple(placement[d]) for d in DEGREES})
     except ValidationError as exc:
         raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
 
@@ -311,7 +349,8 @@ def _workload_of_plan(doc: Plan) -> Workload:
     try:
         return Workload(d_model=w.d_model, d_ff=w.d_ff, layers=w.layers, experts=w.experts,
                         batch_tokens=w.batch_tokens, tokens=w.tokens, seq_len=w.seq_len,
-                        requested_compute_flop=w.requested_compute_flop, label=w.label, transformer=w.transformer)
+                        requested_compute_flop=w.requested_compute_flop, label=w.label, transformer=w.transformer,
+                        precision=w.precision)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InvalidInput(f"plan file workload: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -322,11 +361,13 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     lay = doc.layout
     if lay is None:
         raise InvalidInput(f"the plan has no layout (status '{doc.status}'); nothing to evaluate")
-    degrees = {d: getattr(lay, d) for d in DEGREES}
+    values = {d.name: getattr(lay, d.name) for d in DIMENSIONS}
+    degrees = {d: values[d] for d in DEGREES}
     n_levels = len(hw.levels)
     kept = None
     if all(len(v) == n_levels for v in lay.placement.values()):
-        kept = _make_layout(degrees, lay.interleave, lay.microbatches, lay.schedule, lay.placement)
+        ones = [1] * n_levels
+        kept = _make_layout(values, lay.schedule, {d: lay.placement.get(d, ones) for d in DEGREES})
         problems = check_layout(hw, wl, kept)
         if not problems:
             return kept, []
@@ -334,11 +375,11 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     else:
         reason = (f"the plan has {len(lay.levels)} network level(s) ({', '.join(lay.levels)}) but {hw.name} has "
                   f"{n_levels} ({', '.join(lvl.name for lvl in hw.levels)})")
-    replaced = _make_layout(degrees, lay.interleave, lay.microbatches, lay.schedule, greedy_placement(hw, degrees))
+    replaced = _make_layout(values, lay.schedule, greedy_placement(hw, degrees))
     if kept is not None and check_layout(hw, wl, replaced):
         return kept, []  # not a placement problem: let evaluation report the real one
-    note = (f"re-placed on {hw.name}: {reason}; degrees kept, factors assigned greedily (TP first, then PP, DP, EP, "
-            f"lowest level first), which is not necessarily the best placement")
+    note = (f"re-placed on {hw.name}: {reason}; degrees kept, factors assigned greedily (TP first, then CP, PP, DP, "
+            f"EP, lowest level first), which is not necessarily the best placement")
     return replaced, [note]
 
 
@@ -413,11 +454,29 @@ def plan_command(
     tokens: TokensOpt = None,
     model: ModelOpt = None,
     batch_sequences: BatchSequencesOpt = None,
+    seq_len: SeqLenOpt = None,
+    precision: PrecisionOpt = None,
+    cp: Annotated[int | None, _whole_option(
+        "--cp", help="Fix context parallelism N_CP (default: the search chooses).", rich_help_panel=_S,
+        show_default=False)] = None,
+    sp: Annotated[int | None, typer.Option(
+        "--sp", parser=_dimension_parser(BY_NAME["sp"]), metavar="off|on", help="Fix sequence parallelism (default: "
+        "the search chooses).", rich_help_panel=_S, show_default=False)] = None,
+    recompute: Annotated[int | None, typer.Option(
+        "--recompute", parser=_dimension_parser(BY_NAME["recompute"]), metavar="none|selective|full",
+        help="Fix activation recomputation (default: the search chooses).", rich_help_panel=_S,
+        show_default=False)] = None,
+    zero: Annotated[int | None, _whole_option(
+        "--zero", help="Fix the ZeRO stage 1, 2 or 3 (default: the search chooses).", rich_help_panel=_S,
+        show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
-    workload = _with_batch_sequences(_workload_options(compute, model, sparse, batch_scaling, shape), batch_sequences)
+    workload = _with_batch_sequences(_with_training(_workload_options(compute, model, sparse, batch_scaling, shape),
+                                                    seq_len, precision), batch_sequences)
+    fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero))
+             if v is not None}
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
@@ -428,7 +487,7 @@ def plan_command(
                 compute, gpu, days, workload=workload, sparse=sparse,
                 batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
                 dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
-                price_per_gpu_hour=price_per_gpu_hour,
+                price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
             )
     except Infeasible as exc:
         doc = exc.plan
@@ -466,8 +525,16 @@ def _with_dimension_flags(func: Callable[..., None]) -> Callable[..., None]:
     fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     extra = []
     for d in DIMENSIONS:
-        annotation = Annotated[int | None, _whole_option(_flag(d), help=d.help.rstrip(".") + " (default 1).",
-                                                          rich_help_panel=_L, show_default=False)]
+        default = d.label(d.default if d.default is not None else 1)
+        help_text = d.help.rstrip(".") + f" (default {default})."
+        annotation: Any
+        if d.labels:
+            annotation = Annotated[int | None, typer.Option(
+                _flag(d), parser=_dimension_parser(d), metavar="|".join(d.labels), help=help_text,
+                rich_help_panel=_L, show_default=False)]
+        else:
+            annotation = Annotated[int | None, _whole_option(_flag(d), help=help_text, rich_help_panel=_L,
+                                                              show_default=False)]
         extra.append(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation))
 
     @functools.wraps(func)
@@ -493,7 +560,7 @@ def evaluate_command(
         "--schedule", help="1f1b (default) or zb-h2.", rich_help_panel=_L, show_default=False)] = None,
     placement: Annotated[str | None, typer.Option(
         "--placement", help="Factors per network level, bottom-up, e.g. 'dp=1,4;tp_ff=8,1'. Degrees left out are "
-        "placed greedily (TP first, then PP, DP, EP, lowest level first).", rich_help_panel=_L,
+        "placed greedily (TP first, then CP, PP, DP, EP, lowest level first).", rich_help_panel=_L,
         show_default=False)] = None,
     compute: ComputeOpt = None,
     sparse: SparseOpt = False,
@@ -506,6 +573,8 @@ def evaluate_command(
     tokens: TokensOpt = None,
     model: ModelOpt = None,
     batch_sequences: BatchSequencesOpt = None,
+    seq_len: SeqLenOpt = None,
+    precision: PrecisionOpt = None,
     tp: Annotated[int | None, _whole_option(
         "--tp", help="Megatron's tensor-parallel size (= --tp-ff). With --tp, --vpp, --mbs or --gbs, --dp is "
         "Megatron's data-parallel size, which counts the expert ranks.", rich_help_panel=_L,
@@ -540,7 +609,8 @@ def evaluate_command(
     notes: list[str] = []
     if plan_file is not None:
         clash = [f for f, v in {**layout_flags, **shape, "--compute": compute, "--model": model,
-                                "--batch-scaling": batch_scaling}.items() if v is not None]
+                                "--batch-scaling": batch_scaling, "--seq-len": seq_len,
+                                "--precision": precision}.items() if v is not None]
         clash += ["--sparse"] if sparse else []
         if clash:
             raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
@@ -554,7 +624,7 @@ def evaluate_command(
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
         hw = api.resolve_hardware(gpu or "h100")
-        given = _workload_options(compute, model, sparse, batch_scaling, shape)
+        given = _with_training(_workload_options(compute, model, sparse, batch_scaling, shape), seq_len, precision)
         if given is not None:
             wl = given
         else:
@@ -563,8 +633,9 @@ def evaluate_command(
             assert compute is not None  # _workload_options returns None only in compute mode
             wl = infer_workload(compute, sparse=sparse, batch_scaling=(batch_scaling or BatchScaling.paper).value)
         for flag, v in layout_flags.items():
-            if isinstance(v, int) and v < 1:
-                raise InvalidInput(f"{flag} must be a whole number >= 1, got {v}")
+            least = next((d.minimum for d in DIMENSIONS if _flag(d) == flag), 1)
+            if isinstance(v, int) and v < least:
+                raise InvalidInput(f"{flag} must be a whole number >= {least}, got {v}")
         resized = _with_batch_sequences(wl, gbs if gbs is not None else batch_sequences,
                                         "--gbs" if gbs is not None else "--batch-sequences")
         assert resized is not None
@@ -572,13 +643,14 @@ def evaluate_command(
         if any(v is not None for v in (tp, vpp, mbs, gbs)):
             dims, megatron_notes = _megatron_layout(dict(dims), tp, vpp, mbs, gbs, wl)
             notes.extend(megatron_notes)
-        values = {d.name: dims.get(d.name) or 1 for d in DIMENSIONS}
+        values = {d.name: v if (v := dims.get(d.name)) is not None else (d.default if d.default is not None else 1)
+                  for d in DIMENSIONS}
         degrees = {d: values[d] for d in DEGREES}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
-        layout = _make_layout(degrees, values["interleave"], values["microbatches"],
-                              (schedule or LayoutSchedule.one_f_one_b).value, greedy_placement(hw, degrees, fixed))
+        layout = _make_layout(values, (schedule or LayoutSchedule.one_f_one_b).value,
+                              greedy_placement(hw, degrees, fixed))
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
-            notes.append("placement completed greedily (TP first, then PP, DP, EP, lowest level first)")
+            notes.append("placement completed greedily (TP first, then CP, PP, DP, EP, lowest level first)")
 
     ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
     fits = ev.memory.total_bytes <= ev.memory.capacity_bytes

@@ -18,7 +18,8 @@ WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
 GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1)
 OPTIMIZER_SHARDING = "ZeRO-1"
-"""How the optimizer state is split: over the data-parallel ranks (weights and gradients are not)."""
+"""The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
+not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
 STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
 """Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
 
@@ -50,23 +51,63 @@ def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], na
     return comp
 
 
+KEPT_ROLES: dict[int, tuple[str, ...]] = {
+    0: ("input", "gemm_input", "core", "other"),  # no recomputation: everything
+    1: ("input", "gemm_input", "other"),  # selective: the attention core's own tensors are recomputed
+    2: ("input",),  # full: only each layer's input
+}
+"""Roles of the kept tensors (planner.workload.ops.Saved) each recomputation level keeps, by its value."""
+
+ZERO_TRANSIENT_LAYERS = 2
+"""ZeRO-3 gathers one layer's parameters while the next is prefetched: two layers' full (DP-unsharded) weights are
+resident at once (plus, under ZeRO-2 and -3, one layer's full gradients before their reduce-scatter)."""
+
+
+def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) data-parallel ranks a weight's optimizer state (and, under ZeRO-2/3, gradients and weights) is
+    sharded over: N_DP N_EP N_CP for dense weights, N_DP N_CP for expert weights (Megatron's distributed optimizer
+    over each weight's data-parallel group, context-parallel ranks included)."""
+    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "ep", "cp")}
+    return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["cp"]
+
+
 def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, f, layers_here, params):
     """A transformer's busiest device (docs/model.md §7b): its i c layers (an end stage holds no more), the larger
-    of the embedding and LM-head shards; optimizer state of dense weights sharded over N_DP N_EP ranks and of expert
-    weights over N_DP (Megatron's distributed optimizer over each weight's data-parallel group). Activations: the
-    first stage holds the most microbatches in flight, the last one microbatch plus the logits."""
+    of the embedding and LM-head shards. ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3 also
+    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one layer's full gradients
+    and ZeRO-3 two layers' full weights transiently. Activations: the tensors the recomputation level keeps
+    (KEPT_ROLES), each per token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in
+    one byte); the first stage holds the most microbatches in flight, the last one microbatch plus the logits; full
+    recomputation adds one layer's whole set for the layer being recomputed."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
     p = dense + expert
-    per_token = mo.layer.saved_words_per_token(cols) + mo.top_k * sum(
-        (np.asarray(d.per_gpu(cols), dtype=np.float64) for d in mo.layer.routed_saved_words), np.zeros(1))
-    one_mb = per_token * nanobatch * layers_here * hw.gpu.word_bytes
-    logits = mo.head.saved_words_per_token(cols) * nanobatch * hw.gpu.word_bytes
-    acts = np.where(f["pp"] == 1, one_mb + logits, np.maximum(one_mb * in_flight, one_mb + logits))
+    n_dense, n_expert = sharding_degrees(cols)
+    zero = np.asarray(cols["zero"], dtype=np.int64)
+    recompute = np.asarray(cols["recompute"], dtype=np.int64)
+    fp8 = wl.precision == "fp8"
+    shard = dense / n_dense + expert / n_expert
+    layer_params = p / np.maximum(layers_here, 1.0)  # one layer's share (the ends' embedding counted in: a bound)
+    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + ZERO_TRANSIENT_LAYERS * layer_params),
+                       WEIGHT_BYTES_PER_PARAM * p)
+    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + layer_params), GRAD_BYTES_PER_PARAM * p)
+
+    def per_token(roles: tuple[str, ...]) -> np.ndarray:
+        return (mo.layer.saved_bytes_per_token(cols, roles, fp8)
+                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True))
+
+    kept = np.zeros(len(zero))
+    for level, roles in KEPT_ROLES.items():
+        kept = np.where(recompute == level, per_token(roles), kept)
+    whole_layer = per_token(KEPT_ROLES[0]) * nanobatch
+    one_mb = kept * nanobatch * layers_here + np.where(recompute == 2, whole_layer, 0.0)
+    logits = mo.head.saved_bytes_per_token(cols) * nanobatch
+    acts = np.where(f["pp"] == 1, one_mb + logits,
+                    np.maximum(one_mb * in_flight, one_mb + logits))
     return {
-        "weights_bytes": WEIGHT_BYTES_PER_PARAM * p,
-        "grads_bytes": GRAD_BYTES_PER_PARAM * p,
-        "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * (dense / (f["dp"] * f["ep"]) + expert / f["dp"]),
+        "weights_bytes": weights,
+        "grads_bytes": grads,
+        "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * shard,
         "activations_bytes": acts,
     }

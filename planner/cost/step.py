@@ -62,8 +62,11 @@ def bottleneck(row: dict[str, float]) -> str:
                 f"({row['critical_path_s'] / step:.0%} of the step) exceeds the pipelined time")
     parts = {
         "matmul (GEMM compute / on-chip memory)": row["matmul_s"],
-        "overlapped TP/PP/EP network bandwidth": row["tp_s"] + row["pp_ep_s"],
+        "overlapped TP/PP/EP network bandwidth": row["tp_s"] + row["pp_ep_s"] + row.get("zero_s", 0.0),
     }
+    if row.get("cp_s", 0.0) > 0 and row.get("branch_context", 0.0) >= max(row.get("branch_gemm", 0.0),
+                                                                          row.get("branch_network", 0.0)):
+        parts["context-parallel key/value exchange beyond the attention kernels"] = row["cp_s"]
     busy_name = max(parts, key=parts.__getitem__)
     shares = {
         busy_name: max(parts.values()),
@@ -94,8 +97,9 @@ def evaluate(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool = Fals
     ops = [OpTime(name=n, kind=k, where=w, seconds=float(np.asarray(t).ravel()[0]))
            for n, k, w, t in terms.op_breakdown(hw, wl, Tuples.from_layouts([layout]))]
     util = mfu(hw, wl, layout.gpus, row["step_s"])
+    hardware = 1.0 + wl.recompute_flop_per_token(layout.recompute) / wl.model_flop_per_token
     return Evaluation(
         layout=layout, gpus=layout.gpus, nodes=nodes_for(hw, layout.gpus), step=step, memory=memory,
         training_s=t_run, training_days=t_run / SECONDS_PER_DAY,
-        mfu=util, hfu=util, bottleneck=bottleneck(row), nanobatch_tokens=row["nanobatch"], ops=ops,
+        mfu=util, hfu=util * hardware, bottleneck=bottleneck(row), nanobatch_tokens=row["nanobatch"], ops=ops,
     )

@@ -24,6 +24,7 @@ the interface transfer, the activations kept.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -32,8 +33,9 @@ import numpy as np
 from planner.cost import network as net
 from planner.cost.matmul import matmul_time_s
 from planner.cost.pipeline import bubble_fraction
+from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, GROUPS
-from planner.schema import Hardware, Workload
+from planner.schema import Gpu, Hardware, Workload
 
 Cols = Mapping[str, np.ndarray]
 """Degree tuples as columns: dimension name -> one value per row, plus 'zero_bubble' (bool)."""
@@ -59,12 +61,14 @@ def gpus_of(cols: Cols) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
-def nanobatch_tokens(wl: Workload, dp, microbatches, ep=1) -> np.ndarray:
+def nanobatch_tokens(wl: Workload, dp, microbatches, ep=1, cp=1) -> np.ndarray:
     """Toy: b' = b / (E N_DP m), tokens per expert per microbatch per data-parallel rank (Eq. 7, footnote 11).
-    Transformer: b / (N_DP N_EP m), the tokens (whole sequences) one GPU's dense layers see per microbatch: the
-    expert ranks are data-parallel ranks for the dense layers (Megatron's rule, docs/model.md §1b)."""
+    Transformer: b / (N_DP N_EP N_CP m), the tokens one GPU's dense layers see per microbatch: the expert ranks are
+    data-parallel ranks for the dense layers (Megatron's rule, docs/model.md §1b) and N_CP ranks split each
+    sequence."""
     if wl.transformer is not None:
-        return wl.batch_tokens / (np.asarray(dp, dtype=np.float64) * np.asarray(ep, dtype=np.float64) * microbatches)
+        return wl.batch_tokens / (np.asarray(dp, dtype=np.float64) * np.asarray(ep, dtype=np.float64)
+                                  * np.asarray(cp, dtype=np.float64) * microbatches)
     return wl.batch_tokens / (wl.experts * np.asarray(dp, dtype=np.float64) * microbatches)
 
 
@@ -77,6 +81,20 @@ ATTENTION_BWD_FLOP_RATIO = 2.5
 scores)."""
 
 
+@functools.lru_cache(maxsize=16)
+def _fp8_gpu(gpu: Gpu) -> Gpu:
+    fp8 = gpu.fp8
+    if fp8 is None:
+        raise InvalidInput(f"{gpu.name} has no FP8 tensor cores in its hardware file (gpu.fp8_flop_per_clock_per_thread"
+                           "); use precision bf16")
+    return fp8
+
+
+def gemm_gpu(hw: Hardware, wl: Workload) -> Gpu:
+    """The GPU a transformer layer's GEMMs run on: FP8 rate and 1-byte operands under precision 'fp8'."""
+    return _fp8_gpu(hw.gpu) if wl.precision == "fp8" else hw.gpu
+
+
 def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[np.ndarray, np.ndarray]:
     """GEMM time of one layer of one expert for one nanobatch on one GPU (App. 8.1.1), from the layer's GEMMs, plus
     its element-wise work.
@@ -86,15 +104,29 @@ def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[n
     Element-wise work (none in the paper's toy block) moves its bytes at HBM bandwidth, every pass, on the critical
     path.
     """
-    return _ops_s(hw, wl.ops, cols, nanobatch, nanobatch, None)
+    t = _ops_s(hw, wl.ops, cols, nanobatch, nanobatch, None)
+    return t["all"], t["critical"]
 
 
-def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """(all, critical-path) seconds of one layer's operations for one microbatch on one GPU: GEMMs once per token
-    on `n_dense` tokens, routed GEMMs on `n_routed` tokens in each of `experts_here` experts (None: every GEMM on
-    `n_dense`, the toy block per expert), the attention kernel, and element-wise bytes at HBM bandwidth."""
+def _attention_s(g: Gpu, flop) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs."""
+    fwd = flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + g.matmul_latency_s
+    bwd = ATTENTION_BWD_FLOP_RATIO * flop / (g.peak_flops * ATTENTION_BWD_EFFICIENCY) + g.matmul_latency_s
+    return np.asarray(fwd, dtype=np.float64), np.asarray(bwd, dtype=np.float64)
+
+
+def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True,
+           gemm_gpu: Gpu | None = None) -> dict[str, np.ndarray]:
+    """Seconds of one layer's operations for one microbatch on one GPU: GEMMs once per token on `n_dense` tokens,
+    routed GEMMs on `n_routed` tokens in each of `experts_here` experts (None: every GEMM on `n_dense`, the toy block
+    per expert), the attention kernel, and element-wise bytes at HBM bandwidth.
+
+    Keys: 'all' (every pass), 'critical' (without the deferrable weight gradients), 'fwd' (the forward pass alone:
+    what full recomputation runs again), 'core_fwd' (the attention kernel's forward: what selective recomputation
+    runs again) and 'attention' (the kernel, both passes: what context parallelism's exchange hides under).
+    `gemm_gpu` prices the GEMMs (FP8); the attention kernel and element-wise work run on `hw.gpu`."""
     g = hw.gpu
+    gg = gemm_gpu or g
     fwd: np.ndarray | float = 0.0
     act: np.ndarray | float = 0.0
     wgrad: np.ndarray | float = 0.0
@@ -102,51 +134,65 @@ def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         out, inp = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
         routed = experts_here is not None and gemm.routed
         n = n_routed if routed else n_dense
-        f = matmul_time_s(g, out, inp, n)
-        a = matmul_time_s(g, inp, out, n)
-        w = matmul_time_s(g, out, inp, n, weight_grad=True)
+        f = matmul_time_s(gg, out, inp, n)
+        a = matmul_time_s(gg, inp, out, n)
+        w = matmul_time_s(gg, out, inp, n, weight_grad=True)
         if routed:
             f, a, w = f * experts_here, a * experts_here, w * experts_here
         fwd = fwd + f
         act = act + a
         wgrad = wgrad + w
     critical = np.asarray(fwd + act, dtype=np.float64)
+    forward = np.asarray(fwd, dtype=np.float64) + np.zeros_like(critical)
+    core_fwd = np.zeros_like(critical)
+    attention = np.zeros_like(critical)
     if ops.attention is not None:
-        flop = ops.attention.forward_flop_per_token(cols) * n_dense
-        critical = critical + (flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + g.matmul_latency_s
-                               + ATTENTION_BWD_FLOP_RATIO * flop / (g.peak_flops * ATTENTION_BWD_EFFICIENCY)
-                               + g.matmul_latency_s)
+        a_fwd, a_bwd = _attention_s(g, ops.attention.forward_flop_per_token(cols) * n_dense)
+        critical = critical + a_fwd + a_bwd
+        forward = forward + a_fwd
+        core_fwd = core_fwd + a_fwd
+        attention = attention + a_fwd + a_bwd
     for op in ops.elementwise:
-        critical = critical + op.passes * np.asarray(op.bytes_per_token.per_gpu(cols)) * n_dense / g.hbm_Bps
-    return critical + wgrad, critical
+        t = np.asarray(op.per_gpu(cols)) * n_dense / g.hbm_Bps
+        critical = critical + op.passes * t
+        forward = forward + t
+    return {"all": critical + wgrad, "critical": critical, "fwd": forward, "core_fwd": core_fwd,
+            "attention": attention}
 
 
-def op_seconds(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True
-               ) -> list[tuple[str, str, np.ndarray]]:
+def op_seconds(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True,
+               gemm_gpu: Gpu | None = None) -> list[tuple[str, str, np.ndarray]]:
     """Each operation of one layer (or end) for one microbatch on one GPU, all passes: (name, kind, seconds), kind
-    'gemm', 'attention' or 'elementwise'. Sums to `_ops_s`'s first value (the report's op-level breakdown)."""
+    'gemm', 'attention' or 'elementwise'. Sums to `_ops_s`'s 'all' (the report's op-level breakdown)."""
     g = hw.gpu
+    gg = gemm_gpu or g
     out: list[tuple[str, str, np.ndarray]] = []
     for gemm in (ops.gemms if run_gemms else ()):
         o, i = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
         routed = experts_here is not None and gemm.routed
         n = n_routed if routed else n_dense
-        t = (matmul_time_s(g, o, i, n) + matmul_time_s(g, i, o, n) + matmul_time_s(g, o, i, n, weight_grad=True))
+        t = (matmul_time_s(gg, o, i, n) + matmul_time_s(gg, i, o, n) + matmul_time_s(gg, o, i, n, weight_grad=True))
         out.append((gemm.name, "gemm", np.asarray(t * experts_here if routed else t, dtype=np.float64)))
     if ops.attention is not None:
-        flop = ops.attention.forward_flop_per_token(cols) * n_dense
-        out.append(("attention kernel", "attention",
-                    flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + ATTENTION_BWD_FLOP_RATIO * flop
-                    / (g.peak_flops * ATTENTION_BWD_EFFICIENCY) + 2 * g.matmul_latency_s))
+        a_fwd, a_bwd = _attention_s(g, ops.attention.forward_flop_per_token(cols) * n_dense)
+        out.append(("attention kernel", "attention", a_fwd + a_bwd))
     for op in ops.elementwise:
         out.append((op.name, "elementwise",
-                    op.passes * np.asarray(op.bytes_per_token.per_gpu(cols), dtype=np.float64) * n_dense / g.hbm_Bps))
+                    op.passes * np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense / g.hbm_Bps))
     return out
+
+
+def recompute_extra(layer: Mapping[str, np.ndarray], recompute) -> np.ndarray:
+    """Per-microbatch seconds recomputation adds to one layer: the attention kernel's forward (selective) or the
+    whole forward pass (full)."""
+    r = np.asarray(recompute, dtype=np.int64)
+    return np.where(r == 2, layer["fwd"], np.where(r == 1, layer["core_fwd"], 0.0))
 
 
 def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str, str, np.ndarray]]:
     """Seconds per optimizer step of each operation on the busiest device: (name, kind, where, seconds). Layer ops
-    count every microbatch on the device's layers (and experts); the embedding and LM head their own stage's."""
+    count every microbatch on the device's layers (and experts); the embedding and LM head their own stage's;
+    recomputation is its own row."""
     m = _f(cols, "microbatches")
     dp, ep = _f(cols, "dp"), _f(cols, "ep")
     layers = device_layers(wl, cols)
@@ -158,10 +204,14 @@ def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str,
         return rows
     mo = wl.model_ops
     assert mo is not None
-    n_d = wl.batch_tokens / (dp * ep * m)
-    n_r = mo.top_k * wl.batch_tokens / (wl.experts * dp * m)
-    for name, kind, t in op_seconds(hw, mo.layer, cols, n_d, n_r, wl.experts / ep):
+    n_d = nanobatch_tokens(wl, dp, m, ep, _f(cols, "cp"))
+    n_r = mo.top_k * n_d * ep / wl.experts
+    gg = gemm_gpu(hw, wl)
+    for name, kind, t in op_seconds(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gg):
         rows.append((name, kind, "every layer", m * layers * t))
+    extra = recompute_extra(_ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gg), cols["recompute"])
+    if np.any(extra > 0):
+        rows.append(("recomputation", "recompute", "every layer", m * layers * extra))
     for name, kind, t in op_seconds(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False):
         rows.append((name, kind, "first stage", m * t))
     for name, kind, t in op_seconds(hw, mo.head, cols, n_d, n_r, 1.0):
@@ -169,16 +219,21 @@ def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str,
     return rows
 
 
+LAYER_KEYS = ("block_s", "block_critical_s", "block_fwd_s", "block_core_fwd_s", "block_attention_s")
+
+
 def shape_keys(wl: Workload) -> tuple[str, ...]:
     """The keys `shape_times` returns for this workload."""
     keys = ("block_s", "block_critical_s")
-    return keys if wl.transformer is None else (*keys, "embed_s", "embed_critical_s", "head_s", "head_critical_s")
+    return keys if wl.transformer is None else (*LAYER_KEYS, "embed_s", "embed_critical_s", "head_s",
+                                                "head_critical_s")
 
 
 def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> dict[str, np.ndarray]:
     """Per-microbatch seconds on one GPU that depend on the shape only (N_TP,ff, N_TP,model, N_DP m and, for a
-    transformer, N_EP): the toy block per expert ('block_s', 'block_critical_s'; at `toy_nanobatch` if given); for a
-    transformer one layer, the embedding lookup and the LM head (each all passes and critical path)."""
+    transformer, N_EP, N_CP and sequence parallelism): the toy block per expert ('block_s', 'block_critical_s'; at
+    `toy_nanobatch` if given); for a transformer one layer (LAYER_KEYS: all passes, critical path, forward, attention
+    forward, attention), the embedding lookup and the LM head (each all passes and critical path)."""
     u = np.asarray(cols["dp"], dtype=np.float64) * np.asarray(cols["microbatches"], dtype=np.float64)
     if wl.transformer is None:
         bn = wl.batch_tokens / (wl.experts * u) if toy_nanobatch is None else toy_nanobatch
@@ -187,12 +242,15 @@ def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> d
     mo = wl.model_ops
     assert mo is not None
     ep = np.asarray(cols["ep"], dtype=np.float64)
-    n_d = wl.batch_tokens / (u * ep)
-    n_r = mo.top_k * wl.batch_tokens / (wl.experts * u)
-    out = {}
-    out["block_s"], out["block_critical_s"] = _ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep)
-    out["embed_s"], out["embed_critical_s"] = _ops_s(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False)
-    out["head_s"], out["head_critical_s"] = _ops_s(hw, mo.head, cols, n_d, n_r, 1.0)
+    n_d = nanobatch_tokens(wl, u, 1, ep, np.asarray(cols["cp"], dtype=np.float64))
+    n_r = mo.top_k * n_d * ep / wl.experts
+    layer = _ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gemm_gpu(hw, wl))
+    out = {"block_s": layer["all"], "block_critical_s": layer["critical"], "block_fwd_s": layer["fwd"],
+           "block_core_fwd_s": layer["core_fwd"], "block_attention_s": layer["attention"]}
+    embed = _ops_s(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False)
+    head = _ops_s(hw, mo.head, cols, n_d, n_r, 1.0)
+    out["embed_s"], out["embed_critical_s"] = embed["all"], embed["critical"]
+    out["head_s"], out["head_critical_s"] = head["all"], head["critical"]
     return out
 
 
@@ -268,7 +326,7 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
     tabulated `shape_times` for the rows' shapes (it must equal what that returns)."""
     dp, pp, ep, m = _f(cols, "dp"), _f(cols, "pp"), _f(cols, "ep"), _f(cols, "microbatches")
     zb = np.asarray(cols["zero_bubble"], dtype=bool)
-    bn = nanobatch_tokens(wl, dp, m, ep)
+    bn = nanobatch_tokens(wl, dp, m, ep, _f(cols, "cp"))
     if shape is None:
         shape = shape_times(hw, wl, cols, bn if wl.transformer is None else None)
     block_s, block_critical_s = shape["block_s"], shape["block_critical_s"]
@@ -281,9 +339,20 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
         critical_mm_s = wl.layers * experts_here * block_critical_s
     else:
         # The busiest pipeline device sets the pace; one microbatch's path crosses every layer and both ends.
-        matmul_s = m * device_time_s(wl, cols, block_s, shape["embed_s"], shape["head_s"])
-        critical_mm_s = wl.layers * block_critical_s + shape["embed_critical_s"] + shape["head_critical_s"]
+        # Recomputation re-runs part of each layer's forward pass inside its backward pass: on the critical path.
+        extra = recompute_extra({"fwd": shape["block_fwd_s"], "core_fwd": shape["block_core_fwd_s"]},
+                                cols["recompute"])
+        matmul_s = m * device_time_s(wl, cols, block_s + extra, shape["embed_s"], shape["head_s"])
+        critical_mm_s = (wl.layers * (block_critical_s + extra) + shape["embed_critical_s"]
+                         + shape["head_critical_s"])
+    transformer = {}
+    if wl.transformer is not None:
+        # Context parallelism's key/value exchange hides under the attention kernels only: the rest of the work is
+        # exposed to it (docs/model.md §4b).
+        hide = m * device_layers(wl, cols) * shape["block_attention_s"]
+        transformer["exposed_s"] = np.maximum(matmul_s - hide, 0.0)
     return {
+        **transformer,
         **{k: shape[k] for k in shape_keys(wl)},
         "one": np.ones_like(dp),
         "nanobatch": bn,
@@ -339,15 +408,52 @@ def _allreduce_latency(degree: str):
 
 
 def _dp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
-    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3)."""
-    return params_per_gpu(wl, cols)
+    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3); a transformer's ZeRO stage decides
+    how much of it is left to the data-parallel phase (`zero_phase`)."""
+    if wl.transformer is None:
+        return params_per_gpu(wl, cols)
+    return params_per_gpu(wl, cols) * zero_phase(cols)
+
+
+def zero_phase(cols: Cols) -> np.ndarray:
+    """All-reduce equivalents of gradient and parameter traffic left after the last microbatch: ZeRO-1 and -2 one
+    (reduce-scatter the gradients, all-gather the updated weights: Megatron's distributed optimizer), ZeRO-3 one half
+    (the last reduce-scatter; the weights are gathered again by the next step's forward pass)."""
+    return np.where(np.asarray(cols["zero"]) >= 3, 0.5, 1.0)
+
+
+def zero_overlapped(cols: Cols) -> np.ndarray:
+    """All-reduce equivalents of the same traffic during the microbatches, overlapped with compute: ZeRO-2
+    reduce-scatters each earlier microbatch's gradients ((m - 1) / 2), ZeRO-3 also all-gathers the weights for every
+    microbatch's forward and backward pass (m more). A reduce-scatter or an all-gather is half an all-reduce."""
+    z = np.asarray(cols["zero"])
+    m = _f(cols, "microbatches")
+    return np.where(z >= 2, (m - 1.0) / 2.0, 0.0) + np.where(z >= 3, m, 0.0)
+
+
+def _zero_words(words: Callable[[Hardware, Workload, Cols], np.ndarray]):
+    def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+        return words(hw, wl, cols) / zero_phase(cols) * zero_overlapped(cols)
+    return scale
 
 
 def _dp_dense_over_ep_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """Transformer MoE: dense weights' gradients are also reduced across the expert ranks (the dense layers'
     data-parallel group is N_DP N_EP); hierarchically, after the reduce-scatter over N_DP, 1 / N_DP of them."""
     dense, _ = split_params_per_gpu(wl, cols)
-    return dense / _f(cols, "dp")
+    return dense / _f(cols, "dp") * zero_phase(cols)
+
+
+def _dp_over_cp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Context-parallel ranks hold the same weights: their gradients are reduced across N_CP too, after the
+    reduce-scatters over N_DP (and N_EP for dense weights)."""
+    dense, expert = split_params_per_gpu(wl, cols)
+    return (dense / (_f(cols, "dp") * _f(cols, "ep")) + expert / _f(cols, "dp")) * zero_phase(cols)
+
+
+def recompute_comm_factor(cols: Cols) -> np.ndarray:
+    """Full recomputation re-runs each layer's forward collectives: 3 passes where there were 2."""
+    return np.where(np.asarray(cols["recompute"]) >= 2, 1.5, 1.0)
 
 
 def _one(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
@@ -355,8 +461,10 @@ def _one(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 def _tokens_here(wl: Workload, cols: Cols) -> np.ndarray:
-    """Tokens one GPU's dense layers process per step: b / (N_DP N_EP)."""
-    return wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep"))
+    """Tokens one GPU's dense layers process per step: b / (N_DP N_EP N_CP)."""
+    if wl.transformer is None:
+        return wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep"))
+    return wl.batch_tokens / (_f(cols, "dp") * _f(cols, "ep") * _f(cols, "cp"))
 
 
 def _ar_words(group: str):
@@ -365,6 +473,7 @@ def _ar_words(group: str):
         # b / (N_DP N_EP) tokens per step (transformer: the busiest device's layers, plus the LM head's).
         words = device_layers(wl, cols) * wl.ops.allreduce_words(cols, group)
         if wl.transformer is not None:
+            words = words * recompute_comm_factor(cols)
             words = words + wl.model_ops.head.allreduce_words(cols, group)  # type: ignore[union-attr]
         return _tokens_here(wl, cols) * words
     return scale
@@ -375,9 +484,9 @@ def _ar_path(group: str):
         # One microbatch meets each of the group's all-reduces once per layer and pass, serially (§4.3).
         hops = wl.layers * sum(a.passes for a in wl.ops.allreduces if a.group == group)
         mo = wl.model_ops
-        if mo is not None:
-            hops += sum(a.passes for a in mo.head.allreduces if a.group == group)
-        return np.full(len(np.asarray(cols["dp"])), float(hops))
+        if mo is None:
+            return np.full(len(np.asarray(cols["dp"])), float(hops))
+        return hops * recompute_comm_factor(cols) + sum(a.passes for a in mo.head.allreduces if a.group == group)
     return scale
 
 
@@ -410,7 +519,7 @@ def _a2a_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """Words one GPU sends per step in expert dispatch and combine: every token's top-k copies of d_model words,
     both transfers, both passes, on each MoE layer of the busiest device."""
     words = sum((a.passes * a.transfers * a.copies * a.words.size for a in wl.ops.alltoalls), 0.0)
-    return _tokens_here(wl, cols) * device_layers(wl, cols) * words
+    return _tokens_here(wl, cols) * device_layers(wl, cols) * words * recompute_comm_factor(cols)
 
 
 def _a2a_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
@@ -424,7 +533,39 @@ def _a2a_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     mo = wl.model_ops
     assert mo is not None
     hops = mo.moe_layers * sum(a.passes * a.transfers for a in wl.ops.alltoalls)
-    return np.full(len(np.asarray(cols["dp"])), float(hops))
+    return hops * recompute_comm_factor(cols)
+
+
+CP_PASSES = 3.0
+"""Ring attention's key/value traffic per layer: the forward pass sends the keys and values around the ring once,
+the backward pass sends them again with their gradients (twice the words)."""
+
+
+def _cp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Words one GPU sends per step in ring attention: (N_CP - 1) times its own chunk's keys and values per pass
+    (CP_PASSES, one more when recomputation re-runs the attention forward), on every layer of the busiest device."""
+    core = wl.ops.attention
+    assert core is not None and core.kv_words is not None
+    cp = _f(cols, "cp")
+    passes = CP_PASSES + np.where(np.asarray(cols["recompute"]) >= 1, 1.0, 0.0)
+    kv = np.asarray(core.kv_words.per_gpu(cols), dtype=np.float64)
+    return (cp - 1.0) * passes * kv * _tokens_here(wl, cols) * device_layers(wl, cols)
+
+
+def _ring_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+    """A ring's throughput is its slowest hop's: one word's time at the highest level N_CP spans."""
+    bw0 = np.concatenate([[np.inf], _bw(hw)])
+    return hw.gpu.word_bytes / bw0[net.top_level(fac["cp"])]
+
+
+def _cp_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """One ring hand-off per layer and pass that no attention work covers (the first block's)."""
+    return np.where(_f(cols, "cp") > 1, 2.0 * wl.layers, 0.0) * recompute_comm_factor(cols)
+
+
+def _cp_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+    lat0 = np.concatenate([[0.0], _lat(hw)])
+    return lat0[net.top_level(fac["cp"])]
 
 
 def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
@@ -436,16 +577,26 @@ def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.nda
 def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
     """Every placement-dependent term of the step, for this workload's operations.
 
-    Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'path' (serial
-    latency of one microbatch)."""
+    Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'zero_bw'
+    (ZeRO-2/3 traffic during the microbatches, overlapped likewise), 'cp_bw' (ring attention's exchange, hidden under
+    the attention kernels only), 'path' (serial latency of one microbatch)."""
     terms = [
         GroupTerm("dp_bw", "dp", "dp_bw", _dp_words, _allreduce_per_word("dp")),
         GroupTerm("dp_lat", "dp", "dp_lat", _one, _allreduce_latency("dp")),
     ]
-    moe = wl.transformer is not None and wl.experts > 1
+    tr = wl.transformer is not None
+    moe = tr and wl.experts > 1
     if moe:
         terms.append(GroupTerm("dp_ep_bw", "pp_ep", "dp_bw", _dp_dense_over_ep_words, _allreduce_per_word("ep")))
         terms.append(GroupTerm("dp_ep_lat", "pp_ep", "dp_lat", _one, _allreduce_latency("ep")))
+    if tr:
+        terms.append(GroupTerm("dp_cp_bw", "cp", "dp_bw", _dp_over_cp_words, _allreduce_per_word("cp")))
+        terms.append(GroupTerm("dp_cp_lat", "cp", "dp_lat", _one, _allreduce_latency("cp")))
+        for t in list(terms):
+            if t.kind == "dp_bw":
+                terms.append(GroupTerm(f"zero_{t.name}", t.group, "zero_bw", _zero_words(t.scale), t.feature))
+        terms.append(GroupTerm("cp_bw", "cp", "cp_bw", _cp_words, _ring_per_word))
+        terms.append(GroupTerm("cp_path", "cp", "path", _cp_hops, _cp_latency))
     groups = [a.group for a in wl.ops.allreduces]
     if wl.transformer is not None:
         groups += [a.group for a in wl.model_ops.head.allreduces]  # type: ignore[union-attr]
@@ -484,7 +635,8 @@ def branches(wl: Workload, dp_overlap: bool) -> tuple[Branch, ...]:
     """
     terms = group_terms(wl)
     paths = tuple(t.name for t in terms if t.kind == "path")
-    bws = tuple(t.name for t in terms if t.kind == "bw")
+    bws = tuple(t.name for t in terms if t.kind in ("bw", "zero_bw"))
+    cps = tuple(t.name for t in terms if t.kind == "cp_bw")
     dp_lat = tuple(("one", t.name) for t in terms if t.kind == "dp_lat")
     dp_bw = tuple(("one", t.name) for t in terms if t.kind == "dp_bw")
     dp = dp_lat if dp_overlap else dp_lat + dp_bw
@@ -493,6 +645,8 @@ def branches(wl: Workload, dp_overlap: bool) -> tuple[Branch, ...]:
         Branch("gemm", dp + waits + (("stretch", "matmul_s"),)),
         Branch("network", dp + waits + tuple(("stretch", b) for b in bws)),
     ]
+    if cps:  # ring attention: max(attention, exchange) + the rest, i.e. the rest plus the exchange is a branch
+        out.append(Branch("context", dp + waits + (("stretch", "exposed_s"),) + tuple(("stretch", c) for c in cps)))
     if dp_overlap:
         out.append(Branch("dp", dp + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))
@@ -503,7 +657,8 @@ def network_form(wl: Workload) -> Branch:
     """The paper's tie-break: all network time, hidden or not (bandwidth of every group, DP latency, and m / N_PP
     times the latency path)."""
     terms = group_terms(wl)
-    return Branch("network_all", tuple(("one", t.name) for t in terms if t.kind in ("bw", "dp_bw", "dp_lat"))
+    return Branch("network_all", tuple(("one", t.name) for t in terms
+                                       if t.kind in ("bw", "zero_bw", "cp_bw", "dp_bw", "dp_lat"))
                   + tuple(("m_over_pp", t.name) for t in terms if t.kind == "path"))
 
 
@@ -538,12 +693,17 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
                     and t.group not in exclude), np.zeros(1))
 
     lat_path = total("path")
-    tp_s = total("bw", exclude=("dp", "pp_ep"))
+    tp_s = total("bw", exclude=("dp", "pp_ep", "cp"))
     pp_ep_s = total("bw", groups=("pp_ep",))
+    zero_s = total("zero_bw")
+    cp_s = total("cp_bw")
     latency_dp = total("dp_lat")
-    busy = np.maximum(q["matmul_s"], tp_s + pp_ep_s)
+    busy = np.maximum(q["matmul_s"], tp_s + pp_ep_s + zero_s)
+    if "exposed_s" in q:
+        busy = np.maximum(busy, q["exposed_s"] + cp_s)
     return {
-        "matmul_s": q["matmul_s"], "tp_s": tp_s, "pp_ep_s": pp_ep_s, "dp_s": total("dp_bw"),
+        "matmul_s": q["matmul_s"], "tp_s": tp_s, "pp_ep_s": pp_ep_s, "dp_s": total("dp_bw"), "zero_s": zero_s,
+        "cp_s": cp_s,
         "latency_s": latency_dp + q["lat_share"] * lat_path, "latency_dp_s": latency_dp,
         "bubble_fraction": q["bubble_fraction"], "bubble_s": busy * q["stretch"] - busy,
         "critical_path_s": q["critical_mm_s"] + lat_path, "eq21_s": eq21, "floor_s": floor,

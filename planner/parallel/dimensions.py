@@ -44,6 +44,29 @@ class Dimension:
     """Value when the user leaves the dimension out (options only)."""
     greedy_rank: int = 0
     """Order in which a greedy placement gives this degree the fastest levels (lower first: most traffic)."""
+    candidates: Callable[[Workload], tuple[int, ...]] | None = None
+    """An option's values for a workload (options without a partner: sequence parallelism, recomputation, ZeRO)."""
+    labels: tuple[str, ...] = ()
+    """Names of an option's values 0, 1, ... (e.g. recompute: none, selective, full); empty: the number itself."""
+    minimum: int = 1
+    """Least value (0 for on/off and labelled options)."""
+    transformer_only: bool = False
+    """Only a real transformer can use values other than the default (the paper's toy has no sequences)."""
+
+    def label(self, value: int) -> str:
+        return self.labels[value] if self.labels and 0 <= value < len(self.labels) else str(value)
+
+    def parse(self, text: str) -> int:
+        """A value from its label or number (CLI and files)."""
+        t = text.strip().lower()
+        if t in self.labels:
+            return self.labels.index(t)
+        try:
+            v = int(t)
+        except ValueError:
+            names = ", ".join(self.labels) if self.labels else "a whole number"
+            raise ValueError(f"{self.name} must be {names}, got {text!r}") from None
+        return v
 
 
 def _per_expert_batch(wl: Workload) -> int:
@@ -64,6 +87,23 @@ def _tp_ff_size(wl: Workload) -> int:
     if wl.experts > 1:
         sizes.append(tr.expert_d_ff or wl.d_ff)
     return math.gcd(*sizes)
+
+
+def _cp_size(wl: Workload) -> int:
+    """N_CP | seq_len / 2: each rank holds two chunks of every sequence (one early, one late), which balances the
+    causal mask's work (Megatron's and Llama 3's rule). The toy model has no sequences: N_CP = 1."""
+    return wl.seq_len // 2 if wl.transformer is not None else 1
+
+
+def _transformer_values(*values: int) -> Callable[[Workload], tuple[int, ...]]:
+    def candidates(wl: Workload) -> tuple[int, ...]:
+        return values if wl.transformer is not None else values[:1]
+    return candidates
+
+
+RECOMPUTE_LABELS = ("none", "selective", "full")
+"""Activation recomputation: 'selective' re-runs the attention core in the backward pass (Korthikanti et al.
+2022), 'full' the whole layer from its input."""
 
 
 def stage_split(layers: int, pp: int, interleave: int) -> tuple[int, int]:
@@ -97,7 +137,7 @@ def kv_heads_ok(wl: Workload, tp_ff: int) -> bool:
 
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("dp", "N_DP", "DP  (data)", "N_DP, data-parallel degree.", placed=True, group="dp",
-              divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches", greedy_rank=3),
+              divides=_per_expert_batch, divides_text="batch / experts", partner="microbatches", greedy_rank=4),
     Dimension("tp_ff", "N_TP,ff", "TP,ff  (slices d_ff)", "N_TP,ff: tensor parallelism slicing d_ff (a transformer's "
               "heads, MLP width and vocabulary: Megatron's tp).",
               placed=True, group="tp_ff", divides=_tp_ff_size, divides_text="d_ff", greedy_rank=0),
@@ -105,14 +145,27 @@ DIMENSIONS: tuple[Dimension, ...] = (
               "N_TP,model: tensor parallelism slicing d_model.", placed=True, group="tp_model",
               divides=lambda wl: wl.d_model, divides_text="d_model", greedy_rank=1),
     Dimension("pp", "N_PP", "PP  (pipeline stages)", "N_PP, pipeline stages.", placed=True, group="pp_ep",
-              divides=lambda wl: wl.layers, divides_text="layers", partner="interleave", greedy_rank=2),
+              divides=lambda wl: wl.layers, divides_text="layers", partner="interleave", greedy_rank=3),
     Dimension("interleave", "i", "interleave i", "i, virtual stages per pipeline stage (N_PP * i must divide L).",
               placed=False, default=1),
     Dimension("ep", "N_EP", "EP  (experts)", "N_EP, expert-parallel degree (must divide E).", placed=True,
               group="pp_ep", divides=lambda wl: wl.experts, divides_text="experts", default=1,
-              greedy_rank=4),
+              greedy_rank=5),
+    Dimension("cp", "N_CP", "CP  (context)", "N_CP, context-parallel degree: splits every sequence over N_CP ranks "
+              "(ring attention; must divide seq_len / 2).", placed=True, group="cp", divides=_cp_size,
+              divides_text="seq_len / 2", default=1, greedy_rank=2, transformer_only=True),
     Dimension("microbatches", "m", "microbatches m", "m, microbatches per step per data-parallel rank.",
               placed=False),
+    Dimension("sp", "SP", "sequence parallel", "Sequence parallelism with N_TP,ff: 0 off, 1 on (reduce-scatter + "
+              "all-gather instead of all-reduce; activations outside the TP regions sharded).", placed=False,
+              default=0, minimum=0, labels=("off", "on"), candidates=_transformer_values(0, 1),
+              transformer_only=True),
+    Dimension("recompute", "R", "recompute", "Activation recomputation: 0 none, 1 selective (attention core), "
+              "2 full (each layer from its input).", placed=False, default=0, minimum=0, labels=RECOMPUTE_LABELS,
+              candidates=_transformer_values(0, 1, 2), transformer_only=True),
+    Dimension("zero", "ZeRO", "ZeRO stage", "ZeRO stage over the data-parallel ranks: 1 optimizer state, 2 and "
+              "gradients, 3 and parameters (FSDP).", placed=False, default=1, candidates=_transformer_values(1, 2, 3),
+              transformer_only=True),
 )
 """Every integer decision dimension. The pipeline schedule ('1f1b' or 'zb-h2') is the one categorical option."""
 
@@ -122,7 +175,10 @@ DEGREES: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.placed)
 """Names of the parallel degrees, in the order used everywhere (placement keys, tables, JSON)."""
 
 OPTIONS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if not d.placed)
-"""Integer options that are not placed (interleaving, microbatches)."""
+"""Integer options that are not placed (interleaving, microbatches, sequence parallelism, recomputation, ZeRO)."""
+
+CHOICES: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.candidates is not None)
+"""Options chosen from a short list of values (sequence parallelism, recomputation, ZeRO stage)."""
 
 GROUPS: dict[str, tuple[str, ...]] = {}
 """Placement group -> the degrees whose factor vectors it is priced on."""
@@ -163,6 +219,9 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
                 problems.append(problem)
             continue
         target = d.divides(wl)
+        if d.name == "cp" and tr is None and v != 1:
+            problems.append(f"cp={v} needs a transformer workload (the paper's toy model has no sequences)")
+            continue
         if target % v:
             what = (f"{d.name}={v}" if d.partner is None
                     else f"{d.name}({values[d.name]}) * {d.partner}({values[d.partner]})")
@@ -170,6 +229,17 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
             if d.name == "tp_ff" and tr is not None:
                 text = "gcd(heads, MLP widths)"
             problems.append(f"{what} does not divide {text}={target}")
+    for d in DIMENSIONS:
+        v = values.get(d.name, d.default if d.default is not None else 1)
+        if d.candidates is not None and v not in d.candidates(wl):
+            if d.transformer_only and tr is None:
+                problems.append(f"{d.name}={d.label(v)} needs a transformer workload (the paper's toy model has no "
+                                f"attention or sequences): leave it at {d.label(d.default or 0)}")
+            else:
+                allowed = ", ".join(d.label(c) for c in d.candidates(wl))
+                problems.append(f"{d.name}={v} is not one of {allowed}")
+    if values.get("sp", 0) and values["tp_ff"] == 1:
+        problems.append("sp=on needs tensor parallelism (tp_ff > 1): sequence parallelism shards over the TP ranks")
     if tr is not None and not kv_heads_ok(wl, values["tp_ff"]):
         problems.append(f"tp_ff={values['tp_ff']} must divide kv_heads={tr.kv_heads} or be a multiple of it (KV heads "
                         "are then replicated)")

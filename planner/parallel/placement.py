@@ -25,12 +25,13 @@ def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
 
     Levels fill bottom-up (docs/model.md, "The search space"): the factors on level h must multiply to the GPUs
     that level contributes (8 on a DGX node once the cluster spans nodes). Walking up the levels, each degree in
-    the order TP,ff, TP,model, PP, DP, EP takes the largest factor of what is left of it that still fits what is
+    the order TP,ff, TP,model, CP, PP, DP, EP takes the largest factor of what is left of it that still fits what is
     left of the level (the gcd of the two): the most talkative traffic gets the fastest links. Degrees named in
     `fixed` keep their factors and the others fill the room they leave. Prime by prime, this greedy fill always
     succeeds when any placement of the free degrees does. It is not the optimal placement; `plan` searches those.
     """
     fixed = dict(fixed or {})
+    degrees = {d: int(degrees.get(d, 1)) for d in DEGREES}  # a degree left out is 1
     n_levels = len(hw.levels)
     gpus = math.prod(int(degrees[d]) for d in DEGREES)
     prods, valid = level_products(hw, np.array([gpus]))

@@ -54,6 +54,9 @@ class SearchOptions:
     schedule: str = "auto"  # auto | 1f1b | zb-h2
     gpus: int | None = None
     dp_overlap: bool = False
+    fixed: tuple[tuple[str, int], ...] = ()
+    """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
+    (sequence parallelism, recomputation, ZeRO stage)."""
 
 
 class Tuples(Mapping[str, np.ndarray]):
@@ -154,6 +157,11 @@ def build_space(hw: Hardware, wl: Workload, options: SearchOptions) -> Space:
     solo = {d.name: np.array(divisors(d.divides(wl)), dtype=np.int64)
             for d in DIMENSIONS if d.placed and d.partner is None and d.divides is not None}
     solo["tp_ff"] = np.array([v for v in solo["tp_ff"] if kv_heads_ok(wl, int(v))], dtype=np.int64)
+    for d in DIMENSIONS:
+        if d.candidates is not None:
+            solo[d.name] = np.array(d.candidates(wl), dtype=np.int64)
+    for name, value in options.fixed:
+        solo[name] = solo[name][solo[name] == value]
     unit = BY_NAME["dp"].divides(wl)  # type: ignore[misc]
     if wl.transformer is not None or wl.batch_tokens % wl.experts == 0:
         dm = np.array(_pairs_dividing(unit), dtype=np.int64).reshape(-1, 2)
@@ -176,13 +184,19 @@ def zb_allows(pp, microbatches, zero_bubble) -> np.ndarray:
     return ~np.asarray(zero_bubble, dtype=bool) | (np.asarray(microbatches) >= 2 * np.asarray(pp) - 1)
 
 
+def sp_allows(tp_ff, sp) -> np.ndarray:
+    """Sequence parallelism shards over the tensor-parallel ranks: on only with N_TP,ff > 1."""
+    return (np.asarray(sp) == 0) | (np.asarray(tp_ff) > 1)
+
+
 def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
     """Every combination of the dimensions other than (N_DP, m), as named columns."""
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
     grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
     cols = {name: grids[k] for k, name in enumerate(space.values)}
     cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
-    return cols
+    keep = sp_allows(cols["tp_ff"], cols["sp"])
+    return {k: v[keep] for k, v in cols.items()}
 
 
 def mp_size(mp: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -205,7 +219,8 @@ def tuples_for_model_parallel(space: Space, mp: Mapping[str, np.ndarray], dp_m: 
 
 def space_size(space: Space) -> int:
     """Number of valid degree tuples (placements counted separately; see `placement_count`)."""
-    n_solo = math.prod(len(v) for v in space.values.values())
+    tp_sp = int(sp_allows(*np.meshgrid(space.values["tp_ff"], space.values["sp"])).sum())
+    n_solo = tp_sp * math.prod(len(v) for k, v in space.values.items() if k not in ("tp_ff", "sp"))
     dp, m = space.dp_m["dp"], space.dp_m["microbatches"]
     if space.wl.transformer is None:
         per_ep = [(n_solo, np.ones(len(m), dtype=bool))]
@@ -300,6 +315,8 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
     H = len(hw.levels)
     if len(layout.placement["dp"]) != H:
         return [f"placement has {len(layout.placement['dp'])} levels but {hw.name} has {H}"]
+    if wl.precision == "fp8" and hw.gpu.fp8 is None:
+        return [f"{hw.gpu.name} has no FP8 rate in its hardware file: use precision bf16"]
     problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
     if layout.schedule == "zb-h2":
         if layout.interleave != 1:

@@ -36,7 +36,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from planner.cost import terms as T
-from planner.parallel.dimensions import DEGREES, GROUPS
+from planner.parallel.dimensions import DEGREES, GROUPS, OPTIONS
 from planner.parallel.space import (
     SearchOptions,
     Space,
@@ -57,12 +57,16 @@ from planner.search.presolve import (
     LeastFeatures,
     LeastWork,
     ShapeTable,
+    dominated_options,
     pair_step_lower_bound,
     step_lower_bound,
     tuple_terms,
     unique_rows,
 )
 from planner.search.result import SearchResult
+
+OPTION_KEYS: tuple[str, ...] = tuple(c for c in Tuples.COLUMNS if c not in ("zero", "recompute"))
+"""The columns that identify a tuple apart from its ZeRO stage and recomputation (presolve.dominated_options)."""
 
 QUANTUM_S = 1e-9
 """Integer time unit of the CP-SAT model: one nanosecond."""
@@ -224,6 +228,9 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, sha
     ok = q["memory_bytes"] <= hw.gpu.hbm_bytes
     idx = np.nonzero(ok)[0]
     t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
+    if wl.transformer is not None and len(t):
+        idx = np.nonzero(~dominated_options(t, OPTION_KEYS))[0]
+        t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
     q["step_lb"] = step_lower_bound(hw, wl, t, q, least, dp_overlap)
     if deadline_s is not None:
         idx = np.nonzero(wl.steps * q["step_lb"] <= deadline_s)[0]
@@ -342,7 +349,8 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
         grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
         combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
         cols = {name: np.full(k, v) for name, v in zip(names, vals)}
-        feats = np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k else np.zeros((0, len(gterms)))
+        feats = (np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k and gterms
+                 else np.zeros((k, len(gterms))))
         if prune and k > 1:
             signature = np.prod(np.stack([combo[d] for d in degrees]), axis=0)
             keep = _pareto(feats, signature)
@@ -370,6 +378,8 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.
     gterms = {g.name: g for g in T.group_terms(wl)}
     tables = {}
     for group in GROUPS:
+        if not any(g.group == group for g in gterms.values()) and all((t[d] == 1).all() for d in GROUPS[group]):
+            continue  # a group that is 1 everywhere and costs nothing (the toy's N_CP) has one placement: all ones
         r, fac, feat = _group_pairs(hw, wl, t, group, prune)
         scales = {name: g.scale(hw, wl, t) for name, g in gterms.items() if g.group == group}
         vals = {name: scale[r] * feat[name] for name, scale in scales.items()}
@@ -483,7 +493,7 @@ class Model:
         """Warm start from a layout (a previous model's answer)."""
         t = self.t
         hit_t = np.ones(len(t), dtype=bool)
-        for d in (*DEGREES, "interleave", "microbatches"):
+        for d in (*DEGREES, *OPTIONS):
             hit_t &= t[d] == layout.degree(d)
         hit_t &= t["zero_bubble"] == (layout.schedule == "zb-h2")
         match = np.nonzero(hit_t)[0]
@@ -509,7 +519,7 @@ class Model:
 
     def decode(self, s: cp_model.CpSolver) -> Layout:
         i = next(k for k, v in enumerate(self.x) if s.boolean_value(v))
-        placement: dict[str, np.ndarray] = {}
+        placement: dict[str, np.ndarray] = {d: np.ones(len(self.hw.levels), dtype=np.int64) for d in DEGREES}
         for g, tab in self.tables.items():
             k = next(k for k in np.nonzero(tab.tup == i)[0] if s.boolean_value(self.y[g][k]))
             for d, fac in tab.factors.items():
@@ -713,6 +723,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     space = build_space(hw, wl, options)
     size = space_size(space)
     mp = model_parallel_rows(space)
+    if 1 in space.values["sp"]:
+        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
+        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
+        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
+        mp = {k: v[keep] for k, v in mp.items()}
     stats = _Stats()
 
     def result(status, layout, **kw) -> SearchResult:
@@ -738,7 +753,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if cap_q is not None and cap_q > INT_MAX:
         cap_q = None  # a deadline beyond the model's integer range constrains nothing it can represent
     index = PairIndex.build(space, mp)
-    work: LeastWork | None = shapes.least_work(space.dp_m) if deadline_s is not None else None
+    work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     for ii, jj, n_lo, _n_hi in windows(index, lo, n_max, WINDOW_TUPLES):
         if clock.out:

@@ -29,59 +29,72 @@ from planner.schema import Hardware, Workload
 
 
 class ShapeTable:
-    """planner.cost.terms.shape_times over every (N_TP,ff, N_TP,model, N_DP m, N_EP) of a space, computed once per
-    search (the toy block does not depend on N_EP: one column).
+    """planner.cost.terms.shape_times over every (N_TP,ff, N_TP,model, v, N_EP, sp) of a space, v = N_DP m N_CP (the
+    tokens a GPU sees per microbatch follow from v and N_EP), computed once per search. The toy block depends on
+    neither N_EP nor sp: one column each.
 
     Lookups are by binary search in the sorted candidate values, so pricing millions of tuples costs no sorting.
     """
 
     def __init__(self, hw: Hardware, wl: Workload, tp_ff: np.ndarray, tp_model: np.ndarray, u: np.ndarray,
-                 ep: np.ndarray | None = None):
+                 ep: np.ndarray | None = None, sp: np.ndarray | None = None):
         self.wl = wl
         self.tp_ff, self.tp_model, self.u = np.sort(tp_ff), np.sort(tp_model), np.sort(u)
-        self.ep = np.sort(ep) if (wl.transformer is not None and ep is not None) else np.array([1], dtype=np.int64)
-        g = np.meshgrid(self.tp_ff, self.tp_model, self.u, self.ep, indexing="ij")
+        tr = wl.transformer is not None
+        self.ep = np.sort(ep) if (tr and ep is not None) else np.array([1], dtype=np.int64)
+        self.sp = np.sort(sp) if (tr and sp is not None) else np.array([0], dtype=np.int64)
+        g = np.meshgrid(self.tp_ff, self.tp_model, self.u, self.ep, self.sp, indexing="ij")
+        n = g[2].size
         cols = {"tp_ff": g[0].ravel(), "tp_model": g[1].ravel(), "dp": g[2].ravel(),
-                "microbatches": np.ones(g[2].size, dtype=np.int64), "ep": g[3].ravel()}
+                "microbatches": np.ones(n, dtype=np.int64), "ep": g[3].ravel(), "cp": np.ones(n, dtype=np.int64),
+                "sp": g[4].ravel()}
         toy_nanobatch = None
-        if wl.transformer is None:
+        if not tr:
             toy_nanobatch = (wl.batch_tokens // wl.experts) / g[2].ravel().astype(np.float64)
         self.times = T.shape_times(hw, wl, cols, toy_nanobatch)
 
     @classmethod
     def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
-        """Every shape the space can produce: its N_TP,ff, N_TP,model and N_EP candidates and every N_DP m product."""
-        return cls(hw, wl, space.values["tp_ff"], space.values["tp_model"],
-                   np.unique(space.dp_m["dp"] * space.dp_m["microbatches"]), space.values["ep"])
+        """Every shape the space can produce: its N_TP,ff, N_TP,model, N_EP and sp candidates and every N_DP m N_CP
+        product."""
+        u = np.unique(space.dp_m["dp"] * space.dp_m["microbatches"])
+        v = np.unique(np.outer(u, space.values["cp"]).ravel())
+        return cls(hw, wl, space.values["tp_ff"], space.values["tp_model"], v, space.values["ep"],
+                   space.values["sp"])
 
-    def least_work(self, dp_m: Mapping[str, np.ndarray]) -> LeastWork:
-        return LeastWork(self, dp_m)
+    def least_work(self, space: Space) -> LeastWork:
+        return LeastWork(self, space.dp_m, space.values["cp"])
 
     def lookup(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return self.lookup_arrays(cols["tp_ff"], cols["tp_model"], cols["dp"] * cols["microbatches"], cols["ep"])
+        return self.lookup_arrays(cols["tp_ff"], cols["tp_model"], cols["dp"] * cols["microbatches"] * cols["cp"],
+                                  cols["ep"], cols["sp"])
 
-    def flat_index(self, tp_ff, tp_model, u, ep) -> np.ndarray:
+    def _axis(self, values: np.ndarray, x) -> np.ndarray:
+        return np.searchsorted(values, x) if len(values) > 1 else np.zeros(np.shape(x), dtype=np.int64)
+
+    def flat_index(self, tp_ff, tp_model, u, ep, sp) -> np.ndarray:
         i = np.searchsorted(self.tp_ff, tp_ff)
         j = np.searchsorted(self.tp_model, tp_model)
         k = np.searchsorted(self.u, u)
-        e = np.searchsorted(self.ep, ep) if len(self.ep) > 1 else np.zeros(np.shape(u), dtype=np.int64)
-        return ((i * len(self.tp_model) + j) * len(self.u) + k) * len(self.ep) + e
+        e = self._axis(self.ep, ep)
+        q = self._axis(self.sp, sp)
+        return (((i * len(self.tp_model) + j) * len(self.u) + k) * len(self.ep) + e) * len(self.sp) + q
 
-    def lookup_arrays(self, tp_ff, tp_model, u, ep) -> dict[str, np.ndarray]:
-        flat = self.flat_index(tp_ff, tp_model, u, ep)
+    def lookup_arrays(self, tp_ff, tp_model, u, ep, sp) -> dict[str, np.ndarray]:
+        flat = self.flat_index(tp_ff, tp_model, u, ep, sp)
         return {k: v[flat] for k, v in self.times.items()}
 
     def per_microbatch_total(self) -> np.ndarray:
         """Each shape's GEMM work per microbatch summed over all pipeline devices: toy, one expert's block (the
         caller scales by (L / N_PP)(E / N_EP)); transformer, L layers plus the embedding and the LM head (the
-        busiest device does at least 1 / N_PP of it)."""
+        busiest device does at least 1 / N_PP of it; recomputation only adds to it)."""
         if self.wl.transformer is None:
             return self.times["block_s"]
         return self.wl.layers * self.times["block_s"] + self.times["embed_s"] + self.times["head_s"]
 
 
 class LeastWork:
-    """min over m of m * (per-microbatch work at N_DP m), per (N_TP,ff, N_TP,model, N_DP, N_EP)
+    """min over m of m * (per-microbatch work at v = N_DP m N_CP), per (N_TP,ff, N_TP,model, N_DP, N_EP, N_CP, sp)
     (ShapeTable.per_microbatch_total).
 
     A toy tuple's pipelined GEMM time is stretch * m (L / N_PP)(E / N_EP) block_s with stretch >= 1, so (L / N_PP)
@@ -89,23 +102,27 @@ class LeastWork:
     is stretch * m * (busiest device) >= m * total / N_PP.
     """
 
-    def __init__(self, shapes: ShapeTable, dp_m: Mapping[str, np.ndarray]):
+    def __init__(self, shapes: ShapeTable, dp_m: Mapping[str, np.ndarray], cps: np.ndarray):
         dp, ms_all = dp_m["dp"], dp_m["microbatches"]
         self.dps = np.unique(dp)
-        n_f, n_m, n_u, n_e = len(shapes.tp_ff), len(shapes.tp_model), len(shapes.u), len(shapes.ep)
-        work = shapes.per_microbatch_total().reshape(n_f, n_m, n_u, n_e)
-        self.table = np.empty((n_f, n_m, len(self.dps), n_e))
+        self.cps = np.sort(cps)
+        n_f, n_m, n_u, n_e, n_s = (len(shapes.tp_ff), len(shapes.tp_model), len(shapes.u), len(shapes.ep),
+                                   len(shapes.sp))
+        work = shapes.per_microbatch_total().reshape(n_f, n_m, n_u, n_e, n_s)
+        self.table = np.empty((n_f, n_m, len(self.dps), n_e, len(self.cps), n_s))
         for j, d in enumerate(self.dps):
             ms = ms_all[dp == d]
-            k = np.searchsorted(shapes.u, d * ms)
-            self.table[:, :, j, :] = (work[:, :, k, :] * ms.astype(np.float64)[None, None, :, None]).min(axis=2)
+            for c, cp in enumerate(self.cps):
+                k = np.searchsorted(shapes.u, d * ms * cp)
+                self.table[:, :, j, :, c, :] = (work[:, :, k, :, :]
+                                                * ms.astype(np.float64)[None, None, :, None, None]).min(axis=2)
         self.shapes = shapes
 
-    def lookup(self, tp_ff, tp_model, dp, ep) -> np.ndarray:
+    def lookup(self, tp_ff, tp_model, dp, ep, cp, sp) -> np.ndarray:
         sh = self.shapes
-        e = np.searchsorted(sh.ep, ep) if len(sh.ep) > 1 else np.zeros(len(np.asarray(dp)), dtype=np.int64)
         return self.table[np.searchsorted(sh.tp_ff, tp_ff), np.searchsorted(sh.tp_model, tp_model),
-                          np.searchsorted(self.dps, dp), e]
+                          np.searchsorted(self.dps, dp), sh._axis(sh.ep, ep), np.searchsorted(self.cps, cp),
+                          sh._axis(sh.sp, sp)]
 
 
 def group_factor_rows(hw: Hardware, group: str, values: Mapping[str, int]) -> dict[str, np.ndarray]:
@@ -202,6 +219,27 @@ def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes:
     return q
 
 
+def dominated_options(t: Mapping[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
+    """Rows whose (ZeRO stage, recomputation) another row of the same tuple (equal in every other column `keys`)
+    dominates: True where excluded. Every row given must fit in memory.
+
+    Recomputation only adds time (GEMM time, critical path, re-run collectives) and only saves memory, so at one ZeRO
+    stage the least recomputation that fits is never worse than more. ZeRO-2 adds overlapped reduce-scatters to
+    ZeRO-1 and changes nothing else, so ZeRO-1 at no more recomputation is never worse than ZeRO-2. ZeRO-3 halves
+    the data-parallel phase while adding traffic: no stage dominates it or is dominated by it. Excluding dominated
+    rows keeps an optimum at every stage of the objective (each of its terms is no smaller)."""
+    n = len(np.asarray(t["zero"]))
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    _, group = unique_rows([np.asarray(t[k], dtype=np.int64) for k in keys])
+    zero = np.asarray(t["zero"], dtype=np.int64)
+    rec = np.asarray(t["recompute"], dtype=np.int64)
+    least = np.full((group.max() + 1, 4), np.iinfo(np.int64).max)  # least fitting recomputation per (tuple, zero)
+    np.minimum.at(least, (group, zero), rec)
+    mine = least[group, zero]
+    return (rec > mine) | ((zero == 2) & (least[group, 1] <= rec))
+
+
 def step_lower_bound(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], q: Mapping[str, np.ndarray],
                      least: LeastFeatures, dp_overlap: bool = False) -> np.ndarray:
     """A placement-free lower bound of each tuple's step time: the bound reading of planner.cost.terms."""
@@ -221,22 +259,29 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
     grows); the group terms do not depend on m.
     """
     pp = rows["pp"].astype(np.float64)
-    fast = shapes.lookup_arrays(rows["tp_ff"], rows["tp_model"], rows["dp"] * m_max, rows["ep"])
-    least_work = work.lookup(rows["tp_ff"], rows["tp_model"], rows["dp"], rows["ep"])
+    fast = shapes.lookup_arrays(rows["tp_ff"], rows["tp_model"], rows["dp"] * m_max * rows["cp"], rows["ep"],
+                                rows["sp"])
+    least_work = work.lookup(rows["tp_ff"], rows["tp_model"], rows["dp"], rows["ep"], rows["cp"], rows["sp"])
     if wl.transformer is None:
         experts_here = wl.experts / rows["ep"].astype(np.float64)
         matmul_s = (wl.layers / pp) * experts_here * least_work
         critical_mm_s = wl.layers * experts_here * fast["block_critical_s"]
     else:
         matmul_s = least_work / pp
-        critical_mm_s = wl.layers * fast["block_critical_s"] + fast["embed_critical_s"] + fast["head_critical_s"]
-    values = dict(least.group_values(rows))
+        extra = T.recompute_extra({"fwd": fast["block_fwd_s"], "core_fwd": fast["block_core_fwd_s"]},
+                                  rows["recompute"])
+        critical_mm_s = (wl.layers * (fast["block_critical_s"] + extra) + fast["embed_critical_s"]
+                         + fast["head_critical_s"])
+    # Every scale is non-decreasing in m (ZeRO's overlapped traffic grows with it; the rest is per step): read them
+    # at the fewest microbatches.
+    values = dict(least.group_values({**rows, "microbatches": m_min}))
     values.update({
         "one": np.ones_like(pp),
         "stretch": np.ones_like(pp),
         "lat_share": np.where(np.asarray(rows["zero_bubble"], dtype=bool), 0.0, m_min / pp),
         "matmul_s": matmul_s,
         "critical_mm_s": critical_mm_s,
+        "exposed_s": np.zeros_like(pp),
     })
     return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap)], axis=0)
 

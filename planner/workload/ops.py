@@ -91,6 +91,14 @@ class PointToPoint:
     passes: int = 2
 
 
+def _sp_split(degrees: Mapping[str, np.ndarray]) -> np.ndarray | float:
+    """How many ways sequence parallelism splits what lies outside the TP regions: N_TP,ff with sp on, else 1."""
+    if "sp" not in degrees:
+        return 1.0
+    sp = np.asarray(degrees["sp"], dtype=bool)
+    return np.where(sp, np.asarray(degrees["tp_ff"], dtype=np.float64), 1.0)
+
+
 @dataclass(frozen=True)
 class Elementwise:
     """Memory-bound work (norms, activations, residuals): HBM bytes moved per token per layer and pass, charged at HBM
@@ -99,6 +107,38 @@ class Elementwise:
     name: str
     bytes_per_token: Dim
     passes: int = 2
+    seq_sharded: bool = False
+    """Outside the TP regions (norms, residuals, dropout): sequence parallelism splits it over N_TP,ff."""
+
+    def per_gpu(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
+        b = np.asarray(self.bytes_per_token.per_gpu(degrees), dtype=np.float64)
+        return b / _sp_split(degrees) if self.seq_sharded else b
+
+
+SAVED_ROLES = ("input", "gemm_input", "core", "other")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A tensor one layer keeps per token for its backward pass (docs/model.md §7b): `words` elements of
+    `element_bytes` each.
+
+    Roles: 'input' is the layer's input, all that full recomputation keeps; 'gemm_input' an input a GEMM saves for
+    its weight gradient (FP8 keeps it in 1 byte); 'core' the attention core's own tensors (the softmax statistics;
+    unfused: scores, softmax and dropout), which selective recomputation drops; 'other' everything else."""
+
+    name: str
+    words: Dim
+    role: str = "other"
+    element_bytes: float = 2.0
+    seq_sharded: bool = False
+    """Outside the TP regions: sequence parallelism splits it over N_TP,ff (Korthikanti et al. 2022)."""
+
+    def bytes_per_gpu(self, degrees: Mapping[str, np.ndarray], fp8: bool = False) -> np.ndarray:
+        w = np.asarray(self.words.per_gpu(degrees), dtype=np.float64)
+        if self.seq_sharded:
+            w = w / _sp_split(degrees)
+        return w * (1.0 if fp8 and self.role == "gemm_input" else self.element_bytes)
 
 
 @dataclass(frozen=True)
@@ -114,6 +154,8 @@ class AttentionCore:
     v_dim: int
     seq_len: int
     causal: bool = True
+    kv_words: Dim | None = None
+    """Key and value words per token that context parallelism's ring passes between ranks."""
 
     def forward_flop_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
         s_eff = self.seq_len / 2 if self.causal else float(self.seq_len)
@@ -145,8 +187,12 @@ class LayerOps:
     """Words per token one layer keeps for its backward pass (each sharded as its Dim says)."""
     attention: AttentionCore | None = None
     alltoalls: tuple[AllToAll, ...] = ()
-    routed_saved_words: tuple[Dim, ...] = ()
-    """Words kept per routed token copy (inside the experts), beside `saved_words` per token."""
+    saved: tuple[Saved, ...] = ()
+    """A transformer's kept tensors with their roles and bytes (the toy block uses `saved_words`)."""
+    routed_saved: tuple[Saved, ...] = ()
+    """Kept per routed token copy (inside the experts), beside `saved` per token."""
+    recompute_allreduces: bool = True
+    """Full recomputation re-runs the forward pass's collectives (Megatron's and torchtitan's do)."""
 
     @property
     def params(self) -> int:
@@ -160,6 +206,12 @@ class LayerOps:
 
     def saved_words_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
         return sum((np.asarray(d.per_gpu(degrees), dtype=np.float64) for d in self.saved_words), np.zeros(1))
+
+    def saved_bytes_per_token(self, degrees: Mapping[str, np.ndarray], roles: tuple[str, ...] = SAVED_ROLES,
+                              fp8: bool = False, routed: bool = False) -> np.ndarray:
+        """Bytes per token (routed: per routed token copy) of the kept tensors whose role is in `roles`."""
+        items = self.routed_saved if routed else self.saved
+        return sum((s.bytes_per_gpu(degrees, fp8) for s in items if s.role in roles), np.zeros(1))
 
     def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str) -> np.ndarray:
         """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted."""
@@ -236,17 +288,18 @@ class ModelOps:
 
 
 def _mlp(name: str, d_model: int, width: int, ffn: str, routed: bool, copies: int = 1
-         ) -> tuple[tuple[Gemm, ...], tuple[AllReduce, ...], tuple[Dim, ...], Elementwise]:
-    """An MLP of hidden `width`: GEMMs (gate and up fused for SwiGLU), TP all-reduces, words kept per token, and
-    its activation's element-wise bytes."""
+         ) -> tuple[tuple[Gemm, ...], tuple[AllReduce, ...], tuple[Saved, ...], Elementwise]:
+    """An MLP of hidden `width`: GEMMs (gate and up fused for SwiGLU), TP all-reduces, tensors kept per token (after
+    its input), and its activation's element-wise bytes."""
     up_rows = 2 * width if ffn == "swiglu" else width
     dm, hid, up = Dim(d_model, "tp_model"), Dim(width, "tp_ff"), Dim(up_rows, "tp_ff")
     gemms = (Gemm(f"{name} up" + (" + gate" if ffn == "swiglu" else ""), out=up, inp=dm, routed=routed),
              Gemm(f"{name} down", out=dm, inp=hid, routed=routed))
     ars = (AllReduce(f"{name} up partial output", words=up, group="tp_model", copies=copies),
            AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies))
-    # Kept for backward: the MLP input, the up (and gate) output and the activation's output (the down input).
-    saved = (dm, up, hid)
+    # Kept for backward: the up (and gate) output (the activation's input) and the activation's output (the down
+    # GEMM's input).
+    saved = (Saved(f"{name} up output", up), Saved(f"{name} hidden", hid, "gemm_input"))
     # The activation reads the up (and gate) output and writes the hidden: (up_rows + width) words, 2 bytes each.
     act = Elementwise(f"{name} activation", bytes_per_token=Dim(2 * copies * (up_rows + width), "tp_ff"), passes=3)
     return gemms, ars, saved, act
@@ -260,7 +313,9 @@ def transformer_ops(wl: Workload) -> ModelOps:
     exceeds kv_heads), the MLP's hidden width and the vocabulary; N_TP,model splits d_model in every projection
     (the paper's 2D TP; at 1 this is Megatron's 1D TP). The attention core runs on a GPU's heads, replicated over
     the N_TP,model group. Element-wise work is charged at HBM bandwidth, 2 bytes per word, 3 passes (the backward
-    moves about twice the forward's bytes)."""
+    moves about twice the forward's bytes). The tensors kept for the backward pass follow Korthikanti et al. 2022
+    (per layer 34 s b h bytes for GPT-3's shape with dropout, plus 5 a s^2 b without a fused attention kernel),
+    generalised to GQA / MLA, SwiGLU and MoE (docs/model.md §7b)."""
     tr = wl.transformer
     assert tr is not None
     d, s = wl.d_model, wl.seq_len
@@ -268,7 +323,10 @@ def transformer_ops(wl: Workload) -> ModelOps:
     heads = Dim(tr.heads, "tp_ff")
     gemms: list[Gemm] = []
     ars: list[AllReduce] = []
-    saved: list[Dim] = [dm, dm]  # attention norm input, projection input (no sequence parallelism: replicated)
+    # The layer input (the attention norm's input) and the QKV projections' input (the norm's output), both outside
+    # the TP region: replicated over N_TP,ff unless sequence parallelism shards them.
+    saved: list[Saved] = [Saved("layer input", dm, "input", seq_sharded=True),
+                          Saved("attention norm output", dm, "gemm_input", seq_sharded=True)]
     if tr.attention == "mla":
         qk, v = tr.qk_dim, tr.value_dim
         q_heads = Dim(tr.heads * qk, "tp_ff")
@@ -276,7 +334,7 @@ def transformer_ops(wl: Workload) -> ModelOps:
             gemms += [Gemm("q down", out=Dim(tr.q_lora_rank), inp=dm),
                       Gemm("q up", out=q_heads, inp=Dim(tr.q_lora_rank))]
             ars.append(AllReduce("q down partial output", words=Dim(tr.q_lora_rank), group="tp_model"))
-            saved.append(Dim(tr.q_lora_rank))
+            saved.append(Saved("q latent", Dim(tr.q_lora_rank), "gemm_input"))
         else:
             gemms.append(Gemm("q", out=q_heads, inp=dm))
             ars.append(AllReduce("q partial output", words=q_heads, group="tp_model"))
@@ -286,8 +344,11 @@ def transformer_ops(wl: Workload) -> ModelOps:
                   Gemm("o", out=dm, inp=Dim(tr.heads * v, "tp_ff"))]
         ars += [AllReduce("kv down partial output", words=kv_lat, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]
-        saved += [kv_lat, q_heads, q_heads, Dim(tr.heads * v, "tp_ff"), Dim(tr.heads * v, "tp_ff")]
+        saved += [Saved("kv latent", kv_lat, "gemm_input"), Saved("q", q_heads), Saved("k", q_heads),
+                  Saved("v", Dim(tr.heads * v, "tp_ff")),
+                  Saved("attention output", Dim(tr.heads * v, "tp_ff"), "gemm_input")]
         rope_words = 2 * tr.heads * tr.rope_head_dim
+        kv_exchange = Dim(tr.heads * (qk + v), "tp_ff")
     else:
         qk = v = tr.head_dim
         q = Dim(tr.heads * qk, "tp_ff")
@@ -296,20 +357,33 @@ def transformer_ops(wl: Workload) -> ModelOps:
         ars += [AllReduce("q partial output", words=q, group="tp_model"),
                 AllReduce("kv partial output", words=kv, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]
-        saved += [q, kv, q]  # q, k and v, the attention output (o's input)
+        saved += [Saved("q", q), Saved("k and v", kv), Saved("attention output", q, "gemm_input")]
         rope_words = (tr.heads + tr.kv_heads) * qk
-    saved.append(Dim(2 * tr.heads, "tp_ff"))  # the kernel's softmax statistics (fp32: 2 words per head)
-    core = AttentionCore(heads=heads, qk_dim=qk, v_dim=v, seq_len=s)
+        kv_exchange = kv
+    if tr.attention_kernel == "flash":
+        saved.append(Saved("softmax statistics", heads, "core", element_bytes=4.0))  # fp32, one per head
+    else:  # scores and softmax (2 bytes each) and the attention dropout mask (1 byte) per head and key
+        saved.append(Saved("scores, softmax, dropout", Dim(tr.heads * s, "tp_ff"), "core", element_bytes=5.0))
+    core = AttentionCore(heads=heads, qk_dim=qk, v_dim=v, seq_len=s, kv_words=kv_exchange)
     # Norms read and write d (x2), residual adds read 2d and write d (x2), rotary reads and writes q and k.
-    common = [Elementwise("norms", bytes_per_token=Dim(2 * 2 * 2 * d, "tp_model"), passes=3),
-              Elementwise("residual adds", bytes_per_token=Dim(2 * 2 * 3 * d, "tp_model"), passes=3),
+    common = [Elementwise("norms", bytes_per_token=Dim(2 * 2 * 2 * d, "tp_model"), passes=3, seq_sharded=True),
+              Elementwise("residual adds", bytes_per_token=Dim(2 * 2 * 3 * d, "tp_model"), passes=3,
+                          seq_sharded=True),
               Elementwise("rotary", bytes_per_token=Dim(2 * 2 * rope_words, "tp_ff"), passes=3)]
+    if tr.attention_kernel == "unfused":  # the s x s tensors written and read back in HBM (estimate)
+        common.append(Elementwise("attention scores in HBM", bytes_per_token=Dim(2 * 5 * tr.heads * s, "tp_ff"),
+                                  passes=3))
+    saved_mlp_in = [Saved("mlp norm input", dm, seq_sharded=True),
+                    Saved("mlp norm output", dm, "gemm_input", seq_sharded=True)]
+    if tr.dropout:  # a 1-byte mask after the attention block and after the MLP
+        saved_mlp_in += [Saved("dropout masks", Dim(2 * d, "tp_model"), element_bytes=1.0, seq_sharded=True)]
+        common.append(Elementwise("dropout", bytes_per_token=Dim(2 * (2 * 2 + 1) * d, "tp_model"), passes=3,
+                                  seq_sharded=True))
     itf = PointToPoint("layer output", words=Dim(d))
-    saved_mlp_in = [dm, dm]  # MLP norm input, MLP input
 
     g, a, sv, act = _mlp("mlp", d, wl.d_ff, tr.ffn, routed=False)
     dense_layer = LayerOps(gemms=(*gemms, *g), allreduces=(*ars, *a), interface=itf,
-                           elementwise=(*common, act), saved_words=(*saved, *saved_mlp_in, *sv[1:]), attention=core)
+                           elementwise=(*common, act), saved=(*saved, *saved_mlp_in, *sv), attention=core)
     if wl.experts == 1:
         layer = dense_layer
     else:
@@ -317,32 +391,33 @@ def transformer_ops(wl: Workload) -> ModelOps:
         k = tr.top_k
         moe_g: list[Gemm] = [Gemm("router", out=Dim(wl.experts), inp=dm)]
         moe_a: list[AllReduce] = [AllReduce("router partial logits", words=Dim(wl.experts), group="tp_model")]
-        moe_saved: list[Dim] = [*saved, *saved_mlp_in]
+        moe_saved: list[Saved] = [*saved, *saved_mlp_in]
         elem: list[Elementwise] = [*common]
         if tr.shared_experts:
             sg, sa, ssv, sact = _mlp("shared expert", d, tr.shared_experts * width, tr.ffn, routed=False)
             moe_g += sg
             moe_a += sa
-            moe_saved += ssv[1:]
+            moe_saved += ssv
             elem.append(sact)
         rg, ra, rsv, ract = _mlp("expert", d, width, tr.ffn, routed=True, copies=k)
         # Token copies in and out of the experts: a permute and an unpermute of d words per copy.
         elem += [ract, Elementwise("routing permutes", bytes_per_token=Dim(2 * 2 * 2 * k * d, "tp_model"), passes=3)]
         layer = LayerOps(gemms=(*gemms, *moe_g, *rg), allreduces=(*ars, *moe_a, *ra), interface=itf,
-                         elementwise=tuple(elem), saved_words=tuple(moe_saved), attention=core,
+                         elementwise=tuple(elem), saved=tuple(moe_saved), attention=core,
                          alltoalls=(AllToAll("expert dispatch + combine", words=Dim(d), copies=k),),
-                         routed_saved_words=rsv)
+                         routed_saved=(Saved("expert input", dm, "gemm_input"), *rsv))
     vocab = Dim(tr.vocab, "tp_ff")
     embedding = LayerOps(gemms=(Gemm("embedding", out=vocab, inp=dm),), allreduces=(), interface=itf,
                          elementwise=(Elementwise("embedding lookup", bytes_per_token=Dim(2 * 2 * d, "tp_model"),
-                                                  passes=3),))
+                                                  passes=3, seq_sharded=True),))
     # The loss reads the logits, writes the softmax and its gradient: fp32, 2 words per logit, each way.
     head = LayerOps(gemms=(Gemm("lm head", out=vocab, inp=dm),),
                     allreduces=(AllReduce("lm head partial logits", words=vocab, group="tp_model"),),
                     interface=itf,
                     elementwise=(Elementwise("cross-entropy", bytes_per_token=Dim(2 * 2 * 2 * tr.vocab, "tp_ff"),
                                              passes=2),),
-                    saved_words=(dm, Dim(2 * tr.vocab, "tp_ff")))
+                    saved=(Saved("final norm output", dm, seq_sharded=True),
+                           Saved("logits", Dim(tr.vocab, "tp_ff"), element_bytes=4.0)))
     moe_layers = wl.layers - tr.dense_layers if wl.experts > 1 else 0
     return ModelOps(layer=layer, dense_layer=dense_layer, moe_layers=moe_layers,
                     dense_layers=wl.layers - moe_layers, embedding=embedding, head=head,
