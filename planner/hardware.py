@@ -55,6 +55,7 @@ GPU_KEYS: dict[str, tuple[str, float | None]] = {
     "matmul_latency_us": ("matmul_latency_s", 1e-6),
     "dsmem": ("dsmem", None),
     "word_bytes": ("word_bytes", 1),
+    "fp8_flop_per_clock_per_thread": ("fp8_flop_per_clock_per_thread", 1),
 }
 LEVEL_KEYS: dict[str, tuple[str, float | None]] = {
     "size": ("size", 1),

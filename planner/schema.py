@@ -481,7 +481,7 @@ class OpTime(_Frozen):
     """One operation's share of a step on the busiest device (the op-level breakdown)."""
 
     name: str
-    kind: Literal["gemm", "attention", "elementwise"]
+    kind: Literal["gemm", "attention", "elementwise", "recompute"]
     where: str = Field(description="'every layer', 'first stage' (embedding) or 'last stage' (LM head).")
     seconds: float = Field(description="Seconds per optimizer step, all microbatches and passes, before overlap.")
 

@@ -58,9 +58,12 @@ KEPT_ROLES: dict[int, tuple[str, ...]] = {
 }
 """Roles of the kept tensors (planner.workload.ops.Saved) each recomputation level keeps, by its value."""
 
-ZERO_TRANSIENT_LAYERS = 2
-"""ZeRO-3 gathers one layer's parameters while the next is prefetched: two layers' full (DP-unsharded) weights are
-resident at once (plus, under ZeRO-2 and -3, one layer's full gradients before their reduce-scatter)."""
+ZERO_TRANSIENT_WEIGHTS = 2
+"""ZeRO-3 gathers each weight matrix just before its GEMM while the next one is prefetched: two of the layer's
+largest weight shards, unsharded over the data-parallel ranks, are resident at once (DeepSpeed gathers per
+parameter, capped by stage3_max_live_parameters; FSDP per wrapped block holds more, so this is the lighter
+convention: docs/model.md §7b). ZeRO-2 and -3 also hold one such matrix's full gradient before its
+reduce-scatter."""
 
 
 def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
@@ -74,11 +77,11 @@ def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
 def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, f, layers_here, params):
     """A transformer's busiest device (docs/model.md §7b): its i c layers (an end stage holds no more), the larger
     of the embedding and LM-head shards. ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3 also
-    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one layer's full gradients
-    and ZeRO-3 two layers' full weights transiently. Activations: the tensors the recomputation level keeps
-    (KEPT_ROLES), each per token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in
-    one byte); the first stage holds the most microbatches in flight, the last one microbatch plus the logits; full
-    recomputation adds one layer's whole set for the layer being recomputed."""
+    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one weight matrix's full
+    gradient and ZeRO-3 two full weight matrices transiently (ZERO_TRANSIENT_WEIGHTS). Activations: the tensors the
+    recomputation level keeps (KEPT_ROLES), each per token (sequence parallelism shards those outside the TP
+    regions, FP8 keeps GEMM inputs in one byte); the first stage holds the most microbatches in flight, the last one
+    microbatch plus the logits; full recomputation adds one layer's whole set for the layer being recomputed."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
@@ -88,10 +91,12 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
     fp8 = wl.precision == "fp8"
     shard = dense / n_dense + expert / n_expert
-    layer_params = p / np.maximum(layers_here, 1.0)  # one layer's share (the ends' embedding counted in: a bound)
-    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + ZERO_TRANSIENT_LAYERS * layer_params),
+    largest = np.zeros(len(zero))
+    for g in (*mo.layer.gemms, *mo.head.gemms):
+        largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
+    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + ZERO_TRANSIENT_WEIGHTS * largest),
                        WEIGHT_BYTES_PER_PARAM * p)
-    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + layer_params), GRAD_BYTES_PER_PARAM * p)
+    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + largest), GRAD_BYTES_PER_PARAM * p)
 
     def per_token(roles: tuple[str, ...]) -> np.ndarray:
         return (mo.layer.saved_bytes_per_token(cols, roles, fp8)
