@@ -3,6 +3,8 @@ the search against the enumerator where memory forces the choice (docs/model.md 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -293,3 +295,36 @@ def test_llama3_405b_long_context_plan_uses_cp():
     fixed = plan(workload=wl, gpu="h100", gpus=16384, fixed={"cp": 1})
     assert fixed.step_time_s is not None and doc.step_time_s is not None
     assert fixed.step_time_s > doc.step_time_s
+
+
+# --------------------------------------------------------------------------------------------------
+# The command line: pins, labels, clear errors
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["planner", "evaluate", "--model", "llama3-8b", "--tp", "8", "--recompute", "bogus"], "recompute must be"),
+    (["plan", "--compute", "1e24", "--recompute", "full"], "needs a transformer workload"),
+    (["plan", "--model", "llama3-8b", "--gpus", "64", "--cp", "3"], "--cp 3 is not possible"),
+    (["plan", "--model", "llama3-8b", "--gpus", "64", "--precision", "fp8", "--gpu", "a100"], "no FP8 rate"),
+    (["planner", "evaluate", "--model", "llama3-8b", "--sp", "on"], "sp=on needs tensor parallelism"),
+])
+def test_bad_saver_flags_are_one_line_errors(capsys, argv, message):
+    from planner.cli import app, plan_app, run
+
+    prog, *args = argv
+    code = run(app if prog == "planner" else plan_app, args, prog)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_evaluate_takes_the_savers_in_words(capsys):
+    from planner.cli import app, run
+
+    code = run(app, ["evaluate", "--model", "llama3-8b", "--tp", "8", "--dp", "32", "--mbs", "1", "--sp", "on",
+                     "--recompute", "selective", "--zero", "2", "--json"], "planner")
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    lay = doc["layout"]
+    assert (lay["sp"], lay["recompute"], lay["zero"], lay["tp_ff"], lay["dp"]) == (1, 1, 2, 8, 32)
+    assert doc["hfu"] > doc["mfu"]

@@ -239,9 +239,12 @@ def layout_table(plan: Plan) -> Table:
     table.add_column("total", justify="right", style="bold cyan")
     for name in lay.levels:
         table.add_column(name, justify="right")
+    ones = [1] * len(lay.levels)
     for d in DEGREES:
-        table.add_row(BY_NAME[d].title, str(getattr(lay, d)), *[str(f) for f in lay.placement[d]])
-    products = [math.prod(lay.placement[d][h] for d in DEGREES) for h in range(len(lay.levels))]
+        if d == "cp" and lay.cp == 1 and plan.workload.transformer is None:
+            continue  # the paper's toy model has no sequences to split
+        table.add_row(BY_NAME[d].title, str(getattr(lay, d)), *[str(f) for f in lay.placement.get(d, ones)])
+    products = [math.prod(lay.placement.get(d, ones)[h] for d in DEGREES) for h in range(len(lay.levels))]
     table.add_section()
     table.add_row("GPUs", str(plan.gpus), *[str(p) for p in products], style="dim")
     return table
@@ -252,11 +255,25 @@ def schedule_table(plan: Plan) -> Table:
     bubble_note = "zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
     if lay.pp == 1:
         bubble_note += "; no pipeline (pp = 1), so no bubble under either schedule"
-    return _kv_table("Pipeline schedule", [
+    savers: list[tuple[str, RenderableType]] = []
+    if plan.workload.transformer is not None:
+        savers = [
+            ("sequence parallel", BY_NAME["sp"].label(lay.sp)),
+            ("recomputation", BY_NAME["recompute"].label(lay.recompute)
+             + {0: "", 1: " (attention core re-run in backward)",
+                2: " (every layer re-run from its input)"}[lay.recompute]),
+            ("ZeRO stage", f"{lay.zero} (" + {1: "optimizer state", 2: "optimizer state and gradients",
+                                               3: "optimizer state, gradients and weights: FSDP"}[lay.zero]
+             + " sharded over the data-parallel ranks)"),
+            ("precision", plan.workload.precision + (" GEMMs in the transformer layers (attention, LM head, state in "
+                                                     "16/32-bit)" if plan.workload.precision == "fp8" else "")),
+        ]
+    return _kv_table("Pipeline schedule and memory savers" if savers else "Pipeline schedule", [
+        *savers,
         ("schedule", f"{lay.schedule} ({bubble_note})"),
         ("interleave i", str(lay.interleave)),
         ("microbatches m (per DP rank)", str(lay.microbatches)),
-        (("microbatch b / (N_DP N_EP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
+        (("microbatch b / (N_DP N_EP N_CP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
          else ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens")),
     ])
 
@@ -275,6 +292,12 @@ def time_table(plan: Plan) -> Table:
     table.add_row("  TP bandwidth", fmt_time(b.tp_s), _share(b.tp_s, step),
                   "TP + PP/EP hide under matmuls if their sum is less")
     table.add_row("  PP/EP bandwidth", fmt_time(b.pp_ep_s), _share(b.pp_ep_s, step), "counted with TP (row above)")
+    if b.zero_s:
+        table.add_row("  ZeRO-2/3 traffic", fmt_time(b.zero_s), _share(b.zero_s, step),
+                      "reduce-scatters / all-gathers during the microbatches, counted with TP")
+    if b.cp_s:
+        table.add_row("  CP key/value ring", fmt_time(b.cp_s), _share(b.cp_s, step),
+                      "hides under the attention kernels only")
     table.add_row("  DP bandwidth", fmt_time(b.dp_s), _share(b.dp_s, step),
                   "gradient all-reduce, overlapped with compute (--dp-overlap)" if plan.dp_overlap
                   else "gradient all-reduce, in its own phase")
@@ -298,7 +321,7 @@ def run_table(plan: Plan) -> Table:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     rows += [
         ("MFU", fmt_pct(plan.mfu)),
-        ("HFU", fmt_pct(plan.hfu) + " (model + recomputed FLOPs; no recomputation modelled)"),
+        ("HFU", fmt_pct(plan.hfu) + " (model + recomputed FLOPs)"),
         ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock)"),
         ("  FLOP counted as", plan.flop_convention),
         ("bottleneck", Text(plan.bottleneck or "—", style="bold yellow")),
@@ -314,10 +337,13 @@ def memory_table(plan: Plan) -> Table:
     table.add_column("component", style="bold")
     table.add_column("GB", justify="right")
     table.add_column("of HBM", justify="right")
+    lay = plan.layout
+    zero = lay.zero if lay is not None and plan.workload.transformer is not None else None
+    sharding = OPTIMIZER_SHARDING if zero is None else f"ZeRO-{zero}"
     for label, value in (
-        ("weights (16-bit)", m.weights_bytes),
-        ("gradients (16-bit)", m.grads_bytes),
-        (f"optimizer (fp32 master + Adam, {OPTIMIZER_SHARDING} over DP)", m.optimizer_bytes),
+        ("weights (16-bit)" + (", shard + 2 gathered matrices" if zero == 3 else ""), m.weights_bytes),
+        ("gradients (16-bit)" + (", shard + 1 full matrix" if zero in (2, 3) else ""), m.grads_bytes),
+        (f"optimizer (fp32 master + Adam, {sharding} over DP)", m.optimizer_bytes),
         ("activations kept for backward", m.activations_bytes),
         ("reserve (context, workspace)", m.reserve_bytes),
     ):
