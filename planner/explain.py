@@ -37,6 +37,7 @@ from planner.cost import memory as mem
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
+from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, divisors
 from planner.schema import Hardware, Workload
 from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
@@ -452,36 +453,42 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     has that many GPUs and the least memory any of them needs; with a deadline, the least critical path of any tuple
     (a lower bound on every layout's step, so on the training time)."""
     from planner.cost import terms as T
-    from planner.parallel.space import build_space, model_parallel_rows, tuples_for_model_parallel
+    from planner.parallel.space import build_space, model_parallel_rows
+    from planner.search.cpsat import PairIndex, tuples_from_pairs
+    from planner.search.presolve import ShapeTable
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "
                 "NOT proven infeasible: raise --time-limit")
     space = build_space(hw, wl, options)
-    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
     if options.gpus is not None:
         n = options.gpus
         if not levels_allow(hw, n):
             return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+        index = PairIndex.build(space, model_parallel_rows(space))
+        t = tuples_from_pairs(space, index, *index.pairs(n, n))  # only the tuples with exactly n GPUs
         t = t.take(np.nonzero(t.gpus == n)[0])
         if len(t) == 0:
             return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
                     f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
                     f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
-        nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"])
+        nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
         in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
         total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
         k = int(np.argmin(total))
         if total[k] > hw.gpu.hbm_bytes:
-            words = ", ".join(f"{d}={int(t[d][k])}" for d in ("dp", "tp_ff", "tp_model", "pp", "interleave", "ep",
-                                                              "microbatches"))
+            words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
+                "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
             return (f"the model does not fit in the memory of {n} GPUs of {hw.name}: the least any layout needs is "
                     f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB; use more "
                     "GPUs or a smaller batch (--batch-sequences)")
         return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
                 "tuple fits in memory, but no placement fills the network levels)")
-    q = T.tuple_quantities(hw, wl, t)
-    floor_s = float(np.min(q["critical_mm_s"])) if len(t) else math.inf
+    # The least critical path over every shape the space can produce (no recomputation: it only adds).
+    shapes = ShapeTable.for_space(hw, wl, space)
+    crit = wl.layers * shapes.times["block_critical_s"] + shapes.times["embed_critical_s"] + shapes.times[
+        "head_critical_s"]
+    floor_s = float(np.min(crit)) if len(crit) else math.inf
     fastest = wl.steps * floor_s / 86400.0
     return (f"no layout trains this model within {_fmt_days(days or 0.0)} on {hw.name}: every step takes at least "
             f"the critical path of one microbatch through all {wl.layers} layers, {floor_s * 1e3:.4g} ms at best, "

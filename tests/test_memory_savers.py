@@ -328,3 +328,91 @@ def test_evaluate_takes_the_savers_in_words(capsys):
     lay = doc["layout"]
     assert (lay["sp"], lay["recompute"], lay["zero"], lay["tp_ff"], lay["dp"]) == (1, 1, 2, 8, 32)
     assert doc["hfu"] > doc["mfu"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Presolve over the new dimensions: sound bounds and sound exclusions, against full pricing
+# --------------------------------------------------------------------------------------------------
+
+
+def _priced_space(hw: Hardware, wl: Workload):
+    from planner.parallel.space import build_space, level_products, model_parallel_rows, tuples_for_model_parallel
+    from planner.search.exhaustive import price_placements
+    from planner.search.presolve import ShapeTable, tuple_terms
+
+    space = build_space(hw, wl, SearchOptions())
+    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
+    _, valid = level_products(hw, t.gpus)
+    t = t.take(np.nonzero(valid)[0])
+    shapes = ShapeTable.for_space(hw, wl, space)
+    q = tuple_terms(hw, wl, t, shapes)
+    rows, _, arr = price_placements(hw, wl, t, False, q)
+    step = np.full(len(t), np.inf)
+    net = np.full(len(t), np.inf)
+    np.minimum.at(step, rows, arr["step_s"])
+    order = np.lexsort((arr["network_s"], arr["step_s"]))
+    first = np.full(len(t), -1)
+    first[rows[order[::-1]]] = order[::-1]  # the placement with the least (step, network) of each tuple
+    net[rows[first[first >= 0]]] = arr["network_s"][first[first >= 0]]
+    return space, t, q, shapes, step, net
+
+
+def test_bounds_hold_over_the_new_dimensions():
+    from planner.search.cpsat import PairIndex
+    from planner.search.presolve import LeastFeatures, pair_step_lower_bound, step_lower_bound, unique_rows
+
+    hw, wl = _tight(12e6), _tiny_long()
+    space, t, q, shapes, best, _ = _priced_space(hw, wl)
+    priced = np.isfinite(best)
+    assert priced.sum() > 1000 and len(np.unique(t["cp"][priced])) > 2 and len(np.unique(t["zero"])) == 3
+    least = LeastFeatures(hw, wl)
+    lb = step_lower_bound(hw, wl, t, q, least)
+    assert (lb[priced] <= best[priced] * (1 + 1e-12)).all()
+    index = PairIndex.build(space, {k: v for k, v in t.items() if k not in ("dp", "microbatches")})
+    names = tuple(k for k in t if k != "microbatches")
+    uniq, inv = unique_rows([t[k][priced].astype(np.int64) for k in names])
+    pair_best = np.full(len(uniq), np.inf)
+    np.minimum.at(pair_best, inv, best[priced])
+    rows = {k: uniq[:, n] for n, k in enumerate(names)}
+    j = np.searchsorted(index.dps, rows["dp"])
+    bound = pair_step_lower_bound(hw, wl, rows, index.m_min[j], index.m_max[j], shapes, shapes.least_work(space),
+                                  least)
+    assert (bound <= pair_best * (1 + 1e-12)).all()
+
+
+def _no_worse(step_a: float, net_a: float, step_b: float, net_b: float) -> bool:
+    """(step, network) of a is lexicographically no worse than b's (the objective's order), up to float noise."""
+    tol = 1e-12
+    return step_a < step_b * (1 - tol) or (step_a <= step_b * (1 + tol) and net_a <= net_b * (1 + tol))
+
+
+def test_excluded_options_are_dominated():
+    from planner.search.cpsat import OPTION_KEYS
+    from planner.search.presolve import dominated_options, unique_rows
+
+    hw, wl = _tight(6e6), _tiny_long()
+    _, t, q, _, step, net = _priced_space(hw, wl)
+    fits = (q["memory_bytes"] <= hw.gpu.hbm_bytes) & np.isfinite(step)
+    t, step, net = t.take(np.nonzero(fits)[0]), step[fits], net[fits]
+    out = dominated_options(t, OPTION_KEYS)
+    assert 0 < out.sum() < len(out)
+    # Every excluded row has a kept row of the same tuple that is no worse in step time, then network time.
+    _, group = unique_rows([np.asarray(t[k], dtype=np.int64) for k in OPTION_KEYS])
+    for g in np.unique(group[out]):
+        members = np.nonzero(group == g)[0]
+        kept = members[~out[members]]
+        assert len(kept)
+        for i in members[out[members]]:
+            assert any(_no_worse(step[k], net[k], step[i], net[i]) for k in kept)
+    # Sequence parallelism with TP: never worse than without.
+    with_tp = np.nonzero((t["tp_ff"] > 1) & (t["sp"] == 0))[0]
+    names = tuple(k for k in t if k != "sp")
+    _, key = unique_rows([np.asarray(t[k], dtype=np.int64) for k in names])
+    on = {int(key[i]): i for i in np.nonzero(t["sp"] == 1)[0]}
+    checked = 0
+    for i in with_tp:
+        k = on.get(int(key[i]))
+        if k is not None:
+            assert _no_worse(step[k], net[k], step[i], net[i])
+            checked += 1
+    assert checked > 100
