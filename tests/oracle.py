@@ -31,7 +31,7 @@ from functools import cache
 
 from planner.schema import Hardware, Layout, Workload
 
-DEGREE_NAMES = ("dp", "tp_ff", "tp_model", "pp", "ep")
+DEGREE_NAMES = ("dp", "tp_ff", "tp_model", "pp", "ep", "cp")
 """Placement keys, in the order used for layout keys here."""
 
 try:  # the one place that knows where the package's pricing lives
@@ -91,6 +91,7 @@ def factor_vectors(value: int, caps: list[int | None]) -> list[tuple[int, ...]]:
 def placements(hw: Hardware, degrees: dict[str, int]) -> list[dict[str, tuple[int, ...]]]:
     """Every placement of a degree tuple that fills the levels bottom-up (docs/model.md, "The search space")."""
     sizes, caps = level_sizes(hw), level_capacities(hw)
+    degrees = {d: degrees.get(d, 1) for d in DEGREE_NAMES}  # a degree left out is 1
     n_gpu = math.prod(degrees.values())
     options = [factor_vectors(degrees[d], caps) for d in DEGREE_NAMES]
     out = []
@@ -117,10 +118,14 @@ class DegreeTuple:
     ep: int
     microbatches: int
     schedule: str
+    cp: int = 1
+    sp: int = 0
+    recompute: int = 0
+    zero: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp_ff * self.tp_model * self.pp * self.ep
+        return self.dp * self.tp_ff * self.tp_model * self.pp * self.ep * self.cp
 
     def degrees(self) -> dict[str, int]:
         return {d: getattr(self, d) for d in DEGREE_NAMES}
@@ -131,6 +136,8 @@ def degree_tuples(wl: Workload, schedule: str = "auto") -> list[DegreeTuple]:
     if schedule not in ("auto", "1f1b", "zb-h2"):
         raise ValueError(f"unknown schedule {schedule!r}")
     schedules = ("1f1b", "zb-h2") if schedule == "auto" else (schedule,)
+    if wl.transformer is not None:
+        return _transformer_tuples(wl, schedules)
     if wl.batch_tokens % wl.experts:
         return []
     per_expert = wl.batch_tokens // wl.experts
@@ -147,10 +154,51 @@ def degree_tuples(wl: Workload, schedule: str = "auto") -> list[DegreeTuple]:
     return out
 
 
+def _transformer_tuples(wl: Workload, schedules: tuple[str, ...]) -> list[DegreeTuple]:
+    """A transformer's rules (docs/model.md §1b, §7b, "The search space"): N_TP,ff divides the query heads and every
+    MLP width and divides kv_heads or is a multiple of it (GQA); N_TP,model | d_model; N_EP | E; N_CP | seq_len / 2;
+    N_DP N_EP m divides the batch in sequences; the ends of the pipeline may hold fewer layers but at least one per
+    virtual stage (c = ceil(L / (N_PP i)), N_PP i c - L <= 2 (c - 1)), and no interleaving without pipelining;
+    sequence parallelism only with N_TP,ff > 1; recomputation 0-2, ZeRO stage 1-3."""
+    tr = wl.transformer
+    assert tr is not None
+    widths = [tr.heads]
+    if wl.experts == 1 or tr.dense_layers:
+        widths.append(wl.d_ff)
+    if wl.experts > 1:
+        widths.append(tr.expert_d_ff or wl.d_ff)
+    tp_ffs = [t for t in range(1, tr.heads + 1) if all(w % t == 0 for w in widths)
+              and (tr.attention == "mla" or tr.kv_heads % t == 0 or t % tr.kv_heads == 0)]
+    seqs = wl.batch_tokens // wl.seq_len
+    stages = []
+    for pp in range(1, wl.layers + 1):
+        for i in range(1, wl.layers + 1):
+            if pp == 1 and i > 1:
+                continue
+            c = -(-wl.layers // (pp * i))
+            if pp * i <= wl.layers and pp * i * c - wl.layers <= 2 * (c - 1):
+                stages.append((pp, i))
+    out = []
+    for tp_ff, tp_model, ep, cp in itertools.product(tp_ffs, divisors(wl.d_model), divisors(wl.experts),
+                                                     divisors(wl.seq_len // 2)):
+        for (pp, i), dp in itertools.product(stages, divisors(seqs)):
+            for m in divisors(seqs // dp):
+                if seqs % (dp * ep * m):
+                    continue
+                for sched, sp, recompute, zero in itertools.product(schedules, (0, 1), (0, 1, 2), (1, 2, 3)):
+                    if sched == "zb-h2" and (i != 1 or m < 2 * pp - 1):
+                        continue
+                    if sp and tp_ff == 1:
+                        continue
+                    out.append(DegreeTuple(dp, tp_ff, tp_model, pp, i, ep, m, sched, cp, sp, recompute, zero))
+    return out
+
+
 def layout_key(layout: Layout) -> tuple:
     """A hashable identity of a layout (degrees, schedule, placement in DEGREE_NAMES order)."""
     return (layout.dp, layout.tp_ff, layout.tp_model, layout.pp, layout.interleave, layout.ep, layout.microbatches,
-            layout.schedule, tuple(tuple(layout.placement[d]) for d in DEGREE_NAMES))
+            layout.schedule, layout.cp, layout.sp, layout.recompute, layout.zero,
+            tuple(tuple(layout.placement[d]) for d in DEGREE_NAMES))
 
 
 def tuples_by_count(wl: Workload, schedule: str = "auto", gpus: int | None = None) -> dict[int, list[DegreeTuple]]:
@@ -166,7 +214,8 @@ def layouts_of(hw: Hardware, t: DegreeTuple):
     """Every layout (placement) of one degree tuple."""
     for pl in placements(hw, t.degrees()):
         yield Layout(dp=t.dp, tp_ff=t.tp_ff, tp_model=t.tp_model, pp=t.pp, interleave=t.interleave, ep=t.ep,
-                     microbatches=t.microbatches, schedule=t.schedule, placement=pl)
+                     microbatches=t.microbatches, schedule=t.schedule, cp=t.cp, sp=t.sp, recompute=t.recompute,
+                     zero=t.zero, placement=pl)
 
 
 def all_layouts(hw: Hardware, wl: Workload, schedule: str = "auto", gpus: int | None = None,

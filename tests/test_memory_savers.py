@@ -416,3 +416,39 @@ def test_excluded_options_are_dominated():
             assert _no_worse(step[k], net[k], step[i], net[i])
             checked += 1
     assert checked > 100
+
+
+# --------------------------------------------------------------------------------------------------
+# CP-SAT = the independent oracle (tests/oracle.py: its own space rules, only the price from the package)
+# --------------------------------------------------------------------------------------------------
+
+ORACLE_CASES = [
+    pytest.param(0.5e6, 2, id="0.5MB-2gpus-infeasible"),
+    pytest.param(1e6, 4, id="1MB-4gpus"),
+    pytest.param(2e6, 2, id="2MB-2gpus"),
+    pytest.param(0.5e6, 8, id="0.5MB-8gpus", marks=pytest.mark.slow),
+    pytest.param(1e6, 8, id="1MB-8gpus", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("extra,gpus", ORACLE_CASES)
+def test_cpsat_matches_the_independent_oracle_with_memory_savers(extra, gpus):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import oracle
+
+    hw = _tight(extra)
+    wl = transformer_workload(64, 128, 2, 1, 64, 8 * 64, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256,
+                                                              "ffn": "swiglu"}, "tiny")
+    res = oracle.solve(hw, wl, gpus=gpus)
+    cp = solve_cpsat(hw, wl, SearchOptions(gpus=gpus), None)
+    if res.best is None:
+        assert cp.status == "infeasible" and cp.layout is None
+        return
+    assert cp.status == "optimal" and cp.layout is not None
+    ev = evaluate(hw, wl, cp.layout)
+    assert ev.memory.fits
+    assert ev.step.step_s == pytest.approx(res.best.step_s, rel=1e-12, abs=0)
+    assert ev.step.network_s == pytest.approx(res.best.network_s, rel=1e-12, abs=0)
