@@ -171,7 +171,7 @@ def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadl
                                "(critical-path lower bound)"])
 
 
-FIXABLE = ("cp", "sp", "recompute", "zero")
+FIXABLE = ("tp_model", "cp", "sp", "recompute", "zero")
 """Dimensions `plan` lets the user pin (the rest are fixed with `evaluate`)."""
 
 
@@ -211,11 +211,14 @@ def plan(
     workers: int = 2,
     price_per_gpu_hour: float | None = None,
     fixed: Mapping[str, int] | None = None,
+    runs_on: str | None = None,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
     Give either `compute_flop` (the shape is inferred from the paper's scaling laws) or an explicit `workload`.
-    `fixed` pins dimensions the search would otherwise choose (cp, sp, recompute, zero), e.g. {"recompute": 2}.
+    `fixed` pins dimensions the search would otherwise choose (tp_model, cp, sp, recompute, zero), e.g.
+    {"recompute": 2}. `runs_on` ('megatron' or 'torchtitan') searches only layouts that framework runs
+    (planner.export): no second TP axis or ZB-H2; for torchtitan also FSDP (ZeRO-3) and no selective recomputation.
     Without `gpus`, `days` defaults to 90. With `gpus` and `days`, the fastest layout on that cluster must also
     meet the deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout.
     """
@@ -240,8 +243,25 @@ def plan(
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
 
+    pins = dict(fixed or {})
+    excluded: tuple[tuple[str, int], ...] = ()
+    if runs_on is not None:
+        from planner.export import TARGETS
+
+        if runs_on not in TARGETS:
+            raise InvalidInput(f"unknown framework '{runs_on}'; choose one of {', '.join(TARGETS)}")
+        if schedule == "zb-h2":
+            raise InvalidInput(f"{runs_on} has no ZB-H2 schedule: use --schedule 1f1b or auto")
+        schedule = "1f1b"
+        pins.setdefault("tp_model", 1)
+        if runs_on == "torchtitan" and workload.is_transformer:
+            pins.setdefault("zero", 3)
+            excluded = (("recompute", 1),)
+    from planner.export import RANK_ORDER
+
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
-                            fixed=_fixed_dimensions(workload, fixed or {}))
+                            fixed=_fixed_dimensions(workload, pins), excluded=excluded,
+                            rank_order=RANK_ORDER if runs_on is not None else ())
     if workload.precision == "fp8" and hw.gpu.fp8 is None:
         raise InvalidInput(f"{hw.gpu.name} has no FP8 rate in its hardware file; use precision bf16")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY

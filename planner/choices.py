@@ -24,3 +24,10 @@ class Precision(StrEnum):
 
     bf16 = "bf16"
     fp8 = "fp8"
+
+
+class Framework(StrEnum):
+    """Training frameworks a plan can be exported to (planner.export)."""
+
+    megatron = "megatron"
+    torchtitan = "torchtitan"

@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
-from planner.choices import BatchScaling, Precision, ScheduleChoice
+from planner.choices import BatchScaling, Framework, Precision, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
@@ -469,14 +469,23 @@ def plan_command(
     zero: Annotated[int | None, _whole_option(
         "--zero", help="Fix the ZeRO stage 1, 2 or 3 (default: the search chooses).", rich_help_panel=_S,
         show_default=False)] = None,
+    tp_model: Annotated[int | None, _whole_option(
+        "--tp-model", help="Fix the paper's second tensor-parallel axis N_TP,model (1: Megatron's 1D TP).",
+        rich_help_panel=_S, show_default=False)] = None,
+    emit: Annotated[Framework | None, typer.Option(
+        "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
+        "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=_O,
+        show_default=False, case_sensitive=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
     workload = _with_batch_sequences(_with_training(_workload_options(compute, model, sparse, batch_scaling, shape),
                                                     seq_len, precision), batch_sequences)
-    fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero))
-             if v is not None}
+    fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
+                                     ("tp_model", tp_model)) if v is not None}
+    if emit is not None and json_out:
+        raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
@@ -487,7 +496,7 @@ def plan_command(
                 compute, gpu, days, workload=workload, sparse=sparse,
                 batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
                 dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
-                price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
+                price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None,
             )
     except Infeasible as exc:
         doc = exc.plan
@@ -497,7 +506,12 @@ def plan_command(
             else:
                 print_plan(_stdout_console(), doc)
         raise
-    if json_out:
+    if emit is not None:
+        from planner.export import export_text
+
+        wl = workload if workload is not None else _workload_of_plan(result)
+        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
+    elif json_out:
         _emit_json(_plan_json(result))
     else:
         print_plan(_stdout_console(), result)
@@ -505,6 +519,25 @@ def plan_command(
 
 app.command("plan", help=plan_command.__doc__)(plan_command)
 plan_app.command("plan", help=plan_command.__doc__)(plan_command)
+
+
+@app.command("export")
+def export_command(
+    plan_file: Annotated[Path, typer.Option(
+        "--plan", help="A plan printed by `plan --json`.", metavar="FILE.json", show_default=False, dir_okay=False)],
+    to: Annotated[Framework, typer.Option("--to", help="megatron (Megatron-LM arguments) or torchtitan (TOML job "
+                                          "config).", case_sensitive=False)],
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="Hardware the plan was priced on, if not a shipped name (a TOML file).",
+        metavar="NAME|FILE.toml", show_default=False)] = None,
+) -> None:
+    """Print the launch configuration of a saved plan's layout; exit 2 naming what to change if the framework cannot
+    run it exactly."""
+    from planner.export import export_text
+
+    doc = _load_plan_file(plan_file)
+    hw = api.resolve_hardware(gpu or doc.hardware)
+    sys.stdout.write(export_text(doc, hw, _workload_of_plan(doc), to.value) + "\n")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -265,11 +265,10 @@ def stage_layers(wl: Workload, pp, interleave) -> tuple[np.ndarray, np.ndarray]:
     return c, v * c - wl.layers
 
 
-def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndarray:
-    """Per-microbatch time of the busiest pipeline device of a transformer.
-
-    Middle devices hold i c layers; the first holds r_f fewer plus the embedding, the last r_l fewer plus the LM
-    head, with r_f + r_l = r split to balance the two (each end keeps at least one layer per virtual stage)."""
+def end_split(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> tuple[np.ndarray, np.ndarray]:
+    """(r_f, time of the busier end device): how many fewer layers the first virtual stage holds (the last holds
+    r - r_f fewer), chosen to balance the first device (plus the embedding) against the last (plus the LM head); each
+    end keeps at least one layer per virtual stage."""
     pp = np.asarray(cols["pp"], dtype=np.int64)
     i = np.asarray(cols["interleave"], dtype=np.int64)
     c, r = stage_layers(wl, pp, i)
@@ -278,10 +277,25 @@ def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndar
     hi = np.minimum(r, c - 1)
     ideal = (r * layer_s + embed_s - head_s) / (2.0 * np.maximum(layer_s, 1e-300))
     best = np.full(len(pp), np.inf)
+    best_rf = np.zeros(len(pp))
     for cand in (np.floor(ideal), np.ceil(ideal)):
         rf = np.clip(cand, lo, np.maximum(lo, hi))
         ends = np.maximum(full - rf * layer_s + embed_s, full - (r - rf) * layer_s + head_s)
+        best_rf = np.where(ends < best, rf, best_rf)
         best = np.minimum(best, ends)
+    return best_rf.astype(np.int64), best
+
+
+def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndarray:
+    """Per-microbatch time of the busiest pipeline device of a transformer.
+
+    Middle devices hold i c layers; the first holds r_f fewer plus the embedding, the last r_l fewer plus the LM
+    head, with r_f + r_l = r split to balance the two (`end_split`)."""
+    pp = np.asarray(cols["pp"], dtype=np.int64)
+    i = np.asarray(cols["interleave"], dtype=np.int64)
+    c, _ = stage_layers(wl, pp, i)
+    full = (i * c).astype(np.float64) * layer_s
+    _, best = end_split(wl, cols, layer_s, embed_s, head_s)
     middle = np.where(pp >= 3, full, 0.0)
     single = wl.layers * layer_s + embed_s + head_s
     return np.where(pp == 1, single, np.maximum(middle, best))

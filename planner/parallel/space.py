@@ -57,6 +57,11 @@ class SearchOptions:
     fixed: tuple[tuple[str, int], ...] = ()
     """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
     (sequence parallelism, recomputation, ZeRO stage)."""
+    excluded: tuple[tuple[str, int], ...] = ()
+    """(name, value) pairs the search must not use (a framework that cannot run them: planner.export)."""
+    rank_order: tuple[str, ...] = ()
+    """Non-empty: the placement is not searched but follows a framework's rank order, these degrees innermost first
+    (`rank_order_factors`); empty: every placement that fills the levels."""
 
 
 class Tuples(Mapping[str, np.ndarray]):
@@ -162,6 +167,8 @@ def build_space(hw: Hardware, wl: Workload, options: SearchOptions) -> Space:
             solo[d.name] = np.array(d.candidates(wl), dtype=np.int64)
     for name, value in options.fixed:
         solo[name] = solo[name][solo[name] == value]
+    for name, value in options.excluded:
+        solo[name] = solo[name][solo[name] != value]
     unit = BY_NAME["dp"].divides(wl)  # type: ignore[misc]
     if wl.transformer is not None or wl.batch_tokens % wl.experts == 0:
         dm = np.array(_pairs_dividing(unit), dtype=np.int64).reshape(-1, 2)
@@ -298,6 +305,41 @@ def placements_for_tuple(hw: Hardware, t: Tuples, row: int) -> np.ndarray:
     stacked = np.stack([opts[k][idx[:, k]] for k in range(len(DEGREES))], axis=1)  # (k, degrees, H)
     ok = (stacked.prod(axis=1) == prods[0][None, :]).all(axis=1)
     return stacked[ok]
+
+
+def rank_order_factors(hw: Hardware, t: Mapping[str, np.ndarray], order: tuple[str, ...]
+                       ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The placement a framework's rank order gives each tuple (consecutive ranks share the lowest level): walking up
+    the levels, each degree of `order` (innermost first; the others must be 1) takes the largest part of what is left
+    of it that fills what is left of the level. Returns (degree -> factors (n, H), valid): invalid where a degree's
+    ranks would straddle a level's groups (a partial fill that leaves room) or the levels cannot be filled."""
+    gpus = np.ones(len(np.asarray(t["dp"])), dtype=np.int64)
+    for d in DEGREES:
+        gpus = gpus * np.asarray(t[d], dtype=np.int64)
+    prods, valid = level_products(hw, gpus)
+    n, H = prods.shape
+    left = {d: np.asarray(t[d], dtype=np.int64).copy() for d in order}
+    room = prods.copy()
+    out = {d: np.ones((n, H), dtype=np.int64) for d in DEGREES}
+    broken = np.zeros(n, dtype=bool)
+    for d in DEGREES:
+        if d not in order:
+            broken |= np.asarray(t[d]) != 1
+    for h in range(H):
+        for d in order:
+            f = np.gcd(left[d], room[:, h])
+            straddle = f < np.minimum(left[d], room[:, h])
+            f = np.where(straddle, 1, f)
+            out[d][:, h] = f
+            left[d] //= f
+            room[:, h] //= f
+            spill = left[d] > 1
+            broken |= spill & (room[:, h] > 1) & ~straddle | straddle
+            room[:, h] = np.where(spill, 1, room[:, h])
+    ok = valid & ~broken
+    for d in order:
+        ok &= left[d] == 1
+    return out, ok
 
 
 def layout_from(t: Tuples, row: int, placement: np.ndarray | Mapping[str, np.ndarray]) -> Layout:

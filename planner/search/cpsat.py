@@ -49,6 +49,7 @@ from planner.parallel.space import (
     level_products,
     model_parallel_rows,
     mp_size,
+    rank_order_factors,
     space_size,
     zb_allows,
 )
@@ -370,17 +371,23 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
 
 
 def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
-                      prune: bool = True) -> dict[str, PairTable]:
+                      prune: bool = True, rank_order: tuple[str, ...] = ()) -> dict[str, PairTable]:
     """The CP-SAT reading of planner.cost.terms: per group and pair, each form's sum of coefficient x group term
     (tuple-only parts are per tuple; see `tuple_forms`). `prune` drops dominated factor combinations
-    (`_group_pairs`)."""
+    (`_group_pairs`); a `rank_order` keeps only the factor vectors that order gives each tuple."""
     forms = (*T.branches(wl, dp_overlap), T.network_form(wl))
     gterms = {g.name: g for g in T.group_terms(wl)}
+    fixed = rank_order_factors(hw, t, rank_order)[0] if rank_order else None
     tables = {}
     for group in GROUPS:
         if not any(g.group == group for g in gterms.values()) and all((t[d] == 1).all() for d in GROUPS[group]):
             continue  # a group that is 1 everywhere and costs nothing (the toy's N_CP) has one placement: all ones
-        r, fac, feat = _group_pairs(hw, wl, t, group, prune)
+        r, fac, feat = _group_pairs(hw, wl, t, group, prune=prune and fixed is None)
+        if fixed is not None:
+            keep = np.ones(len(r), dtype=bool)
+            for d in GROUPS[group]:
+                keep &= (fac[d] == fixed[d][r]).all(axis=1)
+            r, fac, feat = r[keep], {d: v[keep] for d, v in fac.items()}, {k: v[keep] for k, v in feat.items()}
         scales = {name: g.scale(hw, wl, t) for name, g in gterms.items() if g.group == group}
         vals = {name: scale[r] * feat[name] for name, scale in scales.items()}
         out = {}
@@ -410,9 +417,10 @@ class Model:
     """The CP-SAT model of one set of candidate tuples (all with one GPU count, or a fixed cluster)."""
 
     def __init__(self, hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
-                 tables: dict[str, PairTable] | None = None):
+                 tables: dict[str, PairTable] | None = None, rank_order: tuple[str, ...] = ()):
         self.hw, self.t = hw, t
-        self.tables = tables if tables is not None else build_pair_tables(hw, wl, t, q, dp_overlap)
+        self.tables = tables if tables is not None else build_pair_tables(hw, wl, t, q, dp_overlap,
+                                                                          rank_order=rank_order)
         per_tuple = tuple_forms(wl, q, dp_overlap)
         n = len(t)
         m = cp_model.CpModel()
@@ -608,7 +616,7 @@ class _TimeUp(Exception):
 
 
 def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray], cap_q: int | None,
-                  dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats):
+                  dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats, rank_order: tuple[str, ...] = ()):
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
     (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out."""
     q = dict(q)
@@ -631,14 +639,15 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     # A first incumbent from the few tuples with the least placement-free bound, so that tuples whose bound is above
     # it go before any table is built for them (this matters at a fixed GPU count, where no deadline prunes).
     first = np.argsort(q["step_lb"], kind="stable")[:INCUMBENT_BATCH]
-    probe = counted(Model(hw, wl, t.take(first), {k: v[first] for k, v in q.items()}, dp_overlap), len(first))
+    probe = counted(Model(hw, wl, t.take(first), {k: v[first] for k, v in q.items()}, dp_overlap,
+                          rank_order=rank_order), len(first))
     if cap_q is not None:
         probe.m.add(probe.S <= cap_q)
     s0, st0 = run(probe, probe.S, "probe")
     if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         live = np.nonzero(to_quanta_floor(q["step_lb"]) <= s0.objective_value)[0]
         t, q = t.take(live), {k: v[live] for k, v in q.items()}
-    tables = build_pair_tables(hw, wl, t, q, dp_overlap)
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap, rank_order=rank_order)
     if BRANCH_BOUNDS:
         q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t),
                                     dp_overlap)
@@ -767,6 +776,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             if clock.out:
                 return _timed_out(result, clock, None, n_lo, deadline_s)
             t = tuples_from_pairs(space, index, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs])
+            if options.rank_order:
+                t = t.take(np.nonzero(rank_order_factors(hw, t, options.rank_order)[1])[0])
             t, q = _filter(hw, wl, t, deadline_s, shapes, least, options.dp_overlap)
             if len(t):
                 kept_t.append(t)
@@ -780,7 +791,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             idx = np.nonzero(gpus == n)[0]
             try:
                 found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_q,
-                                      options.dp_overlap, clock, workers, stats)
+                                      options.dp_overlap, clock, workers, stats, options.rank_order)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:

@@ -25,6 +25,7 @@ from planner.parallel.space import (
     layout_from,
     level_products,
     model_parallel_rows,
+    rank_order_factors,
     space_size,
     tuples_for_model_parallel,
 )
@@ -81,13 +82,20 @@ def expand_placements(hw: Hardware, t: Tuples) -> tuple[np.ndarray, np.ndarray]:
     return rows[done], assigned[done]
 
 
-def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, q: Mapping[str, np.ndarray]):
-    """Every valid placement of every tuple, priced whole by planner.cost.step.step_arrays (`q`: the tuples'
-    shape times, as planner.search.presolve.tuple_terms returns them).
+def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, q: Mapping[str, np.ndarray],
+                     rank_order: tuple[str, ...] = ()):
+    """Every valid placement of every tuple (only the rank order's, if given), priced whole by
+    planner.cost.step.step_arrays (`q`: the tuples' shape times, as planner.search.presolve.tuple_terms returns them).
 
     Returns (tuple row of each priced layout, placements (k, degrees, H), the step_arrays columns).
     """
     rows, pl = expand_placements(hw, t)
+    if rank_order:
+        fixed, ok = rank_order_factors(hw, t, rank_order)
+        keep = ok[rows]
+        for k, d in enumerate(DEGREES):
+            keep &= (pl[:, k, :] == fixed[d][rows]).all(axis=1)
+        rows, pl = rows[keep], pl[keep]
     if len(rows) == 0:
         return rows, pl, {}
     cols = {k: v[rows] for k, v in t.items()}
@@ -100,7 +108,7 @@ def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_
                    shapes: ShapeTable):
     """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
     terms = tuple_terms(hw, wl, t, shapes)
-    rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms)
+    rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms, options.rank_order)
     if len(rows) == 0:
         return None
     ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
