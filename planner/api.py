@@ -261,7 +261,7 @@ def plan(
 
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
-                            rank_order=RANK_ORDER if runs_on is not None else ())
+                            rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
     if workload.precision == "fp8" and hw.gpu.fp8 is None:
         raise InvalidInput(f"{hw.gpu.name} has no FP8 rate in its hardware file; use precision bf16")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY

@@ -130,6 +130,9 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
                               f"attention output): {fix} --recompute none or full, or --emit torchtitan")
         if lay.tp_ff > 1 and not lay.sp:
             raise ExportError(f"torchtitan's tensor parallelism always shards the sequence: {fix} --sp on")
+    if lay.interleave > 1 and lay.microbatches % lay.pp:
+        raise ExportError(f"{name}'s interleaved schedule runs microbatches in rounds of pp = {lay.pp}, but this "
+                          f"layout has {lay.microbatches}: re-plan with --emit {target}")
     expected = rank_order_placement(hw, lay)
     if expected is None:
         raise ExportError(f"{name}'s rank order (tp innermost, then cp, ep, dp, pp) would split a group of these "

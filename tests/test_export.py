@@ -116,6 +116,7 @@ def test_uneven_ends_are_exported_as_priced():
     ("torchtitan", dict(dp=8, zero=1), "--zero 3"),
     ("torchtitan", dict(dp=8, zero=3, recompute=1), "--recompute none or full"),
     ("torchtitan", dict(tp_ff=8, zero=3, sp=0), "--sp on"),
+    ("megatron", dict(pp=2, interleave=2, microbatches=1), "rounds of pp"),
 ])
 def test_what_a_framework_cannot_run_is_named(target, values, message):
     wl = load_model_preset("llama3-8b")
@@ -255,3 +256,27 @@ def test_torchtitan_keys_exist_in_its_job_config(tmp_path):
                     break
                 cls = annotation
     assert not missing, f"keys with no field in {TORCHTITAN}'s JobConfig: {sorted(set(missing))}"
+
+
+def test_emit_search_equals_the_enumerator_over_the_launchable_space():
+    # The restricted space (1D TP, 1F1B in whole rounds, the rank order's placement, torchtitan's FSDP) is searched
+    # exactly: CP-SAT and the enumerator agree on it.
+    from planner.export import RANK_ORDER
+    from planner.parallel.space import SearchOptions
+    from planner.search.cpsat import solve_cpsat
+    from planner.search.exhaustive import solve_exhaustive
+    from planner.workload.scaling import transformer_workload
+
+    wl = transformer_workload(64, 128, 4, 1, 64, 16 * 64, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256,
+                                                               "ffn": "swiglu"}, "tiny")
+    for gpus in (8, 16):
+        opts = SearchOptions(schedule="1f1b", gpus=gpus, fixed=(("tp_model", 1), ("zero", 3)),
+                             excluded=(("recompute", 1),), rank_order=RANK_ORDER, whole_rounds=True)
+        ex, cp = solve_exhaustive(H100, wl, opts, None), solve_cpsat(H100, wl, opts, None)
+        assert ex.status == cp.status == "optimal" and ex.space_size == cp.space_size
+        assert cp.layout is not None and ex.layout is not None
+        ee, ec = evaluate(H100, wl, ex.layout), evaluate(H100, wl, cp.layout)
+        assert abs(ee.step.step_s - ec.step.step_s) <= 1e-12 * ee.step.step_s
+        doc = _plan_of(wl, cp.layout)
+        for target in ("megatron", "torchtitan"):
+            export_text(doc, H100, wl, target)  # launchable as chosen: no ExportError

@@ -59,6 +59,9 @@ class SearchOptions:
     (sequence parallelism, recomputation, ZeRO stage)."""
     excluded: tuple[tuple[str, int], ...] = ()
     """(name, value) pairs the search must not use (a framework that cannot run them: planner.export)."""
+    whole_rounds: bool = False
+    """Interleaved 1F1B runs its microbatches in rounds of N_PP (Megatron's and torchtitan's schedules): with
+    interleaving, m must be a multiple of N_PP."""
     rank_order: tuple[str, ...] = ()
     """Non-empty: the placement is not searched but follows a framework's rank order, these degrees innermost first
     (`rank_order_factors`); empty: every placement that fills the levels."""
@@ -191,6 +194,14 @@ def zb_allows(pp, microbatches, zero_bubble) -> np.ndarray:
     return ~np.asarray(zero_bubble, dtype=bool) | (np.asarray(microbatches) >= 2 * np.asarray(pp) - 1)
 
 
+def schedule_allows(options: SearchOptions, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The schedule rules for these options: ZB-H2's, and whole rounds of N_PP with interleaving if asked."""
+    ok = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"])
+    if options.whole_rounds:
+        ok &= (np.asarray(cols["interleave"]) == 1) | (np.asarray(cols["microbatches"]) % np.asarray(cols["pp"]) == 0)
+    return ok
+
+
 def sp_allows(tp_ff, sp) -> np.ndarray:
     """Sequence parallelism shards over the tensor-parallel ranks: on only with N_TP,ff > 1."""
     return (np.asarray(sp) == 0) | (np.asarray(tp_ff) > 1)
@@ -220,7 +231,7 @@ def tuples_for_model_parallel(space: Space, mp: Mapping[str, np.ndarray], dp_m: 
     n_mp, n_dm = len(mp["pp"]), len(dp_m["dp"])
     cols = {k: np.repeat(v, n_dm) for k, v in mp.items()}
     cols.update({k: np.tile(v, n_mp) for k, v in dp_m.items()})
-    keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"]) & batch_allows(space.wl, cols)
+    keep = schedule_allows(space.options, cols) & batch_allows(space.wl, cols)
     return Tuples({k: v[keep] for k, v in cols.items()})
 
 
@@ -236,9 +247,10 @@ def space_size(space: Space) -> int:
         n_other = n_solo // max(1, len(space.values["ep"]))
         per_ep = [(n_other, seqs % (dp * m * int(ep)) == 0) for ep in space.values["ep"]]
     total = 0
-    for pp, zb in zip(space.pp_i_zb["pp"], space.pp_i_zb["zero_bubble"]):
+    for pp, i, zb in zip(space.pp_i_zb["pp"], space.pp_i_zb["interleave"], space.pp_i_zb["zero_bubble"]):
+        rounds = (m % pp == 0) if space.options.whole_rounds and i > 1 else True
         for n, ok in per_ep:
-            total += n * (int((ok & (m >= 2 * pp - 1)).sum()) if zb else int(ok.sum()))
+            total += n * (int((ok & rounds & (m >= 2 * pp - 1)).sum()) if zb else int((ok & rounds).sum()))
     return int(total)
 
 

@@ -50,8 +50,8 @@ from planner.parallel.space import (
     model_parallel_rows,
     mp_size,
     rank_order_factors,
+    schedule_allows,
     space_size,
-    zb_allows,
 )
 from planner.schema import Hardware, Layout, Workload
 from planner.search.presolve import (
@@ -196,7 +196,7 @@ def tuples_from_pairs(space: Space, index: PairIndex, ii: np.ndarray, jj: np.nda
         cols = {k: np.repeat(v, len(ms)) for k, v in rows.items()}
         cols["microbatches"] = np.tile(ms, n)
         cols["dp"] = np.full(n * len(ms), index.dps[j])
-        keep = zb_allows(cols["pp"], cols["microbatches"], cols["zero_bubble"]) & batch_allows(space.wl, cols)
+        keep = schedule_allows(space.options, cols) & batch_allows(space.wl, cols)
         parts.append(Tuples({k: v[keep] for k, v in cols.items()}))
     return Tuples.concat(parts) if parts else Tuples.empty()
 
