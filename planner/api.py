@@ -253,6 +253,16 @@ def plan(
         if schedule == "zb-h2":
             raise InvalidInput(f"{runs_on} has no ZB-H2 schedule: use --schedule 1f1b or auto")
         schedule = "1f1b"
+        clash = {"tp_model": (1, "it has no second tensor-parallel axis")}
+        if runs_on == "torchtitan":
+            clash.update({"zero": (3, "it shards data parallelism with FSDP (ZeRO-3)"),
+                          "sp": (1, "its tensor parallelism always shards the sequence")})
+            if pins.get("recompute") == 1:
+                raise InvalidInput("--emit torchtitan: it has no attention-core-only recomputation; drop "
+                                   "--recompute selective")
+        for name, (value, why) in clash.items():
+            if name in pins and pins[name] != value:
+                raise InvalidInput(f"--emit {runs_on}: {why}; drop --{name.replace('_', '-')} {pins[name]}")
         pins.setdefault("tp_model", 1)
         if runs_on == "torchtitan" and workload.is_transformer:
             pins.setdefault("zero", 3)

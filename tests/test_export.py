@@ -280,3 +280,14 @@ def test_emit_search_equals_the_enumerator_over_the_launchable_space():
         doc = _plan_of(wl, cp.layout)
         for target in ("megatron", "torchtitan"):
             export_text(doc, H100, wl, target)  # launchable as chosen: no ExportError
+
+
+@pytest.mark.parametrize("target,fixed,message", [
+    ("torchtitan", {"zero": 1}, "drop --zero 1"), ("torchtitan", {"recompute": 1}, "drop --recompute selective"),
+    ("megatron", {"tp_model": 2}, "drop --tp-model 2"), ("torchtitan", {"sp": 0}, "drop --sp 0"),
+])
+def test_emit_refuses_pins_the_framework_cannot_run(target, fixed, message):
+    from planner.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=message.replace("-", r"\-")):
+        api.plan(workload=load_model_preset("llama3-8b"), gpu="h100", gpus=64, fixed=fixed, runs_on=target)
