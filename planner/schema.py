@@ -615,3 +615,19 @@ class Plan(_Frozen):
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
     notes: list[str] = Field(default_factory=list)
+
+
+class ErrorDetail(_Frozen):
+    code: Literal["bad_input", "usage", "infeasible", "interrupted", "internal"] = Field(
+        description="Stable error code: bad_input and usage exit 2, infeasible 1, interrupted 130 (SIGINT) or 143 "
+                    "(SIGTERM), internal 3.")
+    message: str = Field(description="The one line also written to stderr.")
+    exit_code: int
+
+
+class ErrorDocument(_Frozen):
+    """What `--json` prints on stdout when a command fails before it has a result document (bad input, usage
+    errors, interruption, internal errors). An infeasible plan is a Plan with status 'infeasible' instead."""
+
+    status: Literal["error"] = "error"
+    error: ErrorDetail

@@ -791,8 +791,17 @@ def hardware_show(
 
 
 def plan_schema_text() -> str:
-    """The Plan JSON Schema as published in docs/plan.schema.json (sorted keys, so diffs stay readable)."""
-    return json.dumps(Plan.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    """The JSON Schema of what `--json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
+    readable): a Plan, or an ErrorDocument when the command failed before it had one."""
+    from planner.schema import ErrorDocument
+
+    schema = Plan.model_json_schema()
+    error = ErrorDocument.model_json_schema()
+    schema.setdefault("$defs", {}).update(error.pop("$defs", {}))
+    schema["$defs"]["ErrorDocument"] = error
+    schema["$defs"]["Plan"] = {k: v for k, v in schema.items() if k != "$defs"}
+    return json.dumps({"$defs": schema["$defs"], "oneOf": [{"$ref": "#/$defs/Plan"}, {"$ref": "#/$defs/ErrorDocument"}],
+                       "title": "planner --json output"}, indent=2, sort_keys=True) + "\n"
 
 
 @app.command("schema")
@@ -822,9 +831,44 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+class Terminated(Exception):
+    """SIGTERM arrived: stop like Ctrl-C, with exit code 143."""
+
+
+def _on_sigterm(signum, frame) -> None:  # pragma: no cover - exercised through a subprocess in the tests
+    raise Terminated()
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    return "--json" in argv
+
+
+def _json_error(argv: Sequence[str], code: str, exit_code: int, message: str) -> None:
+    """With --json, one ErrorDocument on stdout (a provisioning script reads a status, not an empty document)."""
+    from planner.schema import ErrorDetail, ErrorDocument
+
+    if _wants_json(argv):
+        with contextlib.suppress(OSError):
+            doc = ErrorDocument(error=ErrorDetail(code=code, message=_one_line(message), exit_code=exit_code))
+            sys.stdout.write(doc.model_dump_json(indent=2) + "\n")
+            sys.stdout.flush()
+
+
+def _fail(argv: Sequence[str], code: str, exit_code: int, message: str, prefix: str = "error") -> int:
+    """One line on stderr and, with --json, one ErrorDocument on stdout. Returns the exit code."""
+    sys.stderr.write(f"{prefix}: {_one_line(message)}\n")
+    _json_error(argv, code, exit_code, message)
+    return exit_code
+
+
 def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
+    import signal
+
     command = typer.main.get_command(typer_app)
+    previous = None
+    with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # an int is the code of a typer.Exit / --help
@@ -832,30 +876,33 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         return 2  # typer has already printed the help
     except click_exc.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        sys.stderr.write(f"error: {_one_line(exc.format_message())}{hint}\n")
-        return 2
+        return _fail(argv, "usage", 2, f"{exc.format_message()}{hint}")
     except click_exc.ClickException as exc:
-        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
-        return 2
-    except typer.Abort:
-        sys.stderr.write("error: aborted\n")
-        return 1
+        return _fail(argv, "usage", 2, exc.format_message())
+    except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        return _fail(argv, "interrupted", 130, "interrupted (Ctrl-C); nothing after the last finished step was kept")
+    except Terminated:
+        return _fail(argv, "interrupted", 143, "terminated (SIGTERM); nothing after the last finished step was kept")
     except Infeasible as exc:
         doc = exc.plan
         kind = "unknown" if doc is not None and doc.status == "unknown" else "infeasible"
         sys.stderr.write(f"{kind}: {exc.explanation or exc}\n")
+        if doc is None:  # commands print their infeasible Plan themselves; without one, say it in JSON
+            _json_error(argv, "infeasible", 1, str(exc.explanation or exc))
         return 1
     except (InvalidInput, PlannerError) as exc:
-        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
-        return 2
+        return _fail(argv, "bad_input", 2, str(exc))
     except BrokenPipeError:
         # The reader went away (`plan --json | head`): nothing left to say; keep the interpreter from complaining.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
     except Exception as exc:  # a bug, not a user error: still one line, distinct exit code
-        sys.stderr.write(f"internal error: {type(exc).__name__}: {_one_line(str(exc))}\n")
-        return 3
+        return _fail(argv, "internal", 3, f"{type(exc).__name__}: {exc}", prefix="internal error")
+    finally:
+        if previous is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, previous)
 
 
 def main() -> None:
