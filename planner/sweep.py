@@ -19,13 +19,15 @@ Per hardware the result summarises the two numbers the paper reads off Figs. 6, 
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,14 +104,18 @@ class SweepResult(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 
+MAX_POINTS = 1000
+"""Most compute points per hardware in one sweep (each is a full plan: 1000 points take tens of minutes)."""
+
+
 def compute_grid(compute_from: float, compute_to: float, points: int) -> list[float]:
     """`points` log-spaced values from compute_from to compute_to inclusive (rounded to 6 significant figures so
     the grid prints and serialises cleanly)."""
     for name, v in (("--from", compute_from), ("--to", compute_to)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise InvalidInput(f"{name} must be a positive finite number of FLOP, got {v!r}")
-    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
-        raise InvalidInput(f"--points must be a whole number >= 1, got {points!r}")
+    if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
+        raise InvalidInput(f"--points must be a whole number from 1 to {MAX_POINTS}, got {points!r}")
     if compute_to < compute_from:
         raise InvalidInput(f"--to ({compute_to:g}) must not be below --from ({compute_from:g})")
     if points == 1:
@@ -274,11 +280,13 @@ def sweep(
     solver: str = "cpsat",
     dp_overlap: bool = False,
     price_per_gpu_hour: float | None = None,
+    finished: Mapping[tuple[str, float], Plan] | None = None,
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
     `workers` is CP-SAT's thread count per plan, `jobs` the number of plans solved at once (processes). Use
-    days=365.25/4 (`THREE_MONTHS_DAYS`) for the paper's three-month runs.
+    days=365.25/4 (`THREE_MONTHS_DAYS`) for the paper's three-month runs. `finished` holds plans of earlier runs
+    by (hardware name, compute) (`read_journal`): those points are not solved again.
     """
     if isinstance(gpus, (str, Hardware)):
         gpus = [gpus]
@@ -306,8 +314,15 @@ def sweep(
     results: list[Plan | None] = [None] * len(tasks)
     args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour)
     done = 0
-    if jobs == 1 or len(tasks) == 1:
-        for k, (hw, c) in enumerate(tasks):
+    for k, (hw, c) in enumerate(tasks):
+        earlier = (finished or {}).get((hw.name, c))
+        if earlier is not None:
+            results[k] = earlier
+            done += 1
+    todo = [k for k in range(len(tasks)) if results[k] is None]
+    if jobs == 1 or len(todo) <= 1:
+        for k in todo:
+            hw, c = tasks[k]
             plan = solve_point(hw, c, *args)
             results[k] = plan
             done += 1
@@ -316,18 +331,25 @@ def sweep(
     else:
         # spawn, not fork: OR-Tools keeps threads around and forking a threaded process can deadlock.
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_exit_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            pending = {pool.submit(solve_point, hw, c, *args): k for k, (hw, c) in enumerate(tasks)}
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_exit_with_parent,
+                                   initargs=(os.getpid(),))
+        try:
+            pending = {pool.submit(solve_point, tasks[k][0], tasks[k][1], *args): k for k in todo}
             while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(finished, key=pending.__getitem__):
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(ready, key=pending.__getitem__):
                     k = pending.pop(fut)
                     plan = fut.result()
                     results[k] = plan
                     done += 1
                     if progress:
                         progress(done, len(tasks), plan)
+        except BaseException:  # Ctrl-C, SIGTERM: stop the workers now instead of waiting for their points
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
@@ -341,7 +363,32 @@ def sweep(
     )
 
 
+def journal_line(plan: Plan) -> str:
+    """One finished point of a sweep journal: its key and its plan, one JSON line."""
+    return json.dumps({"hardware": plan.hardware, "compute_flop": plan.workload.requested_compute_flop,
+                       "plan": json.loads(plan.model_dump_json())}) + "\n"
+
+
+def read_journal(path: Path) -> dict[tuple[str, float], Plan]:
+    """The finished points a journal holds (a line cut short by an interruption is ignored)."""
+    from planner.errors import read_text_file
+
+    out: dict[tuple[str, float], Plan] = {}
+    if not path.exists():
+        return out
+    for line in read_text_file(path, "sweep journal", 512 * 2**20).splitlines():
+        try:
+            rec = json.loads(line)
+            out[(str(rec["hardware"]), float(rec["compute_flop"]))] = Plan.model_validate(rec["plan"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
 __all__ = [
+    "MAX_POINTS",
+    "journal_line",
+    "read_journal",
     "THREE_MONTHS_DAYS",
     "HardwareSummary",
     "SweepResult",

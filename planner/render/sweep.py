@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import TaskID
 from rich.table import Table
 
 from planner.choices import BatchScaling, ScheduleChoice
@@ -106,13 +107,20 @@ def plan_row(p: Plan) -> dict:
 
 
 def write_csv(res: SweepResult, path: Path | str) -> None:
+    _write_rows(res.plans, path)
+
+
+def _write_rows(plans: Sequence[Plan], path: Path | str) -> None:
+    """One CSV row per plan, written to a temporary file and renamed over `path` (never half a file)."""
     path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
     try:
-        with path.open("w", newline="", encoding="utf-8") as fh:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
             w.writeheader()
-            for p in res.plans:
+            for p in plans:
                 w.writerow({k: ("" if v is None else v) for k, v in plan_row(p).items()})
+        os.replace(tmp, path)
     except OSError as exc:
         raise InvalidInput(f"cannot write --csv {path}: {exc.strerror}") from None
 
@@ -324,39 +332,66 @@ def sweep_command(
         show_default=False)] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document (plans, end_of_linear_scaling_flop, last_feasible_flop).")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="With --csv: keep the points an interrupted run of the same sweep finished (FILE.plans.jsonl) "
+        "and solve only the rest.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
     from planner.api import _positive, resolve_hardware
-    from planner.sweep import compute_grid
+    from planner.sweep import compute_grid, journal_line, read_journal
 
     compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
     _positive("--price-per-gpu-hour", price_per_gpu_hour)
     for name in gpu or ["h100"]:
         resolve_hardware(name)
     _check_outputs(csv_file, plot)  # a bad path fails now, not after every point has been solved
-    progress_cb = None
+    if resume and csv_file is None:
+        raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
+    journal = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
+    finished = read_journal(journal) if (journal is not None and resume) else {}
+    journal_fh = journal.open("a" if resume else "w", encoding="utf-8") if journal is not None else None
+    kept: list[Plan] = list(finished.values())
     bar = None
     err_console = Console(stderr=True)
-    if not json_out and err_console.is_terminal:
+    if not json_out and not quiet and err_console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("{task.description}"), console=err_console, transient=True)
+    task: TaskID | None = None
+
+    def progress_cb(done: int, total: int, p: Plan) -> None:
+        kept.append(p)
+        if journal_fh is not None:  # every finished point is on disk before the next one is awaited
+            journal_fh.write(journal_line(p))
+            journal_fh.flush()
+        if bar is not None and task is not None:
+            bar.update(task, completed=done, total=total,
+                       description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
+
     try:
         if bar is not None:
             bar.start()
             task = bar.add_task("", total=None)
-
-            def progress_cb(done: int, total: int, p: Plan) -> None:
-                bar.update(task, completed=done, total=total,
-                           description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
-
         res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
-                    jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour)
+                    jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
+                    finished=finished)
+    except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
+        if csv_file is not None and kept:
+            grid = compute_grid(compute_from, compute_to, points)
+            order = {c: k for k, c in enumerate(grid)}
+            kept.sort(key=lambda p: (p.hardware, order.get(_requested(p) or 0.0, 0)))
+            _write_rows(kept, csv_file)
+            sys.stderr.write(f"kept {len(kept)} finished point(s) in {csv_file} (and {journal}); rerun with --resume "
+                             "to solve only the rest\n")
+        raise
     finally:
         if bar is not None:
             bar.stop()
+        if journal_fh is not None:
+            journal_fh.close()
     if csv_file is not None:
         write_csv(res, csv_file)
     written = write_plots(res, plot) if plot else []
