@@ -42,7 +42,9 @@ class Infeasible(PlannerError):
 
 
 MAX_USER_FILE_BYTES = 50_000_000
-"""The largest file read as user input (a plan JSON can be large; hardware and model TOML files are tiny)."""
+"""The largest plan JSON read as user input (docs/reliability.md)."""
+MAX_TOML_BYTES = 1_000_000
+"""The largest hardware or model TOML file read (real ones are a few kB)."""
 
 
 def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:

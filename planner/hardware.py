@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidInput, read_text_file
+from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
 from planner.schema import Gpu, Hardware, NetworkLevel
 
 KiB = 1024
@@ -175,7 +175,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
 
 def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardware:
     path = Path(path)
-    text = read_text_file(path, "hardware file")
+    text = read_text_file(path, "hardware file", MAX_TOML_BYTES)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

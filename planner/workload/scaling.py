@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import InvalidInput, read_text_file, validation_message
+from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
 from planner.schema import TransformerShape, Workload
 
 BatchLaw = Literal["paper", "deepseek", "fixed"]
@@ -492,7 +492,7 @@ def read_model_preset(name_or_path: str | Path) -> ModelPreset:
     text_arg = str(name_or_path)
     if isinstance(name_or_path, Path) or text_arg.endswith(".toml") or "/" in text_arg or "\\" in text_arg:
         path = Path(text_arg)
-        text = read_text_file(path, "model preset file")
+        text = read_text_file(path, "model preset file", MAX_TOML_BYTES)
         return parse_model_preset(_read_toml(text, str(path)), path.stem, str(path))
     key = text_arg.strip().lower()
     names = model_preset_names()
