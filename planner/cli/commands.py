@@ -472,6 +472,7 @@ def plan_command(
     tp_model: Annotated[int | None, _whole_option(
         "--tp-model", help="Fix the paper's second tensor-parallel axis N_TP,model (1: Megatron's 1D TP).",
         rich_help_panel=_S, show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress spinner on stderr.", rich_help_panel=_O)] = False,
     emit: Annotated[Framework | None, typer.Option(
         "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
         "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=_O,
@@ -491,7 +492,7 @@ def plan_command(
     if days is None and gpus is None:
         days = 90.0
     try:
-        with _searching(enabled=not json_out):
+        with _searching(enabled=not (json_out or quiet)):
             result = api.plan(
                 compute, gpu, days, workload=workload, sparse=sparse,
                 batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
