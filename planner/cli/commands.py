@@ -541,6 +541,43 @@ def export_command(
     sys.stdout.write(export_text(doc, hw, _workload_of_plan(doc), to.value) + "\n")
 
 
+@app.command("validate")
+def validate_command(
+    runs: Annotated[Path | None, typer.Option(
+        "--runs", help="Published runs (default: the repository's validation/runs.toml).", metavar="FILE.toml",
+        show_default=False, dir_okay=False)] = None,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Also write docs/validation.md and docs/validation-mfu.png.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
+    from planner.validation import RUNS_PATH, load_runs, summary, validate, write_report
+
+    rows = validate(load_runs(runs or RUNS_PATH))
+    if json_out:
+        _emit_json(json.dumps({"profile": "paper", "summary": summary(rows),
+                               "runs": [r.model_dump() for r in rows]}, indent=2))
+    else:
+        from rich.table import Table
+
+        table = Table(title="Published runs: predicted (paper profile) vs reported", title_justify="left")
+        for col in ("run", "split", "GPUs", "reported MFU", "predicted MFU", "ratio", "fits"):
+            table.add_column(col, justify="left" if col in ("run", "split") else "right")
+        for r in rows:
+            table.add_row(r.id, r.split, f"{r.gpus} {r.gpu}",
+                          "—" if r.reported_mfu is None else f"{r.reported_mfu:.1%}",
+                          "—" if r.predicted_mfu is None else f"{r.predicted_mfu:.1%}",
+                          "—" if r.ratio is None else f"{r.ratio:.2f}", {None: "—", True: "yes", False: "NO"}[r.fits])
+        console = _stdout_console()
+        console.print(table)
+        for split, a in summary(rows).items():
+            console.print(f"{split}: {int(a['runs'])} runs, mean abs. error {a['mean_abs_error']:.1%}, median "
+                          f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
+    if write:
+        docs = SCHEMA_PATH.parent
+        write_report(rows, docs / "validation.md", docs / "validation-mfu.png", "paper")
+
+
 # --------------------------------------------------------------------------------------------------
 # evaluate
 # --------------------------------------------------------------------------------------------------
