@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
@@ -121,7 +122,7 @@ def workload_of(run: PublishedRun) -> Workload:
 def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
     """The published layout in the planner's terms, placed in the frameworks' rank order."""
     from planner.export import RANK_ORDER
-    from planner.parallel.space import Tuples, rank_order_factors
+    from planner.parallel.space import rank_order_factors
 
     if run.dp % run.ep:
         raise InvalidInput(f"{run.id}: dp {run.dp} is not a multiple of ep {run.ep}")
@@ -133,8 +134,8 @@ def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
     values = {"dp": run.dp // run.ep, "tp_ff": run.tp, "tp_model": 1, "pp": run.pp, "ep": run.ep, "cp": run.cp,
               "interleave": run.vpp, "microbatches": seqs_per_rank // mbs, "sp": int(run.sp),
               "recompute": {"none": 0, "selective": 1, "full": 2}[run.recompute], "zero": run.zero}
-    draft = Layout.model_construct(**values, schedule="1f1b", placement={})
-    fixed, ok = rank_order_factors(hw, Tuples.from_layouts([draft]), RANK_ORDER)
+    cols = {k: np.array([v], dtype=np.int64) for k, v in values.items()}
+    fixed, ok = rank_order_factors(hw, {**cols, "zero_bubble": np.array([False])}, RANK_ORDER)
     if not ok[0]:
         raise InvalidInput(f"{run.id}: the layout cannot be placed on {hw.name} in rank order")
     return Layout(**values, schedule="1f1b", placement={d: tuple(int(x) for x in fixed[d][0]) for d in fixed})
