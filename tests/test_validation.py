@@ -1,0 +1,82 @@
+"""The published-runs dataset and `planner validate` (planner/validation.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import invoke
+
+from planner.errors import InvalidInput
+from planner.validation import (
+    PublishedRun,
+    layout_of,
+    load_runs,
+    reported_flop_per_token,
+    split_of,
+    validate,
+    workload_of,
+)
+
+
+def _run(**kw) -> PublishedRun:
+    base = dict(id="t", source="s", gpu="a100-80gb", gpus=64, layers=96, d_model=12288, heads=96, d_ff=49152,
+                vocab=51200, seq_len=2048, global_batch_sequences=64, tp=8, pp=8, dp=1, micro_batch=1,
+                tflops_per_gpu=150.0, flop_convention="megatron-recompute")
+    return PublishedRun(**{**base, **kw})
+
+
+def test_the_dataset_loads_and_every_run_has_a_source_and_a_throughput():
+    runs = load_runs()
+    assert len(runs) >= 1
+    for r in runs:
+        assert r.source and (r.tflops_per_gpu or r.tokens_per_s_per_gpu)
+
+
+def test_megatron_flop_conventions_by_hand():
+    # Narayanan et al. 2021 Eq. 3 per token: 96 l h^2 (1 + s / (6h) + V / (16 l h)); GPT-3 175B shape.
+    run = _run()
+    wl = workload_of(run)
+    n_l, h, s, v = 96, 12288, 2048, 51200
+    assert reported_flop_per_token(run, wl) == pytest.approx(96 * n_l * h * h * (1 + s / (6 * h) + v / (16 * n_l * h)))
+    # Korthikanti et al. 2022 model FLOPs: 72 l h^2 (1 + s / (6h) + V / (12 l h)).
+    run2 = _run(flop_convention="megatron")
+    assert reported_flop_per_token(run2, wl) == pytest.approx(72 * n_l * h * h * (1 + s / (6 * h) + v / (12 * n_l * h)))
+
+
+def test_published_layout_in_planner_terms():
+    run = _run(gpus=512, dp=8, micro_batch=2, global_batch_sequences=512, ep=1, sp=True, recompute="selective")
+    from planner.hardware import get_hardware
+
+    lay = layout_of(run, get_hardware("a100-80gb"))
+    assert (lay.dp, lay.tp_ff, lay.pp, lay.microbatches, lay.sp, lay.recompute) == (8, 8, 8, 32, 1, 1)
+    assert lay.gpus == 512
+    assert lay.placement["tp_ff"] == (8, 1)  # tensor parallelism fills the node first (the rank order)
+    with pytest.raises(InvalidInput, match="whole micro-batches"):
+        layout_of(_run(micro_batch=3), get_hardware("a100-80gb"))
+
+
+def test_split_is_a_fixed_function_of_the_id():
+    ids = [r.id for r in load_runs()]
+    assert [split_of(i) for i in ids] == [split_of(i) for i in ids]
+    assert split_of("llama3-405b-8k-8192gpus") == "calibration"  # its SHA-1 is 2 mod 3 (computed by hand)
+    names = [f"run-{k}" for k in range(300)]
+    held = sum(split_of(n) == "held-out" for n in names)
+    assert 70 <= held <= 130  # about a third
+
+
+def test_validate_prices_consistently():
+    rows = validate(load_runs())
+    for r in rows:
+        if r.ratio is not None:
+            assert r.predicted_tokens_per_s is not None and r.reported_tokens_per_s is not None
+            assert r.ratio == pytest.approx(r.predicted_tokens_per_s / r.reported_tokens_per_s)
+            assert r.predicted_mfu is not None and r.reported_mfu is not None
+            assert r.predicted_mfu / r.reported_mfu == pytest.approx(r.ratio)
+
+
+def test_cli_validate_json(capsys):
+    code, out, err = invoke(capsys, ["validate", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["profile"] == "paper" and len(doc["runs"]) == len(load_runs())
