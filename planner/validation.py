@@ -154,11 +154,19 @@ def reported_flop_per_token(run: PublishedRun, wl: Workload) -> float:
     return wl.model_flop_per_token
 
 
-def reported_tokens_per_s(run: PublishedRun, wl: Workload) -> float | None:
+def reported_tokens_per_s(run: PublishedRun, wl: Workload, peak_flops: float) -> float | None:
+    """Tokens per second per GPU as reported: given directly, or from TFLOP/s, or from MFU (model FLOPs) or HFU
+    (hardware FLOPs, Megatron's recompute-counting convention) against the GPU's dense 16-bit peak, in the source's
+    FLOP convention."""
     if run.tokens_per_s_per_gpu is not None:
         return run.tokens_per_s_per_gpu
+    per_token = reported_flop_per_token(run, wl)
     if run.tflops_per_gpu is not None:
-        return run.tflops_per_gpu * 1e12 / reported_flop_per_token(run, wl)
+        return run.tflops_per_gpu * 1e12 / per_token
+    if run.mfu is not None and not run.flop_convention.startswith("megatron-recompute"):
+        return run.mfu * peak_flops / per_token
+    if run.hfu is not None and run.flop_convention.startswith("megatron-recompute"):
+        return run.hfu * peak_flops / per_token
     return None
 
 
@@ -208,8 +216,8 @@ def validate(runs: list[PublishedRun]) -> list[ValidationRow]:
             continue
         ev = evaluate(hw, wl, lay)
         predicted = wl.batch_tokens / (ev.step.step_s * run.gpus)
-        reported = reported_tokens_per_s(run, wl)
         peak = hw.gpu.peak_flops
+        reported = reported_tokens_per_s(run, wl, peak)
         rows.append(ValidationRow(
             **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
             reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,

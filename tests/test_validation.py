@@ -28,9 +28,11 @@ def _run(**kw) -> PublishedRun:
 
 def test_the_dataset_loads_and_every_run_has_a_source_and_a_throughput():
     runs = load_runs()
-    assert len(runs) >= 1
+    assert len(runs) >= 30
+    assert {r.gpu for r in runs} >= {"a100-80gb", "h100-80gb"} and {r.precision for r in runs} >= {"bf16", "fp8"}
+    assert any(r.experts > 1 for r in runs)
     for r in runs:
-        assert r.source and (r.tflops_per_gpu or r.tokens_per_s_per_gpu)
+        assert r.source and (r.tflops_per_gpu or r.tokens_per_s_per_gpu or r.mfu or r.hfu)
 
 
 def test_megatron_flop_conventions_by_hand():
