@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from planner.cost.step import SECONDS_PER_DAY
+from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
@@ -76,7 +76,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
-        hardware=hw.name, gpu=hw.gpu.name, peak_flops=hw.gpu.peak_flops, deadline_days=deadline_days,
+        hardware=hw.name, gpu=hw.gpu.name, peak_flops=peak_flops(hw, wl), deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
         cost_usd=cost,
         mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
@@ -267,6 +267,13 @@ def plan(
         if runs_on == "torchtitan" and workload.is_transformer:
             pins.setdefault("zero", 3)
             excluded = (("recompute", 1),)
+        tr = workload.transformer
+        if tr is not None and tr.attention == "gqa":
+            # Both frameworks split the KV heads over the TP ranks (no replication): tp must divide kv_heads.
+            from planner.parallel.dimensions import BY_NAME as _DIMS
+
+            size = _DIMS["tp_ff"].divides(workload)  # type: ignore[misc]
+            excluded += tuple(("tp_ff", v) for v in divisors(size) if tr.kv_heads % v)
     from planner.export import RANK_ORDER
 
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
@@ -285,7 +292,7 @@ def plan(
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
-            peak_flops=hw.gpu.peak_flops, flop_convention=workload.flop_convention, deadline_days=days,
+            peak_flops=peak_flops(hw, workload), flop_convention=workload.flop_convention, deadline_days=days,
             fixed_gpus=gpus is not None, dp_overlap=dp_overlap,
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),

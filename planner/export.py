@@ -119,6 +119,10 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
     if lay.tp_model > 1:
         raise ExportError(f"{name} has no second tensor-parallel axis (tp_model = {lay.tp_model}, the paper's 2D TP): "
                           f"{fix} --tp-model 1, or --emit {target} (which searches only what {name} runs)")
+    tr = wl.transformer
+    if tr.attention == "gqa" and tr.kv_heads % lay.tp_ff:
+        raise ExportError(f"{name} splits the {tr.kv_heads} KV heads over the tensor-parallel ranks (no replication): "
+                          f"tp {lay.tp_ff} must divide {tr.kv_heads}; {fix} --emit {target}")
     if lay.schedule == "zb-h2":
         raise ExportError(f"{name} has no ZB-H2 schedule: {fix} --schedule 1f1b, or --emit {target}")
     if target == "torchtitan":

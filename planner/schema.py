@@ -592,7 +592,8 @@ class Plan(_Frozen):
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
     hardware: str
     gpu: str
-    peak_flops: float = Field(description="Peak dense 16-bit FLOP/s per GPU at max clock: MFU's denominator.")
+    peak_flops: float = Field(description="Peak dense FLOP/s per GPU at max clock in the workload's precision (16-bit, "
+                              "or FP8): MFU's denominator.")
     flop_convention: str = "6 * active_params * tokens"
     deadline_days: float | None
     fixed_gpus: bool = Field(False, description="Fixed-cluster mode (--gpus N): the objective was the least step time "

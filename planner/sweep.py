@@ -363,25 +363,33 @@ def sweep(
     )
 
 
-def journal_line(plan: Plan) -> str:
-    """One finished point of a sweep journal: its key and its plan, one JSON line."""
+def journal_line(plan: Plan, settings: Mapping[str, object]) -> str:
+    """One finished point of a sweep journal: its key, the sweep's settings and its plan, one JSON line."""
     return json.dumps({"hardware": plan.hardware, "compute_flop": plan.workload.requested_compute_flop,
-                       "plan": json.loads(plan.model_dump_json())}) + "\n"
+                       "settings": dict(settings), "plan": json.loads(plan.model_dump_json())}) + "\n"
 
 
-def read_journal(path: Path) -> dict[tuple[str, float], Plan]:
-    """The finished points a journal holds (a line cut short by an interruption is ignored)."""
+def read_journal(path: Path, settings: Mapping[str, object]) -> dict[tuple[str, float], Plan]:
+    """The finished points a journal holds (a line cut short by an interruption is ignored). Points solved with
+    other settings (days, schedule, batch law, ...) are an InvalidInput: resuming would mix two sweeps."""
     from planner.errors import read_text_file
 
     out: dict[tuple[str, float], Plan] = {}
     if not path.exists():
         return out
+    wanted = json.loads(json.dumps(dict(settings)))
     for line in read_text_file(path, "sweep journal", 512 * 2**20).splitlines():
         try:
             rec = json.loads(line)
-            out[(str(rec["hardware"]), float(rec["compute_flop"]))] = Plan.model_validate(rec["plan"])
+            key = (str(rec["hardware"]), float(rec["compute_flop"]))
+            plan = Plan.model_validate(rec["plan"])
         except (ValueError, KeyError, TypeError):
             continue
+        if rec.get("settings") != wanted:
+            diff = sorted(k for k in wanted if (rec.get("settings") or {}).get(k) != wanted[k])
+            raise InvalidInput(f"--resume: {path} holds points of a sweep with other settings "
+                               f"({', '.join(diff) or 'unrecorded'}); drop --resume or give another --csv")
+        out[key] = plan
     return out
 
 

@@ -216,8 +216,11 @@ def validate(runs: list[PublishedRun]) -> list[ValidationRow]:
             continue
         ev = evaluate(hw, wl, lay)
         predicted = wl.batch_tokens / (ev.step.step_s * run.gpus)
-        peak = hw.gpu.peak_flops
-        reported = reported_tokens_per_s(run, wl, peak)
+        from planner.cost.step import peak_flops
+
+        # Sources quote MFU / HFU against the 16-bit peak; the comparison's MFU is in the workload's precision.
+        reported = reported_tokens_per_s(run, wl, hw.gpu.peak_flops)
+        peak = peak_flops(hw, wl)
         rows.append(ValidationRow(
             **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
             reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,

@@ -291,3 +291,13 @@ def test_emit_refuses_pins_the_framework_cannot_run(target, fixed, message):
 
     with pytest.raises(InvalidInput, match=message.replace("-", r"\-")):
         api.plan(workload=load_model_preset("llama3-8b"), gpu="h100", gpus=64, fixed=fixed, runs_on=target)
+
+
+def test_emit_keeps_tensor_parallelism_within_the_kv_heads():
+    # Both frameworks split the KV heads over the TP ranks: Llama 3 70B (8 KV heads) never gets tp 16 from --emit.
+    wl = load_model_preset("llama3-70b")
+    for target in ("megatron", "torchtitan"):
+        doc = api.plan(workload=wl, gpu="h100", gpus=2048, runs_on=target)
+        assert doc.layout is not None and 8 % doc.layout.tp_ff == 0
+    with pytest.raises(ExportError, match="must divide 8"):
+        export_text(_plan_of(wl, _layout(tp_ff=16, sp=1)), H100, wl, "megatron")

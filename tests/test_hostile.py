@@ -241,3 +241,14 @@ def test_the_reported_invocations(capsys, argv, codes):
     assert "Traceback" not in err and "internal error" not in err
     if "--json" in argv:
         assert json.loads(out)["status"] in ("optimal", "error")
+
+
+def test_resume_refuses_a_journal_of_other_settings(capsys, tmp_path):
+    csv = tmp_path / "s.csv"
+    base = ["sweep", "--from", "1e24", "--to", "1e25", "--points", "2", "--jobs", "1", "--csv", str(csv), "--quiet"]
+    code, _, err = invoke(capsys, base)
+    assert code == 0, err
+    code, _, err = invoke(capsys, [*base, "--resume", "--days", "30"])
+    assert code == 2 and "other settings (days)" in err
+    code, _, err = invoke(capsys, [*base, "--resume"])
+    assert code == 0 and "2 finished point(s) kept" in err

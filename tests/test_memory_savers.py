@@ -452,3 +452,14 @@ def test_cpsat_matches_the_independent_oracle_with_memory_savers(extra, gpus):
     assert ev.memory.fits
     assert ev.step.step_s == pytest.approx(res.best.step_s, rel=1e-12, abs=0)
     assert ev.step.network_s == pytest.approx(res.best.network_s, rel=1e-12, abs=0)
+
+
+def test_fp8_mfu_is_against_the_fp8_peak():
+    hw = get_hardware("h100")
+    wl = Workload(**{**load_model_preset("llama3-8b").model_dump(), "precision": "fp8"})
+    ev = evaluate(hw, wl, layout(hw, tp_ff=8, microbatches=4))
+    fp8 = hw.gpu.fp8
+    assert fp8 is not None and fp8.peak_flops == pytest.approx(2 * hw.gpu.peak_flops)
+    step_flop = wl.model_flop_per_token * wl.batch_tokens
+    assert ev.mfu == pytest.approx(step_flop / (ev.gpus * fp8.peak_flops * ev.step.step_s), rel=1e-12)
+    assert 0 < ev.mfu < 1

@@ -48,10 +48,17 @@ def run_seconds(wl: Workload, step_s):
     return wl.steps * step_s
 
 
+def peak_flops(hw: Hardware, wl: Workload) -> float:
+    """MFU's denominator: the dense peak at max clock in the workload's GEMM precision (FP8 runs against the FP8
+    peak, so that MFU stays a fraction of what the hardware can do)."""
+    fp8 = hw.gpu.fp8 if wl.precision == "fp8" else None
+    return fp8.peak_flops if fp8 is not None else hw.gpu.peak_flops
+
+
 def mfu(hw: Hardware, wl: Workload, gpus, step_s):
     """MFU = T / (N_GPU * peak FLOP/s * t_run), T = model FLOPs (toy: 6 N_active D; transformer: Workload
-    .flop_convention), peak at max clock (docs/model.md §6)."""
-    return wl.compute_flop / (gpus * hw.gpu.peak_flops * run_seconds(wl, step_s))
+    .flop_convention), peak at max clock in the workload's precision (docs/model.md §6, §7b)."""
+    return wl.compute_flop / (gpus * peak_flops(hw, wl) * run_seconds(wl, step_s))
 
 
 def bottleneck(row: dict[str, float]) -> str:
@@ -60,10 +67,10 @@ def bottleneck(row: dict[str, float]) -> str:
     if row["floor_s"] > row["eq21_s"]:
         return (f"latency floor: one microbatch's serial path through all layers "
                 f"({row['critical_path_s'] / step:.0%} of the step) exceeds the pipelined time")
-    parts = {
-        "matmul (GEMM compute / on-chip memory)": row["matmul_s"],
-        "overlapped TP/PP/EP network bandwidth": row["tp_s"] + row["pp_ep_s"] + row.get("zero_s", 0.0),
-    }
+    comm = row["tp_s"] + row["pp_ep_s"] + row.get("zero_s", 0.0)
+    name = ("overlapped ZeRO-2/3 reduce-scatter / all-gather traffic" if row.get("zero_s", 0.0) > comm / 2
+            else "overlapped TP/PP/EP network bandwidth")
+    parts = {"matmul (GEMM compute / on-chip memory)": row["matmul_s"], name: comm}
     if row.get("cp_s", 0.0) > 0 and row.get("branch_context", 0.0) >= max(row.get("branch_gemm", 0.0),
                                                                           row.get("branch_network", 0.0)):
         parts["context-parallel key/value exchange beyond the attention kernels"] = row["cp_s"]

@@ -231,6 +231,13 @@ def cluster_table(plan: Plan) -> Table:
     return _kv_table(f"Cluster ({plan.hardware})", rows)
 
 
+def _shard_ranks(lay) -> str:
+    """The data-parallel ranks a dense weight's state is sharded over: DP x EP x CP (planner.cost.memory)."""
+    parts = [f"{name} {v}" for name, v in (("DP", lay.dp), ("EP", lay.ep), ("CP", lay.cp)) if v > 1 or name == "DP"]
+    n = lay.dp * lay.ep * lay.cp
+    return " x ".join(parts) + (f" = {n} ranks" if len(parts) > 1 else f" ({n} rank{'s' if n > 1 else ''})")
+
+
 def layout_table(plan: Plan) -> Table:
     """Each degree and its factor on each network level (columns named by the levels, bottom-up)."""
     lay = _part(plan.layout, "layout")
@@ -252,7 +259,8 @@ def layout_table(plan: Plan) -> Table:
 
 def schedule_table(plan: Plan) -> Table:
     lay = _part(plan.layout, "layout")
-    bubble_note = "zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
+    bubble_note = ("zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
+                   if lay.interleave > 1 else "one-forward-one-backward")
     if lay.pp == 1:
         bubble_note += "; no pipeline (pp = 1), so no bubble under either schedule"
     savers: list[tuple[str, RenderableType]] = []
@@ -264,9 +272,10 @@ def schedule_table(plan: Plan) -> Table:
                 2: " (every layer re-run from its input)"}[lay.recompute]),
             ("ZeRO stage", f"{lay.zero} (" + {1: "optimizer state", 2: "optimizer state and gradients",
                                                3: "optimizer state, gradients and weights: FSDP"}[lay.zero]
-             + " sharded over the data-parallel ranks)"),
-            ("precision", plan.workload.precision + (" GEMMs in the transformer layers (attention, LM head, state in "
-                                                     "16/32-bit)" if plan.workload.precision == "fp8" else "")),
+             + f" sharded over {_shard_ranks(lay)})"),
+            ("precision", plan.workload.precision + (": the transformer layers' GEMMs in FP8; attention, the LM head "
+                                                     "and the optimizer state in 16/32-bit"
+                                                     if plan.workload.precision == "fp8" else "")),
         ]
     return _kv_table("Pipeline schedule and memory savers" if savers else "Pipeline schedule", [
         *savers,
@@ -322,7 +331,8 @@ def run_table(plan: Plan) -> Table:
     rows += [
         ("MFU", fmt_pct(plan.mfu)),
         ("HFU", fmt_pct(plan.hfu) + " (model + recomputed FLOPs)"),
-        ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense 16-bit, max clock)"),
+        ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense "
+         f"{'FP8' if plan.workload.precision == 'fp8' else '16-bit'}, max clock)"),
         ("  FLOP counted as", plan.flop_convention),
         ("bottleneck", Text(plan.bottleneck or "—", style="bold yellow")),
     ]
@@ -339,11 +349,12 @@ def memory_table(plan: Plan) -> Table:
     table.add_column("of HBM", justify="right")
     lay = plan.layout
     zero = lay.zero if lay is not None and plan.workload.transformer is not None else None
-    sharding = OPTIMIZER_SHARDING if zero is None else f"ZeRO-{zero}"
+    sharding = f"{OPTIMIZER_SHARDING} over DP" if zero is None or lay is None else \
+        f"ZeRO-{zero} over {_shard_ranks(lay)}"
     for label, value in (
         ("weights (16-bit)" + (", shard + 2 gathered matrices" if zero == 3 else ""), m.weights_bytes),
         ("gradients (16-bit)" + (", shard + 1 full matrix" if zero in (2, 3) else ""), m.grads_bytes),
-        (f"optimizer (fp32 master + Adam, {sharding} over DP)", m.optimizer_bytes),
+        (f"optimizer (fp32 master + Adam, {sharding})", m.optimizer_bytes),
         ("activations kept for backward", m.activations_bytes),
         ("reserve (context, workspace)", m.reserve_bytes),
     ):

@@ -349,7 +349,13 @@ def sweep_command(
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
     journal = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
-    finished = read_journal(journal) if (journal is not None and resume) else {}
+    settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "schedule": schedule.value,
+                "dp_overlap": dp_overlap, "price_per_gpu_hour": price_per_gpu_hour, "time_limit_s": time_limit}
+    finished = read_journal(journal, settings) if (journal is not None and resume) else {}
+    if resume:
+        total = len(compute_grid(compute_from, compute_to, points)) * len(gpu or ["h100"])
+        sys.stderr.write(f"--resume: {len(finished)} finished point(s) kept from {journal}; solving the other "
+                         f"{max(0, total - len(finished))}\n")
     journal_fh = journal.open("a" if resume else "w", encoding="utf-8") if journal is not None else None
     kept: list[Plan] = list(finished.values())
     bar = None
@@ -364,7 +370,7 @@ def sweep_command(
     def progress_cb(done: int, total: int, p: Plan) -> None:
         kept.append(p)
         if journal_fh is not None:  # every finished point is on disk before the next one is awaited
-            journal_fh.write(journal_line(p))
+            journal_fh.write(journal_line(p, settings))
             journal_fh.flush()
         if bar is not None and task is not None:
             bar.update(task, completed=done, total=total,
