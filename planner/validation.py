@@ -257,7 +257,7 @@ def summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
         errs = sorted(abs(r.ratio - 1.0) for r in priced)  # type: ignore[operator]
         n = len(errs)
         median = errs[n // 2] if n % 2 else (errs[n // 2 - 1] + errs[n // 2]) / 2
-        out[split] = {"runs": float(n), "mean_abs_error": sum(errs) / n, "median_abs_error": median,
+        out[split] = {"runs": n, "mean_abs_error": sum(errs) / n, "median_abs_error": median,
                       "bias": sum(r.ratio for r in priced) / n - 1.0,  # type: ignore[misc]
                       "spearman": _spearman([r.predicted_mfu for r in priced],  # type: ignore[misc]
                                             [r.reported_mfu for r in priced])}  # type: ignore[misc]
