@@ -270,9 +270,7 @@ def plan(
         tr = workload.transformer
         if tr is not None and tr.attention == "gqa":
             # Both frameworks split the KV heads over the TP ranks (no replication): tp must divide kv_heads.
-            from planner.parallel.dimensions import BY_NAME as _DIMS
-
-            size = _DIMS["tp_ff"].divides(workload)  # type: ignore[misc]
+            size = BY_NAME["tp_ff"].divides(workload)  # type: ignore[misc]
             excluded += tuple(("tp_ff", v) for v in divisors(size) if tr.kv_heads % v)
     from planner.export import RANK_ORDER
 

@@ -422,11 +422,8 @@ def _allreduce_latency(degree: str):
 
 
 def _dp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
-    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3); a transformer's ZeRO stage decides
-    how much of it is left to the data-parallel phase (`zero_phase`)."""
-    if wl.transformer is None:
-        return params_per_gpu(wl, cols)
-    return params_per_gpu(wl, cols) * zero_phase(cols)
+    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3)."""
+    return params_per_gpu(wl, cols)
 
 
 def zero_phase(cols: Cols) -> np.ndarray:
@@ -445,9 +442,10 @@ def zero_overlapped(cols: Cols) -> np.ndarray:
     return np.where(z >= 2, (m - 1.0) / 2.0, 0.0) + np.where(z >= 3, m, 0.0)
 
 
-def _zero_words(words: Callable[[Hardware, Workload, Cols], np.ndarray]):
+def _times(words: Callable[[Hardware, Workload, Cols], np.ndarray], share: Callable[[Cols], np.ndarray]):
+    """A scale: `words` times a ZeRO share of them (`zero_phase` or `zero_overlapped`)."""
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
-        return words(hw, wl, cols) / zero_phase(cols) * zero_overlapped(cols)
+        return words(hw, wl, cols) * share(cols)
     return scale
 
 
@@ -455,14 +453,14 @@ def _dp_dense_over_ep_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarra
     """Transformer MoE: dense weights' gradients are also reduced across the expert ranks (the dense layers'
     data-parallel group is N_DP N_EP); hierarchically, after the reduce-scatter over N_DP, 1 / N_DP of them."""
     dense, _ = split_params_per_gpu(wl, cols)
-    return dense / _f(cols, "dp") * zero_phase(cols)
+    return dense / _f(cols, "dp")
 
 
 def _dp_over_cp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """Context-parallel ranks hold the same weights: their gradients are reduced across N_CP too, after the
     reduce-scatters over N_DP (and N_EP for dense weights)."""
     dense, expert = split_params_per_gpu(wl, cols)
-    return (dense / (_f(cols, "dp") * _f(cols, "ep")) + expert / _f(cols, "dp")) * zero_phase(cols)
+    return dense / (_f(cols, "dp") * _f(cols, "ep")) + expert / _f(cols, "dp")
 
 
 def recompute_comm_factor(cols: Cols) -> np.ndarray:
@@ -594,21 +592,25 @@ def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
     Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'zero_bw'
     (ZeRO-2/3 traffic during the microbatches, overlapped likewise), 'cp_bw' (ring attention's exchange, hidden under
     the attention kernels only), 'path' (serial latency of one microbatch)."""
-    terms = [
-        GroupTerm("dp_bw", "dp", "dp_bw", _dp_words, _allreduce_per_word("dp")),
-        GroupTerm("dp_lat", "dp", "dp_lat", _one, _allreduce_latency("dp")),
-    ]
     tr = wl.transformer is not None
     moe = tr and wl.experts > 1
-    if moe:
-        terms.append(GroupTerm("dp_ep_bw", "pp_ep", "dp_bw", _dp_dense_over_ep_words, _allreduce_per_word("ep")))
-        terms.append(GroupTerm("dp_ep_lat", "pp_ep", "dp_lat", _one, _allreduce_latency("ep")))
-    if tr:
-        terms.append(GroupTerm("dp_cp_bw", "cp", "dp_bw", _dp_over_cp_words, _allreduce_per_word("cp")))
-        terms.append(GroupTerm("dp_cp_lat", "cp", "dp_lat", _one, _allreduce_latency("cp")))
-        for t in list(terms):
-            if t.kind == "dp_bw":
-                terms.append(GroupTerm(f"zero_{t.name}", t.group, "zero_bw", _zero_words(t.scale), t.feature))
+    if not tr:  # the paper's toy model: ZeRO-1, its gradients all-reduced after the last microbatch
+        terms = [GroupTerm("dp_bw", "dp", "dp_bw", _dp_words, _allreduce_per_word("dp")),
+                 GroupTerm("dp_lat", "dp", "dp_lat", _one, _allreduce_latency("dp"))]
+    else:
+        # Gradient (and ZeRO-3 parameter) traffic over each data-parallel group: DP, then hierarchically the expert
+        # ranks (dense weights of MoE models) and the context-parallel ranks; the ZeRO stage splits it between the
+        # phase after the last microbatch and the microbatches themselves.
+        sync = [("dp", "dp", _dp_words, "dp")]
+        if moe:
+            sync.append(("dp_ep", "pp_ep", _dp_dense_over_ep_words, "ep"))
+        sync.append(("dp_cp", "cp", _dp_over_cp_words, "cp"))
+        terms = []
+        for name, group, words, degree in sync:
+            terms += [GroupTerm(f"{name}_bw", group, "dp_bw", _times(words, zero_phase), _allreduce_per_word(degree)),
+                      GroupTerm(f"{name}_lat", group, "dp_lat", _one, _allreduce_latency(degree))]
+        terms += [GroupTerm(f"zero_{name}_bw", group, "zero_bw", _times(words, zero_overlapped),
+                            _allreduce_per_word(degree)) for name, group, words, degree in sync]
         terms.append(GroupTerm("cp_bw", "cp", "cp_bw", _cp_words, _ring_per_word))
         terms.append(GroupTerm("cp_path", "cp", "path", _cp_hops, _cp_latency))
     groups = [a.group for a in wl.ops.allreduces]
