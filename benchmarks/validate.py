@@ -1,17 +1,46 @@
 """Regenerate docs/validation.md and docs/validation-mfu.png: every published run of validation/runs.toml priced by
-the cost model (`planner validate --write`), timed."""
+the realistic profile (the paper profile's aggregates beside), and propose mode: the planner's optimum at each dense
+run's published GPU count and batch (a layout Megatron-LM runs), beside the published layout, both priced by the
+realistic profile.
+
+    python benchmarks/validate.py            # the must-show runs in propose mode
+    python benchmarks/validate.py --all      # every dense 16-bit run in propose mode
+"""
 
 from __future__ import annotations
 
+import argparse
 import time
+from pathlib import Path
 
-from planner.cli import app, run
+from planner.validation import (
+    MUST_SHOW,
+    RUNS_PATH,
+    dense_16bit,
+    fitted_values,
+    load_runs,
+    propose,
+    validate,
+    write_report,
+)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--all", action="store_true", help="propose for every dense 16-bit run, not only the must-show")
+    args = ap.parse_args()
     t0 = time.perf_counter()
-    code = run(app, ["validate", "--write"], "planner")
-    print(f"\nplanner validate --write: exit {code}, {time.perf_counter() - t0:.1f} s")
+    runs = load_runs(RUNS_PATH)
+    rows = validate(runs, "realistic")
+    ids = sorted(r.id for r in dense_16bit(rows) if r.ratio is not None) if args.all else list(MUST_SHOW)
+    lines, out = propose(ids)
+    write_report(rows, DOCS / "validation.md", DOCS / "validation-mfu.png", "realistic",
+                 baseline=validate(runs, "paper"), proposals=lines, fitted=fitted_values("realistic"))
+    for o in out:
+        print(o)
+    print(f"docs/validation.md written in {time.perf_counter() - t0:.1f} s")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
-from planner.hardware import get_hardware
+from planner.hardware import get_hardware, with_profile
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors
 from planner.schema import (
@@ -76,7 +76,8 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
-        hardware=hw.name, gpu=hw.gpu.name, peak_flops=peak_flops(hw, wl), deadline_days=deadline_days,
+        hardware=hw.name, gpu=hw.gpu.name, profile=hw.profile.name, peak_flops=peak_flops(hw, wl),
+        deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
         cost_usd=cost,
         mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
@@ -205,13 +206,14 @@ def plan(
     batch_scaling: str = "paper",
     schedule: str = "auto",
     gpus: int | None = None,
-    dp_overlap: bool = False,
+    dp_overlap: bool | None = None,
     solver: str = "cpsat",
     time_limit_s: float | None = 60.0,
     workers: int = 2,
     price_per_gpu_hour: float | None = None,
     fixed: Mapping[str, int] | None = None,
     runs_on: str | None = None,
+    profile: str | None = None,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -219,10 +221,16 @@ def plan(
     `fixed` pins dimensions the search would otherwise choose (tp_model, cp, sp, recompute, zero), e.g.
     {"recompute": 2}. `runs_on` ('megatron' or 'torchtitan') searches only layouts that framework runs
     (planner.export): no second TP axis or ZB-H2; for torchtitan also FSDP (ZeRO-3) and no selective recomputation.
-    Without `gpus`, `days` defaults to 90. With `gpus` and `days`, the fastest layout on that cluster must also
-    meet the deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout.
+    `profile` prices it under an execution profile (planner.profile: 'paper', the default, or 'realistic');
+    `dp_overlap` None takes the profile's default. Without `gpus`, `days` defaults to 90. With `gpus` and `days`,
+    the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
+    plan (status "infeasible") carries that layout.
     """
     hw = resolve_hardware(gpu)
+    if profile is not None:
+        hw = with_profile(hw, profile)
+    if dp_overlap is None:
+        dp_overlap = hw.profile.dp_overlap
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}")
     if schedule not in SCHEDULES:
@@ -290,6 +298,7 @@ def plan(
         explanation = explain_infeasible(hw, workload, options, days, result)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
+            profile=hw.profile.name,
             peak_flops=peak_flops(hw, workload), flop_convention=workload.flop_convention, deadline_days=days,
             fixed_gpus=gpus is not None, dp_overlap=dp_overlap,
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,

@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
+from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Gpu, Hardware, NetworkLevel
 
 KiB = 1024
@@ -203,3 +204,9 @@ def get_hardware(name_or_path: str) -> Hardware:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InvalidInput(f"unknown GPU/hardware '{name_or_path}'{hint} (known: {', '.join(names)})")
     return _load_shipped(key)
+
+
+def with_profile(hw: Hardware, profile: str | ExecutionProfile) -> Hardware:
+    """The same system priced under another execution profile (a shipped name, a TOML path or a profile)."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    return hw if hw.profile == prof else hw.model_copy(update={"profile": prof})

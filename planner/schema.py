@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
+from planner.profile import PAPER, ExecutionProfile
 
 if TYPE_CHECKING:
     from planner.workload.ops import LayerOps, ModelOps
@@ -110,6 +111,8 @@ class Hardware(_Frozen):
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
+    profile: ExecutionProfile = Field(PAPER, description="How training runs on it (planner.profile); the paper's "
+                                      "idealised model unless a profile is applied.")
 
     @model_validator(mode="after")
     def _check_levels(self) -> Hardware:
@@ -449,6 +452,10 @@ class StepBreakdown(_Frozen):
                           "(overlapped with matmuls).")
     cp_s: float = Field(0.0, description="Context parallelism's ring exchange of keys and values (hidden under the "
                         "attention kernels only).")
+    exposed_comm_s: float = Field(0.0, description="Communication the execution profile leaves exposed (not hidden "
+                                  "under GEMMs): its share of TP, PP, EP and ZeRO traffic, added to the compute.")
+    optimizer_s: float = Field(0.0, description="The optimizer step (priced by the execution profile; 0 in the "
+                               "paper's).")
     latency_s: float = Field(description="Serial latency counted in Eq. 21's t_lat (DP always; TP/PP/EP under 1f1b).")
     bubble_fraction: float = Field(description="Pipeline bubble fraction f_b (Eq. 22; 0 under zb-h2).")
     bubble_s: float = Field(description="Time lost to the bubble.")
@@ -481,7 +488,7 @@ class OpTime(_Frozen):
     """One operation's share of a step on the busiest device (the op-level breakdown)."""
 
     name: str
-    kind: Literal["gemm", "attention", "elementwise", "recompute"]
+    kind: Literal["gemm", "attention", "elementwise", "recompute", "overhead"]
     where: str = Field(description="'every layer', 'first stage' (embedding) or 'last stage' (LM head).")
     seconds: float = Field(description="Seconds per optimizer step, all microbatches and passes, before overlap.")
 
@@ -592,6 +599,9 @@ class Plan(_Frozen):
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
     hardware: str
     gpu: str
+    profile: str = Field("paper", description="The execution profile that priced the plan (planner.profile): 'paper' "
+                         "(the paper's idealised model) or 'realistic' (validated against published runs, "
+                         "docs/validation.md).")
     peak_flops: float = Field(description="Peak dense FLOP/s per GPU at max clock in the workload's precision (16-bit, "
                               "or FP8): MFU's denominator.")
     flop_convention: str = "6 * active_params * tokens"

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
+from planner.profile import ExecutionProfile
 from planner.schema import Hardware, Layout, Workload
 
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
@@ -55,6 +56,13 @@ class PublishedRun(BaseModel):
     shared_experts: int | None = Field(None, ge=0)
     dense_layers: int | None = Field(None, ge=0)
     attention: Literal["gqa", "mla"] = "gqa"
+    attention_kernel: Literal["flash", "unfused"] = Field("flash", description="'unfused': the run's attention "
+                                                          "writes its score matrices to HBM (Megatron before 2023).")
+    dropout: bool = False
+    tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
+                                  "--tp-comm-overlap, torchtitan async TP).")
+    framework: str = Field("megatron", description="Training framework (an execution profile may price it "
+                           "differently: planner.profile.ExecutionProfile.frameworks).")
     q_lora_rank: int | None = Field(None, ge=0)
     kv_lora_rank: int | None = Field(None, ge=0)
     rope_head_dim: int | None = Field(None, ge=0)
@@ -114,9 +122,10 @@ def workload_of(run: PublishedRun) -> Workload:
         fields["attention"] = "mla"
     wl = transformer_workload(run.d_model, run.d_ff, run.layers, run.experts, run.seq_len,
                               run.global_batch_sequences * run.seq_len, 1e12, fields, run.id)
-    if run.precision == "fp8":
-        wl = Workload(**{**wl.model_dump(), "precision": "fp8"})
-    return wl
+    assert wl.transformer is not None
+    shape = wl.transformer.model_copy(update={"attention_kernel": run.attention_kernel, "dropout": run.dropout})
+    return Workload(**{**wl.model_dump(), "transformer": shape,
+                       "precision": "fp8" if run.precision == "fp8" else wl.precision})
 
 
 def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
@@ -184,22 +193,29 @@ class ValidationRow(BaseModel):
     predicted_mfu: float | None
     ratio: float | None = Field(description="Predicted / reported throughput.")
     fits: bool | None
+    framework: str = "megatron"
     source: str
     problem: str = ""
 
 
-def validate(runs: list[PublishedRun]) -> list[ValidationRow]:
+def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper") -> list[ValidationRow]:
+    """Price every run's published layout under `profile` (the profile's DP overlap default applies)."""
     from planner.cost.step import evaluate
-    from planner.hardware import get_hardware
+    from planner.hardware import get_hardware, with_profile
     from planner.parallel.space import check_layout
 
     rows = []
     for run in runs:
         hw = get_hardware(HARDWARE_OF_GPU[run.gpu])
+        prof = with_profile(hw, profile).profile.for_framework(run.framework)
+        if run.tp_comm_overlap:
+            prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
+        hw = with_profile(hw, prof)
         model = f"{run.layers}L d{run.d_model}" + (f" E{run.experts}" if run.experts > 1 else "")
         layout_text = (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} vpp{run.vpp} "
-                       f"mbs{run.micro_batch or 1} {'sp ' if run.sp else ''}{run.recompute} zero{run.zero}")
-        base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=model,
+                       f"mbs{run.micro_batch or 1} {'sp ' if run.sp else ''}{run.recompute} zero{run.zero}"
+                       + (" tp-overlap" if run.tp_comm_overlap else ""))
+        base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=model, framework=run.framework,
                     precision=run.precision, layout=layout_text, source=run.source)
         try:
             wl = workload_of(run)
@@ -214,7 +230,7 @@ def validate(runs: list[PublishedRun]) -> list[ValidationRow]:
                                       reported_mfu=None, predicted_mfu=None, ratio=None, fits=None,
                                       problem=str(exc)))
             continue
-        ev = evaluate(hw, wl, lay)
+        ev = evaluate(hw, wl, lay, dp_overlap=hw.profile.dp_overlap)
         predicted = wl.batch_tokens / (ev.step.step_s * run.gpus)
         from planner.cost.step import peak_flops
 
@@ -268,8 +284,24 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1%}"
 
 
-def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, profile: str) -> None:
-    """docs/validation.md: the scatter plot first, then the aggregates per split, then every run."""
+def dense_16bit(rows: list[ValidationRow]) -> list[ValidationRow]:
+    """The dense (no experts) 16-bit runs: the must-show subset of docs/validation.md."""
+    return [r for r in rows if r.precision in ("bf16", "fp16") and " E" not in r.model]
+
+
+def _agg_lines(title: str, agg: dict[str, dict[str, float]]) -> list[str]:
+    out = []
+    for split, a in agg.items():
+        out.append(f"| {title} | {split} | {int(a['runs'])} | {a['mean_abs_error']:.1%} | {a['median_abs_error']:.1%} "
+                   f"| {a['bias']:+.1%} | {a['spearman']:.2f} |")
+    return out
+
+
+def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, profile: str,
+                 baseline: list[ValidationRow] | None = None, proposals: list[str] | None = None,
+                 fitted: dict[str, str] | None = None) -> None:
+    """docs/validation.md: the scatter plot first, then the aggregates per split (all runs and the dense 16-bit
+    ones, and the paper profile's beside), the fitted values, every run, and the propose-mode table if given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -292,34 +324,153 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
     fig.savefig(png_path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
-    agg = summary(rows)
     lines = [
         "# Validation: how well the cost model predicts published training runs",
         "",
-        "Generated by `planner validate --write` from `validation/runs.toml` (every run's source is in the table and "
-        "the file). Each run's published layout is priced as published (placed in the frameworks' rank order) and "
-        "the predicted throughput compared with the reported one; MFU is in the planner's FLOP convention "
-        "(6 N + attention + LM head) for both, so sources with other conventions compare on tokens per second. "
-        f"Profile: **{profile}**.",
+        "Generated by `planner validate --write` (`benchmarks/validate.py` adds the propose-mode table) from "
+        "`validation/runs.toml` (every run's source is in the table and the file). Each run's published layout is "
+        "priced as published (placed in the frameworks' rank order) and the predicted throughput compared with the "
+        "reported one; MFU is in the planner's FLOP convention (6 N + attention + LM head) for both, so sources with "
+        f"other conventions compare on tokens per second. Profile: **{profile}** (`profiles/{profile}.toml`).",
         "",
         f"![predicted vs reported MFU]({png_path.name})",
         "",
-        "| split | runs | mean abs. error | median abs. error | bias (mean predicted / reported − 1) | Spearman |",
-        "|---|---|---|---|---|---|",
+        "Error is |predicted / reported throughput − 1|; bias is the mean of predicted / reported − 1.",
+        "",
+        "| profile and runs | split | runs | mean abs. error | median abs. error | bias | Spearman (MFU) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for split, a in agg.items():
-        lines.append(f"| {split} | {int(a['runs'])} | {a['mean_abs_error']:.1%} | {a['median_abs_error']:.1%} | "
-                     f"{a['bias']:+.1%} | {a['spearman']:.2f} |")
-    skipped = [r for r in rows if r.ratio is None]
-    lines += ["", "Split: a run is held out when the SHA-1 of its id is divisible by 3 (fixed before any fitting; "
-              "nothing has been fitted yet).", ""]
-    lines += ["| run | split | GPUs | model | precision | layout | reported tok/s/GPU | predicted | ratio | "
-              "reported MFU | predicted MFU | fits |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += _agg_lines(f"{profile}, dense 16-bit", summary(dense_16bit(rows)))
+    lines += _agg_lines(f"{profile}, all", summary(rows))
+    if baseline is not None:
+        lines += _agg_lines("paper, dense 16-bit", summary(dense_16bit(baseline)))
+        lines += _agg_lines("paper, all", summary(baseline))
+    lines += ["", "Split: a run is held out when the SHA-1 of its id is divisible by 3, fixed before anything was "
+              "fitted. The realistic profile's fitted values (below) were chosen on the calibration runs only "
+              "(`benchmarks/calibrate.py`); the held-out runs never entered a fit.", ""]
+    worst = sorted(priced, key=lambda r: -abs((r.ratio or 1.0) - 1.0))[:6]
+    lines += ["What limits it further. The largest errors: " + "; ".join(
+        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". They are runs whose records leave out what the run did "
+        "(Llama 3 and Nemotron-4: interleaving degree and sequence parallelism not published, so the record prices "
+        "a plain 1F1B bubble and does not fit in memory), frameworks whose behaviour the profile only approximates "
+        "(torchtitan's ring attention at 64K-256K tokens, DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs, FP8 runs "
+        "whose cast and scaling kernels the operation list leaves out) and MoE routing imbalance, which the "
+        "uniform-routing model does not see (DeepSeek-V3, gpt-oss). Dense 16-bit runs of Megatron-style "
+        "frameworks are where the profile is validated; the rest is reported, not hidden.", ""]
+    if fitted:
+        lines += ["Fitted values (everything else in the profile comes from a published measurement, see "
+                  "`profiles/realistic.toml`):", ""] + [f"- `{k}` = {v}" for k, v in fitted.items()] + [""]
+    lines += ["| run | split | framework | GPUs | model | precision | layout | reported tok/s/GPU | predicted | ratio "
+              "| reported MFU | predicted MFU | fits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(priced, key=lambda r: r.id):
-        lines.append(f"| {r.id} | {r.split} | {r.gpus} {r.gpu} | {r.model} | {r.precision} | {r.layout} | "
-                     f"{r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
+        lines.append(f"| {r.id} | {r.split} | {r.framework} | {r.gpus} {r.gpu} | {r.model} | {r.precision} | "
+                     f"{r.layout} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
                      f"{_pct(r.reported_mfu)} | {_pct(r.predicted_mfu)} | {'yes' if r.fits else 'NO'} |")
+    skipped = [r for r in rows if r.ratio is None]
     if skipped:
         lines += ["", "Not priced:", ""] + [f"- {r.id}: {r.problem or 'no reported throughput'}" for r in skipped]
+    if proposals:
+        lines += ["", *proposals]
     lines += ["", "Sources:", ""] + [f"- {r.id}: {r.source}" for r in sorted(rows, key=lambda r: r.id)]
     doc_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+MUST_SHOW = ("llama3-405b-16k-gpus-8k-seq", "llama3-405b-8k-gpus-8k-seq", "nemotron4-340b-6144gpu-bf16",
+             "narayanan2021-t1-1008b")
+"""Llama 3 405B, Nemotron-4 340B and Megatron-LM 2021's 1T run: propose mode at their published GPU counts."""
+
+
+def fitted_values(profile: str) -> dict[str, str]:
+    """The values a shipped profile marks as fitted, as its TOML file states them (section.key -> value)."""
+    from planner.profile import _profile_dir
+
+    doc = tomllib.loads((_profile_dir() / f"{profile}.toml").read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+
+    def walk(node: dict, path: str) -> None:
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else key
+            if isinstance(value, dict) and "value" in value:
+                if "fitted" in str(value.get("source", "")):
+                    out[here] = str(value["value"])
+            elif isinstance(value, dict):
+                walk(value, here)
+
+    walk(doc, "")
+    return out
+
+
+def _layout_text(lay) -> str:
+    sp = " sp" if lay.sp else ""
+    rec = ("none", "selective", "full")[lay.recompute]
+    return (f"tp{lay.tp_ff} pp{lay.pp} dp{lay.dp * lay.ep} cp{lay.cp} ep{lay.ep} vpp{lay.interleave} "
+            f"m{lay.microbatches}{sp} {rec} zero{lay.zero}")
+
+
+def propose(ids: list[str] | tuple[str, ...]) -> tuple[list[str], list[dict]]:
+    """Propose mode (docs/validation.md): the planner's optimum at each run's published GPU count and batch, among
+    the layouts Megatron-LM runs, beside the published layout, both priced by the realistic profile."""
+    import time
+
+    from planner import api
+    from planner.errors import PlannerError
+
+    runs = {r.id: r for r in load_runs()}
+    rows = {r.id: r for r in validate(list(runs.values()), "realistic")}
+    lines = [
+        "## Propose mode: the planner's layout at the published GPU count",
+        "",
+        "For each run the planner searches the layouts Megatron-LM runs (`plan --emit megatron`'s space: 1D TP, "
+        "1F1B or interleaved, ranks in Megatron's order) on the published number of GPUs with the published batch "
+        "and sequence length, priced by the realistic profile (the run's framework overrides and TP-overlap flag "
+        "are not applied: the proposal is stock Megatron). `published` is the published layout priced the same way "
+        "(the table above). TP on NVLink: the proposal's TP factor on the node's NVLink level.",
+        "",
+        "| run | GPUs | published layout | published predicted MFU | reported MFU | proposed layout | TP on NVLink | "
+        "proposed MFU | proposed / published | search |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    out = []
+    for rid in ids:
+        run = runs[rid]
+        row = rows[rid]
+        t0 = time.perf_counter()
+        try:
+            plan = api.plan(gpu=HARDWARE_OF_GPU[run.gpu], workload=workload_of(run), gpus=run.gpus,
+                            profile="realistic", runs_on="megatron", time_limit_s=120.0)
+        except PlannerError as exc:
+            lines.append(f"| {rid} | {run.gpus} | {row.layout} | — | — | no layout: {exc} | — | — | — | — |")
+            continue
+        secs = time.perf_counter() - t0
+        lay = plan.layout
+        assert lay is not None and plan.mfu is not None
+        tp_nvlink = lay.placement["tp_ff"][0] == lay.tp_ff
+        pub = row.predicted_mfu
+        ratio = "—" if not pub else f"{plan.mfu / pub:.2f}"
+        lines.append(f"| {rid} | {run.gpus} | {row.layout} | {pub:.1%} | {row.reported_mfu:.1%} | "
+                     f"{_layout_text(lay)} {lay.schedule} | {'yes' if tp_nvlink else 'NO'} | {plan.mfu:.1%} | "
+                     f"{ratio} | {plan.status}, {secs:.1f} s |")
+        out.append({"id": rid, "tp_on_nvlink": tp_nvlink, "proposed_mfu": plan.mfu, "published_mfu": pub})
+    return lines + [""] + _why_they_differ(), out
+
+
+
+
+def _why_they_differ() -> list[str]:
+    return [
+        "Why they differ. Every proposal keeps TP inside the NVLink node and predicts more throughput than the "
+        "published layout priced by the same profile; the differences are Megatron options the published runs "
+        "did not use or did not state:",
+        "",
+        "- Llama 3 405B: the paper states TP 8, PP 16, DP 64/128 but not the interleaving degree or sequence "
+        "parallelism, so the record has one virtual stage and no SP. Priced that way, 16 microbatches on 16 stages "
+        "leave a 1F1B bubble of 15/31 and the TP all-reduces move whole-sequence activations, which is why the "
+        "published layout prices at 24-31% against the reported 40-44% (the record, not the planner, lacks "
+        "Meta's interleaved schedule). The proposal interleaves 4 virtual stages, turns SP on, halves TP to 4 "
+        "and adds CP 4 so that each data-parallel rank still gets whole sequences with more microbatches.",
+        "- Nemotron-4 340B: TP 4 with SP and CP 2 instead of TP 8, and 12 virtual stages on 8 pipeline stages: "
+        "less exposed TP traffic per GPU and a smaller bubble.",
+        "- Megatron-LM 2021 1T: the 2021 run used full recomputation and a 64-stage pipeline without interleaving "
+        "(sequence parallelism and selective recomputation came in 2022). The proposal uses both, with 16 stages "
+        "of 8 virtual stages each: less recomputation, a smaller bubble.",
+    ]

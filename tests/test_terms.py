@@ -22,7 +22,7 @@ import pytest
 
 from planner.cost import terms as T
 from planner.cost.step import evaluate
-from planner.hardware import get_hardware
+from planner.hardware import get_hardware, with_profile
 from planner.parallel.dimensions import DEGREES, GROUPS
 from planner.parallel.space import (
     SearchOptions,
@@ -36,12 +36,17 @@ from planner.parallel.space import (
 from planner.schema import Layout, Workload
 from planner.search.cpsat import QUANTUM_S, build_pair_tables, to_quanta, tuple_forms
 from planner.search.presolve import LeastFeatures, ShapeTable, step_lower_bound, tuple_terms
+from planner.workload.scaling import transformer_workload
 
 INSTANCES = [
     ("h100", Workload(d_model=256, d_ff=1024, layers=8, experts=1, batch_tokens=4096, tokens=1e9)),
     ("h100", Workload(d_model=128, d_ff=512, layers=4, experts=4, batch_tokens=2048, tokens=1e9)),
     ("h100-superpod", Workload(d_model=128, d_ff=512, layers=4, experts=2, batch_tokens=1024, tokens=1e9)),
     ("v100", Workload(d_model=512, d_ff=2048, layers=6, experts=1, batch_tokens=3072, tokens=1e9)),
+    ("h100", transformer_workload(64, 128, 4, 1, 64, 16 * 64, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256},
+                                  "tiny dense")),
+    ("h100-superpod", transformer_workload(64, 128, 4, 4, 64, 16 * 64, 1e9, {"heads": 4, "kv_heads": 2,
+                                                                              "vocab": 256, "top_k": 2}, "tiny moe")),
 ]
 
 
@@ -58,10 +63,12 @@ def _random_layouts(hw, wl, rng: random.Random, k: int) -> list[Layout]:
     return out
 
 
+@pytest.mark.parametrize("profile", ["paper", "realistic"])
 @pytest.mark.parametrize("overlap", [False, True], ids=["dp-serial", "dp-overlap"])
-@pytest.mark.parametrize("hw_name,wl", INSTANCES, ids=[f"{h}-E{w.experts}" for h, w in INSTANCES])
-def test_three_readings_agree(hw_name, wl, overlap):
-    hw = get_hardware(hw_name)
+@pytest.mark.parametrize("hw_name,wl", INSTANCES, ids=[f"{h}-E{w.experts}-{'tr' if w.transformer else 'toy'}{k}"
+                                                for k, (h, w) in enumerate(INSTANCES)])
+def test_three_readings_agree(hw_name, wl, overlap, profile):
+    hw = with_profile(get_hardware(hw_name), profile)
     rng = random.Random(hash((hw_name, wl.experts, overlap)) & 0xFFFF)
     layouts = _random_layouts(hw, wl, rng, 40)
     t = Tuples.from_layouts(layouts)
@@ -69,8 +76,8 @@ def test_three_readings_agree(hw_name, wl, overlap):
     q = tuple_terms(hw, wl, t, ShapeTable.for_space(hw, wl, space))
     q["step_lb"] = step_lower_bound(hw, wl, t, q, LeastFeatures(hw, wl), overlap)
     tables = build_pair_tables(hw, wl, t, q, overlap, prune=False)
-    per_tuple = tuple_forms(wl, q, overlap)
-    forms = T.branches(wl, overlap)
+    per_tuple = tuple_forms(hw, wl, q, overlap)
+    forms = T.branches(wl, overlap, hw.profile)
     for i, lay in enumerate(layouts):
         ev = evaluate(hw, wl, lay, dp_overlap=overlap)
         floats = T.price(hw, wl, Tuples.from_layouts([lay]), {d: np.array([lay.placement[d]]) for d in DEGREES},

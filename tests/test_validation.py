@@ -10,10 +10,12 @@ from cli_helpers import invoke
 from planner.errors import InvalidInput
 from planner.validation import (
     PublishedRun,
+    dense_16bit,
     layout_of,
     load_runs,
     reported_flop_per_token,
     split_of,
+    summary,
     validate,
     workload_of,
 )
@@ -81,4 +83,34 @@ def test_cli_validate_json(capsys):
     code, out, err = invoke(capsys, ["validate", "--json"])
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["profile"] == "paper" and len(doc["runs"]) == len(load_runs())
+    assert doc["profile"] == "realistic" and len(doc["runs"]) == len(load_runs())
+    code, out, err = invoke(capsys, ["validate", "--json", "--profile", "paper"])
+    assert code == 0, err
+    assert json.loads(out)["profile"] == "paper"
+
+
+def test_realistic_profile_predicts_the_held_out_dense_runs():
+    """The issue's targets, on numbers from the published runs: held-out dense 16-bit runs within 15% mean absolute
+    error and rank-correlated (Spearman >= 0.7); the paper's idealised profile misses both by far."""
+    runs = load_runs()
+    real = summary(dense_16bit(validate(runs, "realistic")))["held-out"]
+    paper = summary(dense_16bit(validate(runs, "paper")))["held-out"]
+    assert real["runs"] >= 15
+    assert real["mean_abs_error"] <= 0.15 and real["spearman"] >= 0.7
+    assert paper["mean_abs_error"] > 0.3 and abs(real["bias"]) < 0.1
+
+
+def test_a_framework_override_and_tp_overlap_change_only_their_runs():
+    from planner.profile import get_profile
+
+    prof = get_profile("realistic")
+    ds = prof.for_framework("deepspeed")
+    assert ds.zero_flat and ds.overlap_zero == 0.0 and ds.name == "realistic/deepspeed"
+    assert prof.for_framework("megatron") is prof
+    base = _run(zero=3, tp=1, pp=1, dp=64, gpus=64, global_batch_sequences=64, tflops_per_gpu=100.0)
+    slow, = validate([base.model_copy(update={"framework": "deepspeed"})], "realistic")
+    fast, = validate([base], "realistic")
+    assert slow.predicted_tokens_per_s < fast.predicted_tokens_per_s
+    on, = validate([_run(tp_comm_overlap=True, sp=True)], "realistic")
+    off, = validate([_run(sp=True)], "realistic")
+    assert on.predicted_tokens_per_s > off.predicted_tokens_per_s

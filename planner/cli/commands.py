@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 from planner import api
 from planner.choices import BatchScaling, Framework, Precision, ScheduleChoice
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
-from planner.hardware import get_hardware, hardware_names
+from planner.hardware import get_hardware, hardware_names, with_profile
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
 from planner.parallel.dimensions import BY_NAME, DIMENSIONS, Dimension
 from planner.parallel.placement import greedy_placement, parse_placement
@@ -207,8 +207,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (
 PriceOpt = Annotated[float | None, _number_option(
     "--price-per-gpu-hour", help="Price in USD per GPU-hour; adds the run's cost.", rich_help_panel=_O,
     show_default=False)]
-DpOverlapOpt = Annotated[bool, typer.Option(
-    "--dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: its own phase).")]
+DpOverlapOpt = Annotated[bool | None, typer.Option(
+    "--dp-overlap/--no-dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: the "
+    "profile's: its own phase in the paper's, overlapped in the realistic one).", show_default=False)]
+ProfileOpt = Annotated[str, typer.Option(
+    "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model, the default) or "
+    "'realistic' (validated against published runs, docs/validation.md), or a profile TOML file.",
+    metavar="paper|realistic|FILE.toml")]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -443,7 +448,8 @@ def plan_command(
         "--time-limit", help="Search time limit in seconds; a stopped search reports its bound and gap.",
         rich_help_panel=_S)] = 60.0,
     workers: Annotated[int, _whole_option("--workers", help="CP-SAT worker threads.", rich_help_panel=_S)] = 2,
-    dp_overlap: DpOverlapOpt = False,
+    dp_overlap: DpOverlapOpt = None,
+    profile: ProfileOpt = "paper",
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     d_model: DModelOpt = None,
@@ -498,6 +504,7 @@ def plan_command(
                 batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
                 dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
                 price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None,
+                profile=profile,
             )
     except Infeasible as exc:
         doc = exc.plan
@@ -511,7 +518,7 @@ def plan_command(
         from planner.export import export_text
 
         wl = workload if workload is not None else _workload_of_plan(result)
-        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
+        sys.stdout.write(export_text(result, with_profile(api.resolve_hardware(gpu), profile), wl, emit.value) + "\n")
     elif json_out:
         _emit_json(_plan_json(result))
     else:
@@ -547,20 +554,24 @@ def validate_command(
         "--runs", help="Published runs (default: the repository's validation/runs.toml).", metavar="FILE.toml",
         show_default=False, dir_okay=False)] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="Also write docs/validation.md and docs/validation-mfu.png.")] = False,
+        "--write", help="Also write docs/validation.md and docs/validation-mfu.png (with --profile realistic, and "
+        "the paper profile's aggregates beside).")] = False,
+    profile: ProfileOpt = "realistic",
     json_out: JsonOpt = False,
 ) -> None:
     """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
+    from planner.profile import get_profile
     from planner.validation import RUNS_PATH, load_runs, summary, validate, write_report
 
-    rows = validate(load_runs(runs or RUNS_PATH))
+    prof = get_profile(profile)
+    rows = validate(load_runs(runs or RUNS_PATH), prof)
     if json_out:
-        _emit_json(json.dumps({"profile": "paper", "summary": summary(rows),
+        _emit_json(json.dumps({"profile": prof.name, "summary": summary(rows),
                                "runs": [r.model_dump() for r in rows]}, indent=2))
     else:
         from rich.table import Table
 
-        table = Table(title="Published runs: predicted (paper profile) vs reported", title_justify="left")
+        table = Table(title=f"Published runs: predicted ({prof.name} profile) vs reported", title_justify="left")
         for col in ("run", "split", "GPUs", "reported MFU", "predicted MFU", "ratio", "fits"):
             table.add_column(col, justify="left" if col in ("run", "split") else "right")
         for r in rows:
@@ -575,7 +586,14 @@ def validate_command(
                           f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
     if write:
         docs = SCHEMA_PATH.parent
-        write_report(rows, docs / "validation.md", docs / "validation-mfu.png", "paper")
+        from planner.profile import profile_names
+        from planner.validation import MUST_SHOW, fitted_values, propose
+
+        shipped = prof.name in profile_names()
+        write_report(rows, docs / "validation.md", docs / "validation-mfu.png", prof.name,
+                     baseline=validate(load_runs(runs or RUNS_PATH), "paper"),
+                     proposals=propose(MUST_SHOW)[0] if prof.name == "realistic" else None,
+                     fitted=fitted_values(prof.name) if shipped else None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -662,7 +680,8 @@ def evaluate_command(
     days: Annotated[float | None, _number_option(
         "--days", help="A deadline to compare against (default: none, or the plan's with --plan).",
         show_default=False)] = None,
-    dp_overlap: DpOverlapOpt = False,
+    dp_overlap: DpOverlapOpt = None,
+    profile: ProfileOpt = "paper",
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     **dims: int | None,
@@ -686,15 +705,15 @@ def evaluate_command(
         if clash:
             raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
         doc = _load_plan_file(plan_file)
-        hw = api.resolve_hardware(gpu or doc.hardware)
+        hw = with_profile(api.resolve_hardware(gpu or doc.hardware), profile if profile != "paper" else doc.profile)
         wl = _workload_of_plan(doc)
         layout, notes = _layout_of_plan(doc, hw, wl)
         if days is None:
             days = doc.deadline_days
-        dp_overlap = dp_overlap or doc.dp_overlap
+        dp_overlap = doc.dp_overlap if dp_overlap is None else dp_overlap
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
-        hw = api.resolve_hardware(gpu or "h100")
+        hw = with_profile(api.resolve_hardware(gpu or "h100"), profile)
         given = _with_training(_workload_options(compute, model, sparse, batch_scaling, shape), seq_len, precision)
         if given is not None:
             wl = given
@@ -723,6 +742,8 @@ def evaluate_command(
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then CP, PP, DP, EP, lowest level first)")
 
+    if dp_overlap is None:
+        dp_overlap = hw.profile.dp_overlap
     ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
     fits = ev.memory.total_bytes <= ev.memory.capacity_bytes
     if not fits:

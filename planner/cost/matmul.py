@@ -207,3 +207,39 @@ def matmul_time_s(gpu: Gpu, d1: ArrayLike, d2: ArrayLike, b: ArrayLike, weight_g
     t_flop = 2.0 * p1 * p2 * pb / gpu.sustained_flops
     t = np.maximum(np.maximum(t_hbm, t_l2), np.maximum(t_sm, t_flop)) + gpu.matmul_latency_s
     return np.asarray(t, dtype=np.float64)
+
+
+def quantization_efficiency(gpu: Gpu, rows: ArrayLike, cols: ArrayLike, tile: tuple[int, int]) -> np.ndarray:
+    """Share of a GEMM's tensor-core work that is useful: an output of `rows` x `cols` is cut into tiles of
+    `tile` (the better of the two orientations), the last tile of each row and column is partly empty (tile
+    quantization) and the tiles run in waves of one per SM, the last wave partly empty (wave quantization; NVIDIA
+    Deep Learning Performance Guide, 'Matrix Multiplication Background')."""
+    r = np.asarray(rows, dtype=np.float64)
+    c = np.asarray(cols, dtype=np.float64)
+    best = np.zeros(np.broadcast(r, c).shape)
+    for tr, tc in (tile, tile[::-1]):
+        nr, nc = np.ceil(r / tr), np.ceil(c / tc)
+        tiles = nr * nc
+        waves = np.ceil(tiles / gpu.sms)
+        useful = (r * c) / (tiles * tr * tc) * tiles / (waves * gpu.sms)
+        best = np.maximum(best, useful)
+    return best
+
+
+def measured_matmul_time_s(gpu: Gpu, d1: ArrayLike, d2: ArrayLike, b: ArrayLike, weight_grad: ArrayLike,
+                           peak_fraction: float, tile: tuple[int, int], launch_s: float, hbm_Bps: float
+                           ) -> np.ndarray:
+    """Seconds for one GEMM under a measured-efficiency model (the 'realistic' execution profile): the FLOPs at
+    `peak_fraction` of peak (a large GEMM's measured throughput) times the tile and wave quantization of its output,
+    or, if slower, its compulsory HBM traffic (each operand and the output once) at `hbm_Bps`; plus `launch_s`.
+
+    Arguments as for `matmul_time_s`: the forward output is d1 x b, the activation gradient's d2 x b (swap d1 and
+    d2), the weight gradient's d1 x d2."""
+    p1, p2, pb = _checked_dims(d1, d2, b)
+    wg = np.asarray(weight_grad, dtype=bool)
+    out_rows = p1
+    out_cols = np.where(wg, p2, pb)
+    q = quantization_efficiency(gpu, out_rows, out_cols, tile)
+    t_flop = 2.0 * p1 * p2 * pb / (gpu.peak_flops * peak_fraction * q)
+    t_mem = (p1 * p2 + p2 * pb + p1 * pb) * gpu.word_bytes / hbm_Bps
+    return np.asarray(np.maximum(t_flop, t_mem) + launch_s, dtype=np.float64)

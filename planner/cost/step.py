@@ -77,6 +77,8 @@ def bottleneck(row: dict[str, float]) -> str:
     busy_name = max(parts, key=parts.__getitem__)
     shares = {
         busy_name: max(parts.values()),
+        "exposed TP/PP/EP/ZeRO communication": row.get("exposed_comm_s", 0.0),
+        "optimizer step": row.get("optimizer_s", 0.0),
         "pipeline bubble": row["bubble_s"],
         "data-parallel all-reduce": row["dp_s"],
         "serial network latency": row["latency_s"],

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost import network as net
-from planner.cost.matmul import matmul_time_s
+from planner.cost.matmul import matmul_time_s, measured_matmul_time_s
 from planner.cost.pipeline import bubble_fraction
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, GROUPS
+from planner.profile import PAPER, ExecutionProfile
 from planner.schema import Gpu, Hardware, Workload
 
 Cols = Mapping[str, np.ndarray]
@@ -72,10 +73,6 @@ def nanobatch_tokens(wl: Workload, dp, microbatches, ep=1, cp=1) -> np.ndarray:
     return wl.batch_tokens / (wl.experts * np.asarray(dp, dtype=np.float64) * microbatches)
 
 
-ATTENTION_FWD_EFFICIENCY = 0.70
-"""Attention-kernel forward FLOP/s as a fraction of peak (FlashAttention-2/3 reports, docs/model.md §1b)."""
-ATTENTION_BWD_EFFICIENCY = 0.50
-"""Attention-kernel backward FLOP/s as a fraction of peak (same sources)."""
 ATTENTION_BWD_FLOP_RATIO = 2.5
 """Backward FLOPs / forward FLOPs of a FlashAttention kernel: five GEMM-like products against two (it recomputes the
 scores)."""
@@ -95,6 +92,51 @@ def gemm_gpu(hw: Hardware, wl: Workload) -> Gpu:
     return _fp8_gpu(hw.gpu) if wl.precision == "fp8" else hw.gpu
 
 
+@dataclass(frozen=True)
+class Rates:
+    """How fast one GPU runs each kind of operation under the hardware's execution profile (planner.profile):
+    GEMMs (16-bit, or FP8 for a layer's GEMMs under precision 'fp8'), the attention kernel and element-wise work."""
+
+    hw: Hardware
+    fp8: bool = False
+    unfused: bool = False
+
+    @property
+    def gpu(self) -> Gpu:
+        return _fp8_gpu(self.hw.gpu) if self.fp8 else self.hw.gpu
+
+    def gemm(self, d1, d2, b, weight_grad: bool = False, layer: bool = True) -> np.ndarray:
+        """One GEMM (arguments as matmul_time_s); `layer` False: an end's GEMM (the LM head), always 16-bit."""
+        prof = self.hw.profile
+        g = self.gpu if layer else self.hw.gpu
+        if prof.gemm_model == "roofline":
+            return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
+        fp8 = self.fp8 and layer
+        launch = g.matmul_latency_s if prof.gemm_launch_s is None else prof.gemm_launch_s
+        fraction = prof.gemm_fraction(self.hw.gpu.name, fp8) * prof.gemm_sustained_factor
+        return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
+
+    def attention(self, flop) -> tuple[np.ndarray, np.ndarray]:
+        """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs (16-bit)."""
+        g, prof = self.hw.gpu, self.hw.profile
+        fwd_rate = prof.attention_unfused_fraction if self.unfused else prof.attention_fwd_fraction
+        bwd_rate = prof.attention_unfused_fraction if self.unfused else prof.attention_bwd_fraction
+        fwd = flop / (g.peak_flops * fwd_rate) + g.matmul_latency_s
+        bwd = ATTENTION_BWD_FLOP_RATIO * flop / (g.peak_flops * bwd_rate) + g.matmul_latency_s
+        return np.asarray(fwd, dtype=np.float64), np.asarray(bwd, dtype=np.float64)
+
+    @property
+    def hbm_Bps(self) -> float:
+        """HBM bandwidth element-wise kernels achieve."""
+        return self.hw.gpu.hbm_Bps * self.hw.profile.elementwise_hbm_fraction
+
+
+def rates(hw: Hardware, wl: Workload) -> Rates:
+    tr = wl.transformer
+    return Rates(hw, fp8=wl.precision == "fp8" and tr is not None,
+                 unfused=tr is not None and tr.attention_kernel == "unfused")
+
+
 def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[np.ndarray, np.ndarray]:
     """GEMM time of one layer of one expert for one nanobatch on one GPU (App. 8.1.1), from the layer's GEMMs, plus
     its element-wise work.
@@ -104,19 +146,12 @@ def block_matmul_s(hw: Hardware, wl: Workload, cols: Cols, nanobatch) -> tuple[n
     Element-wise work (none in the paper's toy block) moves its bytes at HBM bandwidth, every pass, on the critical
     path.
     """
-    t = _ops_s(hw, wl.ops, cols, nanobatch, nanobatch, None)
+    t = _ops_s(Rates(hw), wl.ops, cols, nanobatch, nanobatch, None)
     return t["all"], t["critical"]
 
 
-def _attention_s(g: Gpu, flop) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs."""
-    fwd = flop / (g.peak_flops * ATTENTION_FWD_EFFICIENCY) + g.matmul_latency_s
-    bwd = ATTENTION_BWD_FLOP_RATIO * flop / (g.peak_flops * ATTENTION_BWD_EFFICIENCY) + g.matmul_latency_s
-    return np.asarray(fwd, dtype=np.float64), np.asarray(bwd, dtype=np.float64)
-
-
-def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True,
-           gemm_gpu: Gpu | None = None) -> dict[str, np.ndarray]:
+def _ops_s(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True, layer: bool = True
+           ) -> dict[str, np.ndarray]:
     """Seconds of one layer's operations for one microbatch on one GPU: GEMMs once per token on `n_dense` tokens,
     routed GEMMs on `n_routed` tokens in each of `experts_here` experts (None: every GEMM on `n_dense`, the toy block
     per expert), the attention kernel, and element-wise bytes at HBM bandwidth.
@@ -124,61 +159,53 @@ def _ops_s(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     Keys: 'all' (every pass), 'critical' (without the deferrable weight gradients), 'fwd' (the forward pass alone:
     what full recomputation runs again), 'core_fwd' (the attention kernel's forward: what selective recomputation
     runs again) and 'attention' (the kernel, both passes: what context parallelism's exchange hides under).
-    `gemm_gpu` prices the GEMMs (FP8); the attention kernel and element-wise work run on `hw.gpu`."""
-    g = hw.gpu
-    gg = gemm_gpu or g
+    `layer` False: an end (embedding, LM head), whose GEMMs stay 16-bit under FP8."""
     fwd: np.ndarray | float = 0.0
     act: np.ndarray | float = 0.0
     wgrad: np.ndarray | float = 0.0
-    for gemm in (ops.gemms if run_gemms else ()):
-        out, inp = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
-        routed = experts_here is not None and gemm.routed
-        n = n_routed if routed else n_dense
-        f = matmul_time_s(gg, out, inp, n)
-        a = matmul_time_s(gg, inp, out, n)
-        w = matmul_time_s(gg, out, inp, n, weight_grad=True)
-        if routed:
-            f, a, w = f * experts_here, a * experts_here, w * experts_here
-        fwd = fwd + f
-        act = act + a
-        wgrad = wgrad + w
+    for _, kind, t in op_seconds(r, ops, cols, n_dense, n_routed, experts_here, run_gemms, layer, split=True):
+        if kind == "gemm":
+            fwd, act, wgrad = fwd + t[0], act + t[1], wgrad + t[2]
     critical = np.asarray(fwd + act, dtype=np.float64)
     forward = np.asarray(fwd, dtype=np.float64) + np.zeros_like(critical)
     core_fwd = np.zeros_like(critical)
     attention = np.zeros_like(critical)
-    if ops.attention is not None:
-        a_fwd, a_bwd = _attention_s(g, ops.attention.forward_flop_per_token(cols) * n_dense)
-        critical = critical + a_fwd + a_bwd
-        forward = forward + a_fwd
-        core_fwd = core_fwd + a_fwd
-        attention = attention + a_fwd + a_bwd
-    for op in ops.elementwise:
-        t = np.asarray(op.per_gpu(cols)) * n_dense / g.hbm_Bps
-        critical = critical + op.passes * t
-        forward = forward + t
+    for _, kind, t in op_seconds(r, ops, cols, n_dense, n_routed, experts_here, False, layer, split=True):
+        if kind == "attention":
+            critical = critical + t[0] + t[1]
+            forward = forward + t[0]
+            core_fwd = core_fwd + t[0]
+            attention = attention + t[0] + t[1]
+        elif kind == "elementwise":
+            critical = critical + t[0]
+            forward = forward + t[1]
     return {"all": critical + wgrad, "critical": critical, "fwd": forward, "core_fwd": core_fwd,
             "attention": attention}
 
 
-def op_seconds(hw: Hardware, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True,
-               gemm_gpu: Gpu | None = None) -> list[tuple[str, str, np.ndarray]]:
+def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms: bool = True,
+               layer: bool = True, split: bool = False) -> list[tuple[str, str, np.ndarray]]:
     """Each operation of one layer (or end) for one microbatch on one GPU, all passes: (name, kind, seconds), kind
-    'gemm', 'attention' or 'elementwise'. Sums to `_ops_s`'s 'all' (the report's op-level breakdown)."""
-    g = hw.gpu
-    gg = gemm_gpu or g
+    'gemm', 'attention' or 'elementwise'; sums to `_ops_s`'s 'all' (the report's op-level breakdown). `split`: the
+    seconds as a stack of their parts instead: a GEMM's (forward, activation gradient, weight gradient), the
+    attention kernel's (forward, backward), an element-wise op's (all passes, the forward pass)."""
     out: list[tuple[str, str, np.ndarray]] = []
     for gemm in (ops.gemms if run_gemms else ()):
         o, i = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
         routed = experts_here is not None and gemm.routed
         n = n_routed if routed else n_dense
-        t = (matmul_time_s(gg, o, i, n) + matmul_time_s(gg, i, o, n) + matmul_time_s(gg, o, i, n, weight_grad=True))
-        out.append((gemm.name, "gemm", np.asarray(t * experts_here if routed else t, dtype=np.float64)))
+        parts = np.stack(np.broadcast_arrays(r.gemm(o, i, n, layer=layer), r.gemm(i, o, n, layer=layer),
+                                             r.gemm(o, i, n, weight_grad=True, layer=layer)))
+        if routed:
+            parts = parts * experts_here
+        out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
     if ops.attention is not None:
-        a_fwd, a_bwd = _attention_s(g, ops.attention.forward_flop_per_token(cols) * n_dense)
-        out.append(("attention kernel", "attention", a_fwd + a_bwd))
+        a = np.stack(np.broadcast_arrays(*r.attention(ops.attention.forward_flop_per_token(cols) * n_dense)))
+        out.append(("attention kernel", "attention", a if split else a.sum(axis=0)))
     for op in ops.elementwise:
-        out.append((op.name, "elementwise",
-                    op.passes * np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense / g.hbm_Bps))
+        once = np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense / r.hbm_Bps
+        both = np.stack(np.broadcast_arrays(op.passes * once, once))
+        out.append((op.name, "elementwise", both if split else both[0]))
     return out
 
 
@@ -199,22 +226,25 @@ def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str,
     rows: list[tuple[str, str, str, np.ndarray]] = []
     if wl.transformer is None:
         bn = nanobatch_tokens(wl, dp, m)
-        for name, kind, t in op_seconds(hw, wl.ops, cols, bn, bn, None):
+        for name, kind, t in op_seconds(Rates(hw), wl.ops, cols, bn, bn, None):
             rows.append((name, kind, "every layer, every expert here", m * layers * (wl.experts / ep) * t))
         return rows
     mo = wl.model_ops
     assert mo is not None
     n_d = nanobatch_tokens(wl, dp, m, ep, _f(cols, "cp"))
     n_r = mo.top_k * n_d * ep / wl.experts
-    gg = gemm_gpu(hw, wl)
-    for name, kind, t in op_seconds(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gg):
+    r = rates(hw, wl)
+    for name, kind, t in op_seconds(r, mo.layer, cols, n_d, n_r, wl.experts / ep):
         rows.append((name, kind, "every layer", m * layers * t))
-    extra = recompute_extra(_ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gg), cols["recompute"])
+    extra = recompute_extra(_ops_s(r, mo.layer, cols, n_d, n_r, wl.experts / ep), cols["recompute"])
     if np.any(extra > 0):
         rows.append(("recomputation", "recompute", "every layer", m * layers * extra))
-    for name, kind, t in op_seconds(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False):
+    if hw.profile.layer_overhead_s > 0:
+        rows.append(("per-layer overhead", "overhead", "every layer",
+                     m * layers * hw.profile.layer_overhead_s * np.ones_like(m)))
+    for name, kind, t in op_seconds(r, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False, layer=False):
         rows.append((name, kind, "first stage", m * t))
-    for name, kind, t in op_seconds(hw, mo.head, cols, n_d, n_r, 1.0):
+    for name, kind, t in op_seconds(r, mo.head, cols, n_d, n_r, 1.0, layer=False):
         rows.append((name, kind, "last stage", m * t))
     return rows
 
@@ -238,17 +268,22 @@ def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> d
     if wl.transformer is None:
         bn = wl.batch_tokens / (wl.experts * u) if toy_nanobatch is None else toy_nanobatch
         blk, crit = block_matmul_s(hw, wl, cols, bn)
-        return {"block_s": blk, "block_critical_s": crit}
+        over = hw.profile.layer_overhead_s
+        return {"block_s": blk + over, "block_critical_s": crit + over}
     mo = wl.model_ops
     assert mo is not None
     ep = np.asarray(cols["ep"], dtype=np.float64)
     n_d = nanobatch_tokens(wl, u, 1, ep, np.asarray(cols["cp"], dtype=np.float64))
     n_r = mo.top_k * n_d * ep / wl.experts
-    layer = _ops_s(hw, mo.layer, cols, n_d, n_r, wl.experts / ep, gemm_gpu=gemm_gpu(hw, wl))
-    out = {"block_s": layer["all"], "block_critical_s": layer["critical"], "block_fwd_s": layer["fwd"],
+    r = rates(hw, wl)
+    layer = _ops_s(r, mo.layer, cols, n_d, n_r, wl.experts / ep)
+    # The profile's fixed per-layer time (launches, small kernels): a third of it in the forward pass.
+    over = hw.profile.layer_overhead_s
+    out = {"block_s": layer["all"] + over, "block_critical_s": layer["critical"] + over,
+           "block_fwd_s": layer["fwd"] + over / 3.0,
            "block_core_fwd_s": layer["core_fwd"], "block_attention_s": layer["attention"]}
-    embed = _ops_s(hw, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False)
-    head = _ops_s(hw, mo.head, cols, n_d, n_r, 1.0)
+    embed = _ops_s(r, mo.embedding, cols, n_d, n_r, 1.0, run_gemms=False, layer=False)
+    head = _ops_s(r, mo.head, cols, n_d, n_r, 1.0, layer=False)
     out["embed_s"], out["embed_critical_s"] = embed["all"], embed["critical"]
     out["head_s"], out["head_critical_s"] = head["all"], head["critical"]
     return out
@@ -376,9 +411,34 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
         "stretch": 1.0 / (1.0 - f_b),
         # Under 1F1B each GPU waits out its share (1/N_PP of the layers) of every microbatch's serial latency;
         # under ZB-H2 those latencies hide behind other microbatches' work (App. 8.1.5); the floor still sees them.
-        "lat_share": np.where(zb, 0.0, m / pp),
+        "lat_share": latency_share(hw, zb, m / pp),
         "m_over_pp": m / pp,
+        "optimizer_s": optimizer_s(hw, wl, cols),
     }
+
+
+def latency_share(hw: Hardware, zero_bubble, m_over_pp) -> np.ndarray:
+    """The multiplicity of the latency path in a GPU's step: m / N_PP, or 0 under ZB-H2 when the profile lets it
+    hide the latencies."""
+    hide = np.asarray(zero_bubble, dtype=bool) & hw.profile.zero_bubble_hides_latency
+    return np.where(hide, 0.0, m_over_pp)
+
+
+def optimizer_s(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """The optimizer step on the busiest device: its parameters' share of the optimizer state (sharded over each
+    weight's data-parallel ranks) times the profile's bytes per parameter, at element-wise HBM bandwidth."""
+    from planner.cost.memory import sharding_degrees
+
+    per = hw.profile.optimizer_bytes_per_param
+    if per == 0.0:
+        return np.zeros(len(np.asarray(cols["dp"])))
+    dense, expert = split_params_per_gpu(wl, cols)
+    if wl.transformer is None:
+        updated = (dense + expert) / _f(cols, "dp")
+    else:
+        n_dense, n_expert = sharding_degrees(cols)
+        updated = dense / n_dense + expert / n_expert
+    return np.asarray(updated * per / (hw.gpu.hbm_Bps * hw.profile.elementwise_hbm_fraction), dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -400,11 +460,20 @@ class GroupTerm:
 
 
 def _bw(hw: Hardware) -> np.ndarray:
-    return np.array([lvl.bw_unidir_Bps for lvl in hw.levels], dtype=np.float64)
+    """Per-GPU one-direction bandwidth of each level, as the profile's collectives achieve it."""
+    frac = hw.profile.per_level(hw.profile.collective_bw_fraction, len(hw.levels))
+    return np.array([lvl.bw_unidir_Bps * f for lvl, f in zip(hw.levels, frac)], dtype=np.float64)
 
 
-def _lat(hw: Hardware) -> np.ndarray:
-    return np.array([lvl.lat_s for lvl in hw.levels], dtype=np.float64)
+def level_latencies(hw: Hardware) -> np.ndarray:
+    """One-way latency of each level: the profile's, or the hardware file's."""
+    prof = hw.profile
+    if prof.collective_latency_s is None:
+        return np.array([lvl.lat_s for lvl in hw.levels], dtype=np.float64)
+    return np.array(prof.per_level(prof.collective_latency_s, len(hw.levels)), dtype=np.float64)
+
+
+_lat = level_latencies
 
 
 def _allreduce_per_word(degree: str):
@@ -412,6 +481,17 @@ def _allreduce_per_word(degree: str):
         # Eq. 2, hierarchical (docs/model.md §3.2): linear in the words, so one word's time is the feature.
         f = fac[degree]
         return net.allreduce_time_s(np.ones(len(f)), f, _bw(hw), hw.gpu.word_bytes)
+    return feature
+
+
+def _flat_ring_per_word(degree: str):
+    """One word's all-reduce as a single flat ring over the whole group: 2 (N - 1) / N words per GPU at the
+    slowest spanned level's bandwidth (the execution profile's `zero_flat`)."""
+    def feature(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+        f = np.asarray(fac[degree], dtype=np.float64)
+        n = f.prod(axis=1)
+        bw0 = np.concatenate([[np.inf], _bw(hw)])
+        return 2.0 * (n - 1.0) / n * hw.gpu.word_bytes / bw0[net.top_level(f)]
     return feature
 
 
@@ -586,12 +666,14 @@ def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.nda
     return lat0[net.top_level(fac["ep"])]
 
 
-def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
+def group_terms(wl: Workload, profile: ExecutionProfile = PAPER) -> tuple[GroupTerm, ...]:
     """Every placement-dependent term of the step, for this workload's operations.
 
     Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'zero_bw'
     (ZeRO-2/3 traffic during the microbatches, overlapped likewise), 'cp_bw' (ring attention's exchange, hidden under
-    the attention kernels only), 'path' (serial latency of one microbatch)."""
+    the attention kernels only), 'path' (serial latency of one microbatch); and, from the execution profile,
+    'exposed' (the share of a 'bw' or 'zero_bw' term that does not hide under compute: a copy of the term scaled by
+    1 - overlap) and 'dp_exposed' (the share of the DP phase left exposed when it overlaps the backward pass)."""
     tr = wl.transformer is not None
     moe = tr and wl.experts > 1
     if not tr:  # the paper's toy model: ZeRO-1, its gradients all-reduced after the last microbatch
@@ -609,8 +691,9 @@ def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
         for name, group, words, degree in sync:
             terms += [GroupTerm(f"{name}_bw", group, "dp_bw", _times(words, zero_phase), _allreduce_per_word(degree)),
                       GroupTerm(f"{name}_lat", group, "dp_lat", _one, _allreduce_latency(degree))]
+        zero_feature = _flat_ring_per_word if profile.zero_flat else _allreduce_per_word
         terms += [GroupTerm(f"zero_{name}_bw", group, "zero_bw", _times(words, zero_overlapped),
-                            _allreduce_per_word(degree)) for name, group, words, degree in sync]
+                            zero_feature(degree)) for name, group, words, degree in sync]
         terms.append(GroupTerm("cp_bw", "cp", "cp_bw", _cp_words, _ring_per_word))
         terms.append(GroupTerm("cp_path", "cp", "path", _cp_hops, _cp_latency))
     groups = [a.group for a in wl.ops.allreduces]
@@ -625,7 +708,42 @@ def group_terms(wl: Workload) -> tuple[GroupTerm, ...]:
     if moe:
         terms.append(GroupTerm("a2a_bw", "pp_ep", "bw", _a2a_words, _a2a_per_word))
         terms.append(GroupTerm("a2a_path", "pp_ep", "path", _a2a_hops, _a2a_latency))
-    return tuple(terms)
+    return tuple(terms) + _exposed_terms(terms, profile)
+
+
+def overlap_of(term: GroupTerm, profile: ExecutionProfile) -> float:
+    """The share of a bandwidth term the profile hides under compute."""
+    if term.kind == "zero_bw":
+        return profile.overlap_zero
+    if term.name == "p2p_bw":
+        return profile.overlap_pp
+    if term.name == "a2a_bw":
+        return profile.overlap_ep
+    return profile.overlap_tp  # the layers' all-reduces: tensor parallelism's groups
+
+
+def _scaled(scale: Callable[[Hardware, Workload, Cols], np.ndarray], weight: float):
+    def scaled(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+        return weight * scale(hw, wl, cols)
+    return scaled
+
+
+def _exposed_terms(terms: list[GroupTerm], profile: ExecutionProfile) -> tuple[GroupTerm, ...]:
+    """Copies of the bandwidth terms scaled by the share the profile leaves exposed ('exposed'), and of the DP
+    phase's bandwidth by `dp_exposed` ('dp_exposed'). None under the paper's profile."""
+    out = []
+    for t in terms:
+        if t.kind == "cp_bw" and profile.overlap_cp < 1.0:
+            out.append(GroupTerm(f"{t.name}_exposed", t.group, "exposed", _scaled(t.scale, 1.0 - profile.overlap_cp),
+                                 t.feature, t.keys))
+        elif t.kind in ("bw", "zero_bw") and overlap_of(t, profile) < 1.0:
+            hidden = overlap_of(t, profile)
+            out.append(GroupTerm(f"{t.name}_exposed", t.group, "exposed", _scaled(t.scale, 1.0 - hidden), t.feature,
+                                 t.keys))
+        elif t.kind == "dp_bw" and profile.dp_exposed > 0.0:
+            out.append(GroupTerm(f"{t.name}_exposed", t.group, "dp_exposed", _scaled(t.scale, profile.dp_exposed),
+                                 t.feature, t.keys))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -642,37 +760,44 @@ class Branch:
     """Part of Eq. 21 (False: the critical-path floor)."""
 
 
-def branches(wl: Workload, dp_overlap: bool) -> tuple[Branch, ...]:
+def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER) -> tuple[Branch, ...]:
     """The linear forms whose maximum is the step time (docs/model.md §6).
 
     Eq. 21 = t_lat + t_DP,n + max(t_DP,y, max(t_matmul, t_TP + t_P2P) / (1 - f_b)) with t_lat = DP latency +
     (1F1B) m / N_PP x the latency path, written as one branch per argument of the maxima; the floor = DP + the
     critical path. Without DP overlap the DP bandwidth is in every branch; with it, it is one branch of its own.
+    The execution profile adds the exposed share of each transfer to the compute it cannot hide under (every
+    branch but the network's, which already counts the whole transfer), the exposed share of an overlapped DP phase
+    and the optimizer step to every branch.
     """
-    terms = group_terms(wl)
+    terms = group_terms(wl, profile)
     paths = tuple(t.name for t in terms if t.kind == "path")
     bws = tuple(t.name for t in terms if t.kind in ("bw", "zero_bw"))
     cps = tuple(t.name for t in terms if t.kind == "cp_bw")
+    exposed = tuple(("stretch", t.name) for t in terms if t.kind == "exposed")
     dp_lat = tuple(("one", t.name) for t in terms if t.kind == "dp_lat")
     dp_bw = tuple(("one", t.name) for t in terms if t.kind == "dp_bw")
-    dp = dp_lat if dp_overlap else dp_lat + dp_bw
+    fixed = (("one", "optimizer_s"),) if profile.optimizer_bytes_per_param > 0 else ()
+    dp = fixed + (dp_lat + tuple(("one", t.name) for t in terms if t.kind == "dp_exposed") if dp_overlap
+                  else dp_lat + dp_bw)
     waits = tuple(("lat_share", p) for p in paths)
     out = [
-        Branch("gemm", dp + waits + (("stretch", "matmul_s"),)),
+        Branch("gemm", dp + waits + (("stretch", "matmul_s"),) + exposed),
         Branch("network", dp + waits + tuple(("stretch", b) for b in bws)),
     ]
     if cps:  # ring attention: max(attention, exchange) + the rest, i.e. the rest plus the exchange is a branch
-        out.append(Branch("context", dp + waits + (("stretch", "exposed_s"),) + tuple(("stretch", c) for c in cps)))
+        out.append(Branch("context", dp + waits + (("stretch", "exposed_s"),) + tuple(("stretch", c) for c in cps)
+                          + exposed))
     if dp_overlap:
-        out.append(Branch("dp", dp + waits + dp_bw))
+        out.append(Branch("dp", fixed + dp_lat + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))
     return tuple(out)
 
 
-def network_form(wl: Workload) -> Branch:
+def network_form(wl: Workload, profile: ExecutionProfile = PAPER) -> Branch:
     """The paper's tie-break: all network time, hidden or not (bandwidth of every group, DP latency, and m / N_PP
     times the latency path)."""
-    terms = group_terms(wl)
+    terms = group_terms(wl, profile)
     return Branch("network_all", tuple(("one", t.name) for t in terms
                                        if t.kind in ("bw", "zero_bw", "cp_bw", "dp_bw", "dp_lat"))
                   + tuple(("m_over_pp", t.name) for t in terms if t.kind == "path"))
@@ -695,11 +820,11 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
           quantities: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Step time and its breakdown for every row (a degree tuple and its factor vectors)."""
     q = dict(quantities) if quantities is not None else tuple_quantities(hw, wl, cols)
-    terms = group_terms(wl)
+    terms = group_terms(wl, hw.profile)
     values = dict(q)
     for t in terms:
         values[t.name] = t.scale(hw, wl, cols) * t.feature(hw, wl, cols, factors)
-    forms = branches(wl, dp_overlap)
+    forms = branches(wl, dp_overlap, hw.profile)
     by_branch = {b.name: combine(b, values) for b in forms}
     eq21 = np.max([by_branch[b.name] for b in forms if b.eq21], axis=0)
     floor = np.max([by_branch[b.name] for b in forms if not b.eq21], axis=0)
@@ -714,16 +839,17 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
     zero_s = total("zero_bw")
     cp_s = total("cp_bw")
     latency_dp = total("dp_lat")
-    busy = np.maximum(q["matmul_s"], tp_s + pp_ep_s + zero_s)
+    exposed = total("exposed")
+    busy = np.maximum(q["matmul_s"] + exposed, tp_s + pp_ep_s + zero_s)
     if "exposed_s" in q:
-        busy = np.maximum(busy, q["exposed_s"] + cp_s)
+        busy = np.maximum(busy, q["exposed_s"] + cp_s + exposed)
     return {
         "matmul_s": q["matmul_s"], "tp_s": tp_s, "pp_ep_s": pp_ep_s, "dp_s": total("dp_bw"), "zero_s": zero_s,
-        "cp_s": cp_s,
+        "cp_s": cp_s, "exposed_comm_s": exposed, "optimizer_s": q["optimizer_s"],
         "latency_s": latency_dp + q["lat_share"] * lat_path, "latency_dp_s": latency_dp,
         "bubble_fraction": q["bubble_fraction"], "bubble_s": busy * q["stretch"] - busy,
         "critical_path_s": q["critical_mm_s"] + lat_path, "eq21_s": eq21, "floor_s": floor,
-        "step_s": np.maximum(eq21, floor), "network_s": combine(network_form(wl), values),
+        "step_s": np.maximum(eq21, floor), "network_s": combine(network_form(wl, hw.profile), values),
         "nanobatch": q["nanobatch"],
         **{f"branch_{k}": v for k, v in by_branch.items()},
     }

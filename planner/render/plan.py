@@ -140,7 +140,7 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
         f" ({nodes}, hardware '{plan.hardware}'), training {fmt_days(plan.training_days)} at MFU ",
         (fmt_pct(plan.mfu), "bold"),
-        ".",
+        f", priced by the {plan.profile} profile.",
     )
 
 
@@ -228,6 +228,9 @@ def cluster_table(plan: Plan) -> Table:
         rows.append(("cost", f"${plan.cost_usd:,.0f}" if plan.cost_usd >= 1000 else f"${plan.cost_usd:,.2f}"))
     if plan.deadline_days is not None:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
+    rows.append(("priced by", f"{plan.profile} profile" + (
+        " (the paper's idealised model; --profile realistic for the one validated against published runs)"
+        if plan.profile == "paper" else " (profiles/*.toml; accuracy in docs/validation.md)")))
     return _kv_table(f"Cluster ({plan.hardware})", rows)
 
 

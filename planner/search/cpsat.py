@@ -271,7 +271,7 @@ def branch_bounds_q(hw: Hardware, wl: Workload, gpus: int, tables: dict[str, Pai
     per bounded level, so the minimum is a shortest path over the groups whose states are the partial products
     (divisors of the products the GPU count requires): a few vectorised steps per group.
     """
-    forms = [b.name for b in T.branches(wl, dp_overlap)]
+    forms = [b.name for b in T.branches(wl, dp_overlap, hw.profile)]
     prods, _ = level_products(hw, np.array([gpus]))
     bounded = [h for h, cap in enumerate(hw.level_caps) if cap is not None]
     req = np.array([int(prods[0][h]) for h in bounded], dtype=np.int64)
@@ -334,7 +334,7 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     is never worse at any stage of the objective. This is exact dominance, not a heuristic.
     """
     degrees = GROUPS[group]
-    gterms = [g for g in T.group_terms(wl) if g.group == group]
+    gterms = [g for g in T.group_terms(wl, hw.profile) if g.group == group]
     extra = tuple(dict.fromkeys(k for g in gterms for k in g.keys))
     names = (*degrees, *extra)
     uniq, inv = unique_rows([np.asarray(t[d], dtype=np.int64) for d in names])
@@ -375,8 +375,8 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.
     """The CP-SAT reading of planner.cost.terms: per group and pair, each form's sum of coefficient x group term
     (tuple-only parts are per tuple; see `tuple_forms`). `prune` drops dominated factor combinations
     (`_group_pairs`); a `rank_order` keeps only the factor vectors that order gives each tuple."""
-    forms = (*T.branches(wl, dp_overlap), T.network_form(wl))
-    gterms = {g.name: g for g in T.group_terms(wl)}
+    forms = (*T.branches(wl, dp_overlap, hw.profile), T.network_form(wl, hw.profile))
+    gterms = {g.name: g for g in T.group_terms(wl, hw.profile)}
     fixed = rank_order_factors(hw, t, rank_order)[0] if rank_order else None
     tables = {}
     for group in GROUPS:
@@ -401,10 +401,10 @@ def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.
     return tables
 
 
-def tuple_forms(wl: Workload, q: Mapping[str, np.ndarray], dp_overlap: bool) -> dict[str, np.ndarray]:
+def tuple_forms(hw: Hardware, wl: Workload, q: Mapping[str, np.ndarray], dp_overlap: bool) -> dict[str, np.ndarray]:
     """Each form's tuple-only part (coefficient x tuple quantity), per tuple."""
     out = {}
-    for f in (*T.branches(wl, dp_overlap), T.network_form(wl)):
+    for f in (*T.branches(wl, dp_overlap, hw.profile), T.network_form(wl, hw.profile)):
         total = np.zeros(len(q["one"]))
         for coef, term in f.parts:
             if term in q:
@@ -421,7 +421,7 @@ class Model:
         self.hw, self.t = hw, t
         self.tables = tables if tables is not None else build_pair_tables(hw, wl, t, q, dp_overlap,
                                                                           rank_order=rank_order)
-        per_tuple = tuple_forms(wl, q, dp_overlap)
+        per_tuple = tuple_forms(hw, wl, q, dp_overlap)
         n = len(t)
         m = cp_model.CpModel()
         self.m = m
@@ -475,13 +475,13 @@ class Model:
 
         # S: the step time in quanta, at least every branch (Eq. 21's and the floor).
         self.S = m.new_int_var(0, INT_MAX, "step_q")
-        for b in T.branches(wl, dp_overlap):
+        for b in T.branches(wl, dp_overlap, hw.profile):
             m.add(self.S >= expr(b.name))
-        self.net_expr = expr(T.network_form(wl).name)
+        self.net_expr = expr(T.network_form(wl, hw.profile).name)
         # Exact ties in step and network time (e.g. interleaving a single pipeline stage changes nothing) go to the
         # least interleaving: the network objective is scaled and this rank added, so it only decides among ties.
         rank = np.asarray(t["interleave"], dtype=np.int64) - 1
-        net_name = T.network_form(wl).name
+        net_name = T.network_form(wl, hw.profile).name
         net_max = int(to_quanta(per_tuple[net_name]).max(initial=0))
         net_max += sum(int(to_quanta(tab.forms[net_name]).max(initial=0)) for tab in self.tables.values())
         scale = int(rank.max(initial=0)) + 1
@@ -649,7 +649,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         t, q = t.take(live), {k: v[live] for k, v in q.items()}
     tables = build_pair_tables(hw, wl, t, q, dp_overlap, rank_order=rank_order)
     if BRANCH_BOUNDS:
-        q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(wl, q, dp_overlap), len(t),
+        q["lb_q"] = branch_bounds_q(hw, wl, int(t.gpus[0]), tables, tuple_forms(hw, wl, q, dp_overlap), len(t),
                                     dp_overlap)
     else:
         q["lb_q"] = to_quanta_floor(q["step_lb"])

@@ -161,7 +161,7 @@ class LeastFeatures:
 
     def __init__(self, hw: Hardware, wl: Workload):
         self.hw, self.wl = hw, wl
-        self.terms = T.group_terms(wl)
+        self.terms = T.group_terms(wl, hw.profile)
         self.cache: dict[str, dict[tuple[int, ...], float]] = {t.name: {} for t in self.terms}
 
     def _fill(self, term: T.GroupTerm, keys: tuple[str, ...], missing: list[tuple[int, ...]]) -> None:
@@ -244,7 +244,7 @@ def step_lower_bound(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], q:
                      least: LeastFeatures, dp_overlap: bool = False) -> np.ndarray:
     """A placement-free lower bound of each tuple's step time: the bound reading of planner.cost.terms."""
     values = {**q, **least.group_values(t)}
-    return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap)], axis=0)
+    return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap, hw.profile)], axis=0)
 
 
 def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndarray], m_min: np.ndarray,
@@ -278,12 +278,13 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
     values.update({
         "one": np.ones_like(pp),
         "stretch": np.ones_like(pp),
-        "lat_share": np.where(np.asarray(rows["zero_bubble"], dtype=bool), 0.0, m_min / pp),
+        "lat_share": T.latency_share(hw, rows["zero_bubble"], m_min / pp),
+        "optimizer_s": T.optimizer_s(hw, wl, rows),
         "matmul_s": matmul_s,
         "critical_mm_s": critical_mm_s,
         "exposed_s": np.zeros_like(pp),
     })
-    return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap)], axis=0)
+    return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap, hw.profile)], axis=0)
 
 
 def _least_latency(hw: Hardware, degree: int, of_factors) -> float:
@@ -294,7 +295,7 @@ def _least_latency(hw: Hardware, degree: int, of_factors) -> float:
     opts = factor_options(hw, degree)
     if len(opts) == 0:
         return math.inf
-    return float(of_factors(opts, np.array([lvl.lat_s for lvl in hw.levels])).min())
+    return float(of_factors(opts, T.level_latencies(hw)).min())
 
 
 def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:

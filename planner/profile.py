@@ -1,0 +1,247 @@
+"""Execution profiles: how a training framework runs on the hardware, as data beside the hardware files.
+
+A hardware file says what the system *is* (FLOP/s, bandwidths, sizes); an execution profile says how training
+*runs* on it: how fast GEMMs and attention kernels go against peak, how much of each kind of communication hides
+under compute, what bus bandwidth and per-collective latency NCCL achieves on each network level, what the
+element-wise kernels and the optimizer step cost. Two ship in `profiles/`:
+
+* `paper`: the paper's idealised model (App. 8.1.1-8.1.2): GEMMs by the roofline of the memory hierarchy at the
+  sustained clock, every TP, PP and EP transfer hidden under the GEMMs, collectives at the link rate with the
+  hardware file's latency, nothing else on the GPU. The reproduction profile and the default.
+* `realistic`: what published runs show (docs/validation.md): cuBLAS's measured share of peak with tile and wave
+  quantization, TP traffic exposed (stock Megatron), NCCL's bus bandwidth and tens of microseconds per collective,
+  element-wise work and optimizer step priced.
+
+File format: every number is `{ value = ..., source = "..." }` (optionally `note`), as in the hardware files; a
+user file may give plain values. Sections and keys are those of `FIELDS` below.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
+
+
+class ExecutionProfile(BaseModel):
+    """How training runs on a system (see the module docstring). Every field's paper value leaves the paper's model
+    unchanged."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    gemm_model: Literal["roofline", "measured"] = Field(
+        "roofline", description="'roofline': App. 8.1.1's memory-hierarchy model at the sustained clock; 'measured': "
+        "peak x the measured large-GEMM fraction x tile and wave quantization, or HBM-bound.")
+    gemm_peak_fraction: dict[str, float] = Field(
+        default_factory=dict, description="'measured': 16-bit large-GEMM FLOP/s / peak, by GPU family (the first "
+        "word of the GPU's name, e.g. 'H100'), and 'default'.")
+    gemm_fp8_peak_fraction: dict[str, float] = Field(
+        default_factory=dict, description="'measured': the same for FP8 GEMMs against the FP8 peak.")
+    gemm_tile: tuple[int, int] = Field((128, 256), description="Output tile of a GEMM kernel (rows, columns): tile "
+                                       "and wave quantization.")
+    gemm_launch_s: float | None = Field(None, ge=0, description="Fixed time per GEMM kernel (None: the hardware "
+                                        "file's matmul_latency).")
+    attention_fwd_fraction: float = Field(0.70, gt=0, le=1, description="FlashAttention forward FLOP/s / peak.")
+    attention_bwd_fraction: float = Field(0.50, gt=0, le=1, description="FlashAttention backward FLOP/s / peak.")
+    attention_unfused_fraction: float = Field(
+        0.70, gt=0, le=1, description="Unfused attention's batched score and context GEMMs: FLOP/s / peak.")
+    elementwise_hbm_fraction: float = Field(1.0, gt=0, le=1, description="Element-wise kernels' achieved HBM "
+                                            "bandwidth / peak.")
+    layer_overhead_s: float = Field(0.0, ge=0, description="Fixed time per layer per microbatch, forward and "
+                                    "backward (kernel launches and small kernels the operation list leaves out).")
+    collective_bw_fraction: tuple[float, ...] = Field(
+        (1.0,), min_length=1, description="Achieved bus bandwidth / link bandwidth, per network level bottom-up "
+        "(the last value repeats for higher levels).")
+    collective_latency_s: tuple[float, ...] | None = Field(
+        None, min_length=1, description="One-way latency per network level bottom-up, replacing the hardware "
+        "file's (None: the hardware file's; the last value repeats).")
+    overlap_tp: float = Field(1.0, ge=0, le=1, description="Share of tensor-parallel traffic hidden under GEMMs.")
+    overlap_tp_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's TP communication "
+                                   "overlap on (Megatron --tp-comm-overlap, torchtitan async TP).")
+    overlap_cp: float = Field(1.0, ge=0, le=1, description="Share of context parallelism's ring exchange hidden "
+                              "under the attention kernels.")
+    overlap_pp: float = Field(1.0, ge=0, le=1, description="Share of pipeline point-to-point traffic hidden.")
+    overlap_ep: float = Field(1.0, ge=0, le=1, description="Share of expert all-to-all traffic hidden.")
+    overlap_zero: float = Field(1.0, ge=0, le=1, description="Share of ZeRO-2/3 traffic during the microbatches "
+                                "hidden.")
+    dp_overlap: bool = Field(False, description="Default for --dp-overlap: the gradient reduction runs under the "
+                             "backward pass.")
+    dp_exposed: float = Field(0.0, ge=0, le=1, description="With DP overlap: share of the data-parallel phase that "
+                              "stays exposed.")
+    zero_bubble_hides_latency: bool = Field(
+        True, description="Under zb-h2 the serial latencies hide behind other microbatches (App. 8.1.5); False: "
+        "every GPU still waits out its own collectives' latency.")
+    optimizer_bytes_per_param: float = Field(0.0, ge=0, description="HBM bytes the optimizer step moves per "
+                                             "parameter it updates (0: not priced).")
+    zero_flat: bool = Field(False, description="ZeRO-2/3 collectives run as one flat ring over the whole data-parallel "
+                            "group, at the slowest spanned level's per-GPU bandwidth, instead of hierarchically.")
+    gemm_sustained_factor: float = Field(1.0, gt=0, le=1, description="'measured': GEMM throughput inside a training "
+                                         "step / the isolated benchmark's (power and clocks under a full node's "
+                                         "load, SMs shared with communication kernels).")
+    frameworks: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
+        "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
+    sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+
+    def gemm_fraction(self, gpu_name: str, fp8: bool) -> float:
+        table = self.gemm_fp8_peak_fraction if fp8 else self.gemm_peak_fraction
+        family = gpu_name.split()[0].upper() if gpu_name.split() else ""
+        for key, value in table.items():
+            if key.upper() == family:
+                return value
+        if "default" in table:
+            return table["default"]
+        raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} "
+                           f"({'fp8' if fp8 else '16-bit'}) and no default")
+
+    def for_framework(self, framework: str) -> ExecutionProfile:
+        """This profile as `framework` runs it (its overrides applied; unchanged for a framework without any)."""
+        extra = self.frameworks.get(framework)
+        if not extra:
+            return self
+        return self.model_copy(update={**extra, "name": f"{self.name}/{framework}", "frameworks": {}})
+
+    def per_level(self, values: tuple[float, ...], levels: int) -> list[float]:
+        """`values` stretched to `levels` entries (the last repeats)."""
+        return [values[min(k, len(values) - 1)] for k in range(levels)]
+
+
+FIELDS: dict[str, str] = {
+    "gemm.model": "gemm_model",
+    "gemm.tile": "gemm_tile",
+    "gemm.launch_us": "gemm_launch_s",
+    "attention.flash_fwd_fraction": "attention_fwd_fraction",
+    "attention.flash_bwd_fraction": "attention_bwd_fraction",
+    "attention.unfused_fraction": "attention_unfused_fraction",
+    "elementwise.hbm_fraction": "elementwise_hbm_fraction",
+    "elementwise.layer_overhead_us": "layer_overhead_s",
+    "network.bus_bw_fraction": "collective_bw_fraction",
+    "network.latency_us": "collective_latency_s",
+    "overlap.tp": "overlap_tp",
+    "overlap.pp": "overlap_pp",
+    "overlap.tp_comm_overlap": "overlap_tp_comm",
+    "overlap.cp": "overlap_cp",
+    "overlap.ep": "overlap_ep",
+    "overlap.zero": "overlap_zero",
+    "overlap.dp": "dp_overlap",
+    "overlap.dp_exposed": "dp_exposed",
+    "overlap.zero_bubble_hides_latency": "zero_bubble_hides_latency",
+    "optimizer.bytes_per_param": "optimizer_bytes_per_param",
+    "overlap.zero_flat": "zero_flat",
+    "gemm.sustained_factor": "gemm_sustained_factor",
+}
+"""TOML key (section.key) -> field. Keys ending in _us are microseconds. [gemm.peak_fraction] and
+[gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
+
+TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction"}
+
+
+def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
+    if isinstance(raw, dict):
+        if "value" not in raw or set(raw) - {"value", "source", "note"}:
+            raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
+        if require_source and not str(raw.get("source", "")).strip():
+            raise InvalidInput(f"{path}: every value in a shipped profile needs a source")
+        sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
+        return raw["value"]
+    if require_source:
+        raise InvalidInput(f"{path}: every value in a shipped profile needs a source")
+    sources[path] = "user-supplied"
+    return raw
+
+
+def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False) -> ExecutionProfile:
+    sources: dict[str, str] = {}
+    fields: dict[str, Any] = {}
+    for key in ("name", "description"):
+        if key in doc:
+            fields[key] = doc[key]
+    if "name" not in doc:
+        raise InvalidInput(f"{origin}: missing required 'name'")
+    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer"}
+    frameworks = doc.get("framework", {})
+    if not isinstance(frameworks, dict):
+        raise InvalidInput(f"{origin}: [framework] must hold one table per framework")
+    for fw, body in frameworks.items():
+        if not isinstance(body, dict) or set(body) - sections:
+            raise InvalidInput(f"{origin}: [framework.{fw}] may hold only the sections {', '.join(sorted(sections))}")
+        over = parse_profile({"name": fw, **body}, f"{origin} [framework.{fw}]", require_source)
+        fields.setdefault("frameworks", {})[fw] = {k: getattr(over, k) for k in over.model_fields_set
+                                                   if k not in ("name", "sources")}
+        sources.update({f"framework.{fw}.{k}": v for k, v in over.sources.items()})
+    unknown = set(doc) - sections - {"name", "description", "framework"}
+    if unknown:
+        raise InvalidInput(f"{origin}: unknown top-level key(s) {sorted(unknown)}; expected name, description and "
+                           f"the sections {', '.join(sorted(sections))}")
+    for section in sections & set(doc):
+        body = doc[section]
+        if not isinstance(body, dict):
+            raise InvalidInput(f"{origin}: [{section}] must be a table")
+        for key, raw in body.items():
+            path = f"{section}.{key}"
+            if path in TABLES:
+                if not isinstance(raw, dict):
+                    raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = fraction")
+                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) for k, v in raw.items()}
+                continue
+            if path not in FIELDS:
+                close = difflib.get_close_matches(path, [*FIELDS, *TABLES], n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise InvalidInput(f"{origin}: unknown key '{path}'{hint}")
+            value = _leaf(raw, path, sources, require_source)
+            if path.endswith("_us") and value is not None:
+                value = [v * 1e-6 for v in value] if isinstance(value, list) else value * 1e-6
+            fields[FIELDS[path]] = value
+    try:
+        return ExecutionProfile(**fields, sources=sources)
+    except ValidationError as exc:
+        raise InvalidInput(f"{origin}: {validation_message(exc, strip_kind=True)}") from None
+
+
+def _profile_dir() -> Path:
+    return Path(str(resources.files("planner.profiles")))
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in _profile_dir().glob("*.toml"))
+
+
+def load_profile_file(path: str | Path, require_source: bool = False) -> ExecutionProfile:
+    path = Path(path)
+    text = read_text_file(path, "profile file", MAX_TOML_BYTES)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
+    return parse_profile(doc, str(path), require_source=require_source)
+
+
+@cache
+def _shipped(name: str) -> ExecutionProfile:
+    return load_profile_file(_profile_dir() / f"{name}.toml", require_source=True)
+
+
+def get_profile(name_or_path: str) -> ExecutionProfile:
+    """A shipped profile ('paper', 'realistic') or a path to a user TOML file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        return load_profile_file(name_or_path)
+    key = name_or_path.strip().lower()
+    names = profile_names()
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise InvalidInput(f"unknown execution profile '{name_or_path}'{hint} (known: {', '.join(names)})")
+    return _shipped(key)
+
+
+PAPER = ExecutionProfile(name="paper", description="The paper's idealised model (App. 8.1.1-8.1.2).")
+"""The default profile of every Hardware; equal in every priced field to profiles/paper.toml (tests check)."""
