@@ -13,16 +13,8 @@ import argparse
 import time
 from pathlib import Path
 
-from planner.validation import (
-    MUST_SHOW,
-    RUNS_PATH,
-    dense_16bit,
-    fitted_values,
-    load_runs,
-    propose,
-    validate,
-    write_report,
-)
+from planner.profile import get_profile
+from planner.validation import MUST_SHOW, RUNS_PATH, dense_16bit, load_runs, validate, write_docs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -33,12 +25,10 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.perf_counter()
     runs = load_runs(RUNS_PATH)
-    rows = validate(runs, "realistic")
+    profile = get_profile("realistic")
+    rows = validate(runs, profile)
     ids = sorted(r.id for r in dense_16bit(rows) if r.ratio is not None) if args.all else list(MUST_SHOW)
-    lines, out = propose(ids)
-    write_report(rows, DOCS / "validation.md", DOCS / "validation-mfu.png", "realistic",
-                 baseline=validate(runs, "paper"), proposals=lines, fitted=fitted_values("realistic"))
-    for o in out:
+    for o in write_docs(runs, profile, DOCS, ids, rows):
         print(o)
     print(f"docs/validation.md written in {time.perf_counter() - t0:.1f} s")
 

@@ -19,6 +19,20 @@ class ScheduleChoice(StrEnum):
     zb_h2 = "zb-h2"
 
 
+class LayoutSchedule(StrEnum):
+    """The schedule of a given layout (`evaluate`)."""
+
+    one_f_one_b = "1f1b"
+    zb_h2 = "zb-h2"
+
+
+class Solver(StrEnum):
+    """cpsat proves optimality; exhaustive enumerates the same space."""
+
+    cpsat = "cpsat"
+    exhaustive = "exhaustive"
+
+
 class Precision(StrEnum):
     """GEMM precision of a transformer workload."""
 

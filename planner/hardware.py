@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -33,9 +32,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
+from planner.errors import InvalidInput
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Gpu, Hardware, NetworkLevel
+from planner.sourced import load_toml, shipped_name, unwrap
 
 KiB = 1024
 MiB = 1024**2
@@ -73,18 +73,7 @@ def _spec_dir() -> Path:
 
 
 def _unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
-    if isinstance(raw, dict):
-        unknown = set(raw) - {"value", "source", "note"}
-        if unknown or "value" not in raw:
-            raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
-        if require_source and not str(raw.get("source", "")).strip():
-            raise InvalidInput(f"{path}: every number in a shipped hardware file needs a source")
-        sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
-        return raw["value"]
-    if require_source:
-        raise InvalidInput(f"{path}: every number in a shipped hardware file needs a source")
-    sources[path] = "user-supplied"
-    return raw
+    return unwrap(raw, path, sources, require_source, "every number in a shipped hardware file")
 
 
 def estimated_fields(hw: Hardware) -> list[str]:
@@ -175,13 +164,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
 
 
 def load_hardware_file(path: str | Path, require_source: bool = False) -> Hardware:
-    path = Path(path)
-    text = read_text_file(path, "hardware file", MAX_TOML_BYTES)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
-    return parse_hardware(doc, str(path), require_source=require_source)
+    return parse_hardware(load_toml(path, "hardware file"), str(path), require_source=require_source)
 
 
 def hardware_names() -> list[str]:
@@ -195,15 +178,8 @@ def _load_shipped(name: str) -> Hardware:
 
 def get_hardware(name_or_path: str) -> Hardware:
     """A shipped hardware name (e.g. 'h100') or a path to a user TOML file."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
-        return load_hardware_file(name_or_path)
-    key = name_or_path.strip().lower()
-    names = hardware_names()
-    if key not in names:
-        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or [n for n in names if key and key in n][:3]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise InvalidInput(f"unknown GPU/hardware '{name_or_path}'{hint} (known: {', '.join(names)})")
-    return _load_shipped(key)
+    name = shipped_name(name_or_path, hardware_names(), "GPU/hardware")
+    return load_hardware_file(name_or_path) if name is None else _load_shipped(name)
 
 
 def with_profile(hw: Hardware, profile: str | ExecutionProfile) -> Hardware:

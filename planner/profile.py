@@ -19,7 +19,6 @@ user file may give plain values. Sections and keys are those of `FIELDS` below.
 from __future__ import annotations
 
 import difflib
-import tomllib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -27,7 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
+from planner.errors import InvalidInput
+from planner.sourced import load_toml, shipped_name, unwrap
 
 
 class ExecutionProfile(BaseModel):
@@ -146,17 +146,7 @@ TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": 
 
 
 def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
-    if isinstance(raw, dict):
-        if "value" not in raw or set(raw) - {"value", "source", "note"}:
-            raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
-        if require_source and not str(raw.get("source", "")).strip():
-            raise InvalidInput(f"{path}: every value in a shipped profile needs a source")
-        sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
-        return raw["value"]
-    if require_source:
-        raise InvalidInput(f"{path}: every value in a shipped profile needs a source")
-    sources[path] = "user-supplied"
-    return raw
+    return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
 
 
 def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False) -> ExecutionProfile:
@@ -203,44 +193,35 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             fields[FIELDS[path]] = value
     try:
         return ExecutionProfile(**fields, sources=sources)
-    except ValidationError as exc:
-        raise InvalidInput(f"{origin}: {validation_message(exc, strip_kind=True)}") from None
+    except ValidationError as exc:  # name the TOML key (overlap.tp), not the field (overlap_tp)
+        keys = {field: key for key, field in {**FIELDS, **TABLES}.items()}
+        err = exc.errors()[0]
+        loc = ".".join(keys.get(str(p), str(p)) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"{origin}: {loc}: {msg}" if loc else f"{origin}: {msg}") from None
 
 
-def _profile_dir() -> Path:
+def profile_dir() -> Path:
     return Path(str(resources.files("planner.profiles")))
 
 
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in _profile_dir().glob("*.toml"))
+    return sorted(p.stem for p in profile_dir().glob("*.toml"))
 
 
 def load_profile_file(path: str | Path, require_source: bool = False) -> ExecutionProfile:
-    path = Path(path)
-    text = read_text_file(path, "profile file", MAX_TOML_BYTES)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
-    return parse_profile(doc, str(path), require_source=require_source)
+    return parse_profile(load_toml(path, "profile file"), str(path), require_source=require_source)
 
 
 @cache
 def _shipped(name: str) -> ExecutionProfile:
-    return load_profile_file(_profile_dir() / f"{name}.toml", require_source=True)
+    return load_profile_file(profile_dir() / f"{name}.toml", require_source=True)
 
 
 def get_profile(name_or_path: str) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
-        return load_profile_file(name_or_path)
-    key = name_or_path.strip().lower()
-    names = profile_names()
-    if key not in names:
-        close = difflib.get_close_matches(key, names, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise InvalidInput(f"unknown execution profile '{name_or_path}'{hint} (known: {', '.join(names)})")
-    return _shipped(key)
+    name = shipped_name(name_or_path, profile_names(), "execution profile")
+    return load_profile_file(name_or_path) if name is None else _shipped(name)
 
 
 PAPER = ExecutionProfile(name="paper", description="The paper's idealised model (App. 8.1.1-8.1.2).")

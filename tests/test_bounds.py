@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bound_helpers import pair_bound_and_best
 
 from planner.hardware import get_hardware
 from planner.parallel.space import (
@@ -26,10 +27,8 @@ from planner.search.exhaustive import price_placements
 from planner.search.presolve import (
     LeastFeatures,
     ShapeTable,
-    pair_step_lower_bound,
     step_lower_bound,
     tuple_terms,
-    unique_rows,
 )
 from planner.workload import workload_from_shape
 
@@ -75,12 +74,6 @@ def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
     # Per (model-parallel row, N_DP) pair: pair_step_lower_bound <= the best of its tuples over every m.
     index = PairIndex.build(space, model_parallel_rows(space))
     work = shapes.least_work(space)
-    names = tuple(k for k in t if k != "microbatches")
-    uniq, inv = unique_rows([t[k][priced].astype(np.int64) for k in names])
-    pair_best = np.full(len(uniq), np.inf)
-    np.minimum.at(pair_best, inv, best[priced])
-    rows = {k: uniq[:, n] for n, k in enumerate(names)}
-    j = np.searchsorted(index.dps, rows["dp"])
-    bound = pair_step_lower_bound(hw, wl, rows, index.m_min[j], index.m_max[j], shapes, work, least, overlap)
+    bound, pair_best = pair_bound_and_best(hw, wl, t, best, priced, index, shapes, work, least, overlap)
     slack = bound - pair_best
     assert (slack <= 1e-12 * pair_best).all(), f"pair bound above the priced optimum by {slack.max():.3g} s"

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from bound_helpers import pair_bound_and_best
 
 from planner.api import plan
 from planner.cost.memory import RESERVE_BYTES
@@ -359,7 +360,7 @@ def _priced_space(hw: Hardware, wl: Workload):
 
 def test_bounds_hold_over_the_new_dimensions():
     from planner.search.cpsat import PairIndex
-    from planner.search.presolve import LeastFeatures, pair_step_lower_bound, step_lower_bound, unique_rows
+    from planner.search.presolve import LeastFeatures, step_lower_bound
 
     hw, wl = _tight(12e6), _tiny_long()
     space, t, q, shapes, best, _ = _priced_space(hw, wl)
@@ -369,14 +370,7 @@ def test_bounds_hold_over_the_new_dimensions():
     lb = step_lower_bound(hw, wl, t, q, least)
     assert (lb[priced] <= best[priced] * (1 + 1e-12)).all()
     index = PairIndex.build(space, {k: v for k, v in t.items() if k not in ("dp", "microbatches")})
-    names = tuple(k for k in t if k != "microbatches")
-    uniq, inv = unique_rows([t[k][priced].astype(np.int64) for k in names])
-    pair_best = np.full(len(uniq), np.inf)
-    np.minimum.at(pair_best, inv, best[priced])
-    rows = {k: uniq[:, n] for n, k in enumerate(names)}
-    j = np.searchsorted(index.dps, rows["dp"])
-    bound = pair_step_lower_bound(hw, wl, rows, index.m_min[j], index.m_max[j], shapes, shapes.least_work(space),
-                                  least)
+    bound, pair_best = pair_bound_and_best(hw, wl, t, best, priced, index, shapes, shapes.least_work(space), least)
     assert (bound <= pair_best * (1 + 1e-12)).all()
 
 

@@ -26,7 +26,6 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,7 +40,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
-from planner.choices import BatchScaling, Framework, Precision, ScheduleChoice
+from planner.choices import BatchScaling, Framework, LayoutSchedule, Precision, ScheduleChoice, Solver
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names, with_profile
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
@@ -60,16 +59,6 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.sch
 
 DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
 """Table 2's four systems: DGX-1, DGX A100, DGX H100 and the hypothetical H100 SuperPOD."""
-
-
-class LayoutSchedule(StrEnum):
-    one_f_one_b = "1f1b"
-    zb_h2 = "zb-h2"
-
-
-class Solver(StrEnum):
-    cpsat = "cpsat"
-    exhaustive = "exhaustive"
 
 
 app = typer.Typer(
@@ -210,10 +199,11 @@ PriceOpt = Annotated[float | None, _number_option(
 DpOverlapOpt = Annotated[bool | None, typer.Option(
     "--dp-overlap/--no-dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: the "
     "profile's: its own phase in the paper's, overlapped in the realistic one).", show_default=False)]
-ProfileOpt = Annotated[str, typer.Option(
-    "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model, the default) or "
-    "'realistic' (validated against published runs, docs/validation.md), or a profile TOML file.",
-    metavar="paper|realistic|FILE.toml")]
+ProfileOpt = Annotated[str | None, typer.Option(
+    "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model; the default, "
+    "except for validate and for evaluate --plan, which takes the plan's) or 'realistic' (validated against "
+    "published runs, docs/validation.md), or a profile TOML file.", metavar="paper|realistic|FILE.toml",
+    show_default=False)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -449,7 +439,7 @@ def plan_command(
         rich_help_panel=_S)] = 60.0,
     workers: Annotated[int, _whole_option("--workers", help="CP-SAT worker threads.", rich_help_panel=_S)] = 2,
     dp_overlap: DpOverlapOpt = None,
-    profile: ProfileOpt = "paper",
+    profile: ProfileOpt = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     d_model: DModelOpt = None,
@@ -518,7 +508,7 @@ def plan_command(
         from planner.export import export_text
 
         wl = workload if workload is not None else _workload_of_plan(result)
-        sys.stdout.write(export_text(result, with_profile(api.resolve_hardware(gpu), profile), wl, emit.value) + "\n")
+        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
     elif json_out:
         _emit_json(_plan_json(result))
     else:
@@ -556,15 +546,16 @@ def validate_command(
     write: Annotated[bool, typer.Option(
         "--write", help="Also write docs/validation.md and docs/validation-mfu.png (with --profile realistic, and "
         "the paper profile's aggregates beside).")] = False,
-    profile: ProfileOpt = "realistic",
+    profile: ProfileOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
     from planner.profile import get_profile
-    from planner.validation import RUNS_PATH, load_runs, summary, validate, write_report
+    from planner.validation import RUNS_PATH, load_runs, summary, validate, write_docs
 
-    prof = get_profile(profile)
-    rows = validate(load_runs(runs or RUNS_PATH), prof)
+    prof = get_profile(profile or "realistic")
+    published = load_runs(runs or RUNS_PATH)
+    rows = validate(published, prof)
     if json_out:
         _emit_json(json.dumps({"profile": prof.name, "summary": summary(rows),
                                "runs": [r.model_dump() for r in rows]}, indent=2))
@@ -585,15 +576,7 @@ def validate_command(
             console.print(f"{split}: {int(a['runs'])} runs, mean abs. error {a['mean_abs_error']:.1%}, median "
                           f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
     if write:
-        docs = SCHEMA_PATH.parent
-        from planner.profile import profile_names
-        from planner.validation import MUST_SHOW, fitted_values, propose
-
-        shipped = prof.name in profile_names()
-        write_report(rows, docs / "validation.md", docs / "validation-mfu.png", prof.name,
-                     baseline=validate(load_runs(runs or RUNS_PATH), "paper"),
-                     proposals=propose(MUST_SHOW)[0] if prof.name == "realistic" else None,
-                     fitted=fitted_values(prof.name) if shipped else None)
+        write_docs(published, prof, SCHEMA_PATH.parent, rows=rows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -681,7 +664,7 @@ def evaluate_command(
         "--days", help="A deadline to compare against (default: none, or the plan's with --plan).",
         show_default=False)] = None,
     dp_overlap: DpOverlapOpt = None,
-    profile: ProfileOpt = "paper",
+    profile: ProfileOpt = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     **dims: int | None,
@@ -705,7 +688,7 @@ def evaluate_command(
         if clash:
             raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
         doc = _load_plan_file(plan_file)
-        hw = with_profile(api.resolve_hardware(gpu or doc.hardware), profile if profile != "paper" else doc.profile)
+        hw = with_profile(api.resolve_hardware(gpu or doc.hardware), profile or doc.profile)
         wl = _workload_of_plan(doc)
         layout, notes = _layout_of_plan(doc, hw, wl)
         if days is None:
@@ -713,7 +696,7 @@ def evaluate_command(
         dp_overlap = doc.dp_overlap if dp_overlap is None else dp_overlap
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
-        hw = with_profile(api.resolve_hardware(gpu or "h100"), profile)
+        hw = with_profile(api.resolve_hardware(gpu or "h100"), profile or "paper")
         given = _with_training(_workload_options(compute, model, sparse, batch_scaling, shape), seq_len, precision)
         if given is not None:
             wl = given

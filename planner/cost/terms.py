@@ -87,11 +87,6 @@ def _fp8_gpu(gpu: Gpu) -> Gpu:
     return fp8
 
 
-def gemm_gpu(hw: Hardware, wl: Workload) -> Gpu:
-    """The GPU a transformer layer's GEMMs run on: FP8 rate and 1-byte operands under precision 'fp8'."""
-    return _fp8_gpu(hw.gpu) if wl.precision == "fp8" else hw.gpu
-
-
 @dataclass(frozen=True)
 class Rates:
     """How fast one GPU runs each kind of operation under the hardware's execution profile (planner.profile):
@@ -160,17 +155,18 @@ def _ops_s(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_gemms
     what full recomputation runs again), 'core_fwd' (the attention kernel's forward: what selective recomputation
     runs again) and 'attention' (the kernel, both passes: what context parallelism's exchange hides under).
     `layer` False: an end (embedding, LM head), whose GEMMs stay 16-bit under FP8."""
+    ops_s = op_seconds(r, ops, cols, n_dense, n_routed, experts_here, run_gemms, layer, split=True)
     fwd: np.ndarray | float = 0.0
     act: np.ndarray | float = 0.0
     wgrad: np.ndarray | float = 0.0
-    for _, kind, t in op_seconds(r, ops, cols, n_dense, n_routed, experts_here, run_gemms, layer, split=True):
+    for _, kind, t in ops_s:
         if kind == "gemm":
             fwd, act, wgrad = fwd + t[0], act + t[1], wgrad + t[2]
     critical = np.asarray(fwd + act, dtype=np.float64)
     forward = np.asarray(fwd, dtype=np.float64) + np.zeros_like(critical)
     core_fwd = np.zeros_like(critical)
     attention = np.zeros_like(critical)
-    for _, kind, t in op_seconds(r, ops, cols, n_dense, n_routed, experts_here, False, layer, split=True):
+    for _, kind, t in ops_s:  # after every GEMM: the sums keep the order the golden plans were priced in
         if kind == "attention":
             critical = critical + t[0] + t[1]
             forward = forward + t[0]
@@ -473,8 +469,6 @@ def level_latencies(hw: Hardware) -> np.ndarray:
     return np.array(prof.per_level(prof.collective_latency_s, len(hw.levels)), dtype=np.float64)
 
 
-_lat = level_latencies
-
 
 def _allreduce_per_word(degree: str):
     def feature(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
@@ -497,7 +491,7 @@ def _flat_ring_per_word(degree: str):
 
 def _allreduce_latency(degree: str):
     def feature(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
-        return net.allreduce_latency_s(fac[degree], _lat(hw))
+        return net.allreduce_latency_s(fac[degree], level_latencies(hw))
     return feature
 
 
@@ -604,7 +598,7 @@ def _p2p_passes(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 def _p2p_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
     ep = fac["ep"] if wl.transformer is None else np.ones_like(fac["ep"])
-    return net.p2p_latency_per_pass_s(fac["pp"], cols["interleave"], ep, wl.layers, _lat(hw))
+    return net.p2p_latency_per_pass_s(fac["pp"], cols["interleave"], ep, wl.layers, level_latencies(hw))
 
 
 def _a2a_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
@@ -656,13 +650,13 @@ def _cp_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 def _cp_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
-    lat0 = np.concatenate([[0.0], _lat(hw)])
+    lat0 = np.concatenate([[0.0], level_latencies(hw)])
     return lat0[net.top_level(fac["cp"])]
 
 
 def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
     """One-way latency at the highest level N_EP spans (a microbatch waits for its slowest copy)."""
-    lat0 = np.concatenate([[0.0], _lat(hw)])
+    lat0 = np.concatenate([[0.0], level_latencies(hw)])
     return lat0[net.top_level(fac["ep"])]
 
 

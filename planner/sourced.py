@@ -1,0 +1,51 @@
+"""TOML data files whose values carry their sources (hardware_specs/*.toml, profiles/*.toml): reading one sourced
+value, one file, and a shipped name or a user's path, the same way for both."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
+
+
+def unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool, rule: str) -> Any:
+    """The value of `{ value = ..., source = "...", note = "..." }` (or a plain value in a user file), recording its
+    source under `path`. `rule` names what must be sourced, e.g. 'every number in a shipped hardware file'."""
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"value", "source", "note"}
+        if unknown or "value" not in raw:
+            raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
+        if require_source and not str(raw.get("source", "")).strip():
+            raise InvalidInput(f"{path}: {rule} needs a source")
+        sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
+        return raw["value"]
+    if require_source:
+        raise InvalidInput(f"{path}: {rule} needs a source")
+    sources[path] = "user-supplied"
+    return raw
+
+
+def load_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A TOML file (size-capped, one-line errors), e.g. `what` = 'hardware file'."""
+    path = Path(path)
+    text = read_text_file(path, what, MAX_TOML_BYTES)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
+
+
+def shipped_name(name_or_path: str, names: list[str], what: str) -> str | None:
+    """The shipped file `name_or_path` names (case-insensitive), or None when it is a path to a user file; an unknown
+    name is an InvalidInput that suggests the closest shipped ones."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        return None
+    key = name_or_path.strip().lower()
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or [n for n in names if key and key in n][:3]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise InvalidInput(f"unknown {what} '{name_or_path}'{hint} (known: {', '.join(names)})")
+    return key
