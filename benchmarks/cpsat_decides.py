@@ -62,7 +62,7 @@ def timed(hw, wl, t, terms, tables, *a, **k):
 cp_mod._prove = timed
 c, sparse, hw_name = float(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 days, limit = float(sys.argv[4]), float(sys.argv[5])
-hw, wl = get_hardware(hw_name), infer_workload(c, sparse=sparse)
+hw, wl = get_hardware(hw_name), infer_workload(c, sparse=sparse, budget="paper")
 t0 = time.perf_counter()
 r = cp_mod.solve_cpsat(hw, wl, SearchOptions(), days * 86400.0, time_limit_s=limit)
 wall = time.perf_counter() - t0
@@ -83,7 +83,7 @@ def run_baseline(baseline: Path, compute: float, sparse: bool, hw_name: str, lim
 
 
 def run_instance(compute: float, sparse: bool, hw_name: str, baseline: Path | None, limit: float) -> dict:
-    hw, wl = get_hardware(hw_name), infer_workload(compute, sparse=sparse)
+    hw, wl = get_hardware(hw_name), infer_workload(compute, sparse=sparse, budget="paper")
     t0 = time.perf_counter()
     r = solve_cpsat(hw, wl, SearchOptions(), DAYS * 86400.0, time_limit_s=limit)
     wall = time.perf_counter() - t0

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("--days", type=float, default=90.0)
     ap.add_argument("--limit", type=float, default=7200.0, help="enumerator time limit, s")
     a = ap.parse_args(argv)
-    hw, wl = get_hardware(a.gpu), infer_workload(a.compute, sparse=a.sparse)
+    hw, wl = get_hardware(a.gpu), infer_workload(a.compute, sparse=a.sparse, budget="paper")
     deadline = a.days * 86400.0
     print(f"{a.compute:.0e} FLOP {a.gpu} {'sparse' if a.sparse else 'dense'}: d{wl.d_model} L{wl.layers} "
           f"E{wl.experts} b{wl.batch_tokens}; load average before: {os.getloadavg()}", flush=True)

@@ -95,7 +95,7 @@ def total_chunks(hw, wl, options) -> int:
 
 
 def run_instance(compute: float, sparse: bool, hw_name: str, exh_limit: float, cp_limit: float) -> dict:
-    wl = infer_workload(compute, sparse=sparse)
+    wl = infer_workload(compute, sparse=sparse, budget="paper")
     row = run_case(get_hardware(hw_name), wl, SearchOptions(), DAYS * 86400.0, exh_limit, cp_limit)
     row.update(compute=f"{compute:.0e}", hw=hw_name, kind="sparse" if sparse else "dense")
     return row
@@ -178,7 +178,7 @@ def run_shape(hw_name, d, layers, experts, b, mode, exh_limit, cp_limit) -> dict
 def run_fixed(compute: float, sparse: bool, hw_name: str, exh_limit: float, cp_limit: float) -> dict | None:
     """Ladder 3: the inferred shape at --gpus N, N the deadline-mode optimum's GPU count."""
     hw = get_hardware(hw_name)
-    wl = infer_workload(compute, sparse=sparse)
+    wl = infer_workload(compute, sparse=sparse, budget="paper")
     found = solve_cpsat(hw, wl, SearchOptions(), DAYS * 86400.0, time_limit_s=cp_limit, workers=2)
     if found.layout is None:
         return None

@@ -204,6 +204,7 @@ def plan(
     workload: Workload | None = None,
     sparse: bool = False,
     batch_scaling: str = "paper",
+    budget: str = "exact",
     schedule: str = "auto",
     gpus: int | None = None,
     dp_overlap: bool | None = None,
@@ -217,7 +218,8 @@ def plan(
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
-    Give either `compute_flop` (the shape is inferred from the paper's scaling laws) or an explicit `workload`.
+    Give either `compute_flop` (the shape is inferred from the paper's scaling laws; `budget` "exact" trains exactly
+    that compute, "paper" lets it follow the rounded shape as the paper's tables do) or an explicit `workload`.
     `fixed` pins dimensions the search would otherwise choose (tp_model, cp, sp, recompute, zero), e.g.
     {"recompute": 2}. `runs_on` ('megatron' or 'torchtitan') searches only layouts that framework runs
     (planner.export): no second TP axis or ZB-H2; for torchtitan also FSDP (ZeRO-3) and no selective recomputation.
@@ -243,7 +245,7 @@ def plan(
     if workload is None:
         if compute_flop is None:
             raise InvalidInput("give --compute FLOP, a model preset, or an explicit shape")
-        workload = infer_workload(compute_flop, sparse=sparse, batch_scaling=batch_scaling)
+        workload = infer_workload(compute_flop, sparse=sparse, batch_scaling=batch_scaling, budget=budget)
     elif compute_flop is not None:
         raise InvalidInput("give either --compute or an explicit shape/preset, not both")
     if gpus is None and days is None:
@@ -311,8 +313,10 @@ def plan(
     notes = []
     if workload.requested_compute_flop:
         ratio = workload.compute_flop / workload.requested_compute_flop
-        notes.append(f"the rounded shape trains {workload.compute_flop:.3g} FLOP, {ratio:.3f}x the requested "
-                     f"{workload.requested_compute_flop:.3g} (hardware-friendly rounding of d_model, L, E, batch)")
+        if abs(ratio - 1.0) > 0.005:
+            notes.append(f"the rounded shape trains {workload.compute_flop:.3g} FLOP, {ratio:.3f}x the requested "
+                         f"{workload.requested_compute_flop:.3g} (paper budget: tokens = 20 N_p of the rounded shape; "
+                         f"--budget exact trains the request)")
     doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
                                fixed_gpus=gpus is not None)
     if gpus is not None and days is not None and ev.training_days > days:

@@ -11,6 +11,13 @@ class BatchScaling(StrEnum):
     fixed = "fixed"
 
 
+class Budget(StrEnum):
+    """How an inferred shape's training tokens are set (planner.workload.BUDGETS)."""
+
+    exact = "exact"
+    paper = "paper"
+
+
 class ScheduleChoice(StrEnum):
     """Pipeline schedule the search may use; 'auto' lets it choose."""
 

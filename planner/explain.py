@@ -94,26 +94,28 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
     return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, f, m, ep, bn)
 
 
-def _law_of(wl: Workload) -> tuple[bool, str] | None:
-    """(sparse, batch law) that `infer_workload` used for `wl`, or None for an explicit shape or preset."""
+def _law_of(wl: Workload) -> tuple[bool, str, str] | None:
+    """(sparse, batch law, budget rule) that `infer_workload` used for `wl`, or None for an explicit shape or
+    preset."""
     if not wl.requested_compute_flop:
         return None
-    from planner.workload import BATCH_LAWS, infer_workload
+    from planner.workload import BATCH_LAWS, BUDGETS, infer_workload
 
     for sparse in (wl.experts > 1, wl.experts == 1):
         for law in BATCH_LAWS:
-            try:
-                candidate: Workload | None = infer_workload(wl.requested_compute_flop, sparse=sparse,
-                                                            batch_scaling=law)
-            except Exception:  # noqa: BLE001 - only a lookup: a law that cannot rebuild the shape is not its law
-                candidate = None
-            if candidate == wl:
-                return sparse, law
+            for budget in BUDGETS:
+                try:
+                    candidate: Workload | None = infer_workload(wl.requested_compute_flop, sparse=sparse,
+                                                                batch_scaling=law, budget=budget)
+                except Exception:  # noqa: BLE001 - only a lookup: a law that cannot rebuild the shape is not its law
+                    candidate = None
+                if candidate == wl:
+                    return sparse, law, budget
     return None
 
 
 def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
-                           options: SearchOptions | None = None) -> float | None:
+                           options: SearchOptions | None = None, budget: str = "exact") -> float | None:
     """Largest compute (FLOP, inferred shape) whose floor bound fits in `days`: an upper estimate, to ~1%.
 
     The bracket does not depend on what was asked for: whole decades are tried upward from the smallest accepted
@@ -124,7 +126,8 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     from planner.workload import MIN_COMPUTE_FLOP, infer_workload
 
     def fits(c: float) -> bool:
-        return floor_bound(hw, infer_workload(c, sparse=sparse, batch_scaling=law), options).days <= days
+        return floor_bound(hw, infer_workload(c, sparse=sparse, batch_scaling=law, budget=budget),
+                           options).days <= days
 
     lo = MIN_COMPUTE_FLOP
     if not fits(lo):
@@ -538,8 +541,8 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
                          f"{result.wall_s:.1f} s)")
         law = _law_of(wl)
         if law is not None:
-            sparse, batch_law = law
-            est = largest_compute_within(hw, days, sparse, batch_law, options)
+            sparse, batch_law, budget = law
+            est = largest_compute_within(hw, days, sparse, batch_law, options, budget)
             if est is None:
                 lines.append(f"even the smallest accepted compute cannot be trained in {days:g} days")
             else:

@@ -78,6 +78,8 @@ class SweepResult(BaseModel):
     days: float
     sparse: bool
     batch_scaling: str
+    budget: str = Field("exact", description="How training tokens follow the inferred shape: 'exact' (the requested "
+                        "compute) or 'paper' (20 N_p of the rounded shape).")
     schedule: str
     dp_overlap: bool = Field(False, description="DP all-reduce overlapped with compute in every plan (--dp-overlap).")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour used for each plan's cost_usd.")
@@ -244,10 +246,11 @@ def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
 
 def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
                 time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool = False,
-                price_per_gpu_hour: float | None = None) -> Plan:
+                price_per_gpu_hour: float | None = None, budget: str = "exact") -> Plan:
     """One full plan; Infeasible becomes the infeasible Plan it carries."""
     try:
-        return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, schedule=schedule,
+        return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, budget=budget,
+                        schedule=schedule,
                         solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
                         price_per_gpu_hour=price_per_gpu_hour)
     except Infeasible as exc:
@@ -281,6 +284,7 @@ def sweep(
     dp_overlap: bool = False,
     price_per_gpu_hour: float | None = None,
     finished: Mapping[tuple[str, float], Plan] | None = None,
+    budget: str = "exact",
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
@@ -301,6 +305,8 @@ def sweep(
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
     if batch_scaling not in ("paper", "deepseek", "fixed"):
         raise InvalidInput(f"unknown batch scaling '{batch_scaling}'; choose one of paper, deepseek, fixed")
+    if budget not in ("exact", "paper"):
+        raise InvalidInput(f"unknown budget rule '{budget}'; choose exact or paper")
     # Validate the shared arguments once, in this process, so a bad value is one error and not N.
     if schedule not in api.SCHEDULES:
         raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(api.SCHEDULES)}")
@@ -312,7 +318,8 @@ def sweep(
 
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
-    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour)
+    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour,
+            budget)
     done = 0
     for k, (hw, c) in enumerate(tasks):
         earlier = (finished or {}).get((hw.name, c))
@@ -355,7 +362,7 @@ def sweep(
     n = len(grid)
     summaries = [summarise(hw, grid, plans[i * n:(i + 1) * n]) for i, hw in enumerate(hws)]
     return SweepResult(
-        hardware=names, compute_flop=grid, days=float(days), sparse=sparse, batch_scaling=batch_scaling,
+        hardware=names, compute_flop=grid, days=float(days), sparse=sparse, batch_scaling=batch_scaling, budget=budget,
         schedule=schedule, dp_overlap=bool(dp_overlap), price_per_gpu_hour=price_per_gpu_hour,
         time_limit_s=time_limit_s, plans=plans, summaries=summaries,
         end_of_linear_scaling_flop={s.hardware: s.end_of_linear_scaling_flop for s in summaries},

@@ -51,7 +51,9 @@ def test_record_is_complete():
 @pytest.mark.parametrize("case", _params())
 def test_plan_matches_golden(case):
     exp = case["expected"]
-    got = plan(**case["args"]).model_dump()
+    # The record predates the exact budget: its inferred workloads take tokens = 20 N_p of the rounded shape.
+    args = {"budget": "paper", **case["args"]} if "compute_flop" in case["args"] else case["args"]
+    got = plan(**args).model_dump()
 
     assert got["status"] == exp["status"]
     assert got["gpus"] == exp["gpus"]

@@ -329,7 +329,9 @@ def test_real_console_scripts_never_print_a_traceback(tmp_path):
 
 
 def test_latency_wall_explanation_1e32(capsys):
-    code, out, err = invoke(capsys, ["--compute", "1e32", "--gpu", "h100", "--days", "90"], plan_app, "plan")
+    # The paper's budget (D = 20 N_p of the rounded shape: 1.34e32 FLOP trained), whose step counts are hand-checked.
+    code, out, err = invoke(capsys, ["--compute", "1e32", "--budget", "paper", "--gpu", "h100", "--days", "90"],
+                            plan_app, "plan")
     assert code == 1
     assert "Traceback" not in out + err
     first = err.splitlines()[0]
@@ -348,15 +350,16 @@ def test_latency_wall_explanation_1e32(capsys):
     assert "Why:" in out and "past the latency wall" in out and f"at most about {estimate} FLOP" in out
     # The estimate is a property of the hardware and the deadline, not of the request: a request further past the
     # wall gets the same number.
-    code, _, err3 = invoke(capsys, ["--compute", "3e32", "--gpu", "h100", "--days", "90"], plan_app, "plan")
+    code, _, err3 = invoke(capsys, ["--compute", "3e32", "--budget", "paper", "--gpu", "h100", "--days", "90"],
+                           plan_app, "plan")
     assert code == 1 and f"at most about {estimate} FLOP" in err3
     # the numbers are the library's
-    fb = floor_bound(get_hardware("h100"), infer_workload(1e32))
+    fb = floor_bound(get_hardware("h100"), infer_workload(1e32, budget="paper"))
     assert f"{fb.days:,.1f} days" in first
 
 
 def test_latency_wall_json_is_infeasible_with_explanation(capsys):
-    code, out, err = invoke(capsys, ["plan", "--compute", "1e32", "--days", "90", "--json"])
+    code, out, err = invoke(capsys, ["plan", "--compute", "2e32", "--days", "90", "--json"])
     assert code == 1
     doc = json.loads(out)
     assert doc["status"] == "infeasible" and doc["layout"] is None

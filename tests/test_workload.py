@@ -193,7 +193,7 @@ def check_friendly_shape(w, sparse: bool):
 
 
 def test_infer_1e28_dense_by_hand():
-    w = infer_workload(1e28)
+    w = infer_workload(1e28, budget="paper")
     check_friendly_shape(w, sparse=False)
     # Unrounded (closed form above): d = 46214, L = 534.28.
     # d / 8 = 5776.75, between 5120 and 6144: 5776.75^2 = 3.337e7 > 5120 * 6144 = 3.146e7 -> 6144 -> d = 49152.
@@ -209,7 +209,7 @@ def test_infer_1e28_dense_by_hand():
 
 
 def test_infer_1e28_sparse_by_hand():
-    w = infer_workload(1e28, sparse=True)
+    w = infer_workload(1e28, sparse=True, budget="paper")
     check_friendly_shape(w, sparse=True)
     # Unrounded: d = 27374.4, L = 360.71, E = d / 1536 = 17.822.
     # d / 8 = 3421.8, between 3072 and 3584: 1.1709e7 > 1.1010e7 -> 3584 -> d = 28672.
@@ -223,9 +223,9 @@ def test_infer_1e28_sparse_by_hand():
 
 
 def test_batch_law_choice_changes_only_the_batch():
-    base = infer_workload(1e28)
-    ds = infer_workload(1e28, batch_scaling="deepseek")
-    fx = infer_workload(1e28, batch_scaling="fixed")
+    base = infer_workload(1e28, budget="paper")
+    ds = infer_workload(1e28, batch_scaling="deepseek", budget="paper")
+    fx = infer_workload(1e28, batch_scaling="fixed", budget="paper")
     for w in (ds, fx):
         assert (w.d_model, w.layers, w.experts, w.tokens) == (base.d_model, base.layers, base.experts, base.tokens)
     assert fx.batch_tokens == 2**22
@@ -241,7 +241,7 @@ def test_batch_law_choice_changes_only_the_batch():
 def test_actual_compute_within_rounding_of_request(sparse):
     bound = SPARSE_COMPUTE_BOUND if sparse else DENSE_COMPUTE_BOUND
     for t in np.logspace(18, 40, 221):
-        w = infer_workload(float(t), sparse=sparse)
+        w = infer_workload(float(t), sparse=sparse, budget="paper")
         check_friendly_shape(w, sparse)
         ratio = w.compute_flop / t
         assert 1 / bound <= ratio <= bound, (t, ratio)
@@ -254,7 +254,7 @@ def test_actual_compute_within_rounding_of_request(sparse):
 def test_monotone_in_compute(sparse, law):
     prev, prev_batch = None, 0
     for t in np.logspace(22, 32, 201):
-        w = infer_workload(float(t), sparse=sparse, batch_scaling=law)
+        w = infer_workload(float(t), sparse=sparse, batch_scaling=law, budget="paper")
         cur = (w.d_model, w.layers, w.experts, w.params, w.tokens)
         if prev is not None:
             assert all(c >= p for c, p in zip(cur, prev)), (t, prev, cur)
@@ -265,6 +265,34 @@ def test_monotone_in_compute(sparse, law):
         # for sparse runs it may dip slightly where E steps up, but never by more than that rounding.
         exact = batch_tokens_law(float(t), w.experts, law)
         assert 1 / HALF_GAP <= w.batch_tokens / exact <= HALF_GAP
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("compute", [1e24, 1e25, 1e26, 1e28, 1e29])
+def test_exact_budget_trains_the_request(compute, sparse):
+    """The issue's cases: the default budget trains the compute asked for within 0.5 %, in whole optimizer steps of
+    the same rounded shape and batch the paper's budget uses."""
+    w = infer_workload(compute, sparse=sparse)
+    paper = infer_workload(compute, sparse=sparse, budget="paper")
+    assert (w.d_model, w.d_ff, w.layers, w.experts, w.batch_tokens) == \
+        (paper.d_model, paper.d_ff, paper.layers, paper.experts, paper.batch_tokens)
+    assert w.tokens % w.batch_tokens == 0
+    # By hand: 6 N_a D = T with D rounded to the nearest whole batch, so |trained - T| <= 3 N_a b.
+    assert abs(w.compute_flop - compute) <= 3.0 * w.active_params * w.batch_tokens
+    assert w.compute_flop / compute == pytest.approx(1.0, abs=0.005)
+    assert "tokens for the requested compute" in w.label
+
+
+def test_exact_budget_differs_where_the_paper_rounding_moved_the_compute():
+    """At 1e28 dense the paper's budget trains 1.1751e28 (hand calculation in test_infer_1e28_dense_by_hand): the
+    exact budget trains 1e28 on the same shape, so it takes 1/1.1751 of the paper budget's tokens."""
+    w, paper = infer_workload(1e28), infer_workload(1e28, budget="paper")
+    assert w.tokens / paper.tokens == pytest.approx(1 / 1.1751, rel=1e-4)
+
+
+def test_infer_rejects_unknown_budget():
+    with pytest.raises(InvalidInput, match="exact, paper"):
+        infer_workload(1e28, budget="chinchilla")
 
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, -math.inf, 1e60, 1e17, "1e28", None, True])
@@ -367,7 +395,7 @@ def test_preset_values_by_hand():
 
 def test_paper_preset_matches_inference():
     preset = load_model_preset("paper-1e28-dense")
-    inferred = infer_workload(1e28)
+    inferred = infer_workload(1e28, budget="paper")
     fields = ("d_model", "d_ff", "layers", "experts", "batch_tokens", "tokens", "seq_len")
     assert {f: getattr(preset, f) for f in fields} == {f: getattr(inferred, f) for f in fields}
 

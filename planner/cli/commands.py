@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
-from planner.choices import BatchScaling, Framework, LayoutSchedule, Precision, ScheduleChoice, Solver
+from planner.choices import BatchScaling, Budget, Framework, LayoutSchedule, Precision, ScheduleChoice, Solver
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names, with_profile
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
@@ -165,6 +165,10 @@ SparseOpt = Annotated[bool, typer.Option(
 BatchScalingOpt = Annotated[BatchScaling | None, typer.Option(
     "--batch-scaling", help="With --compute: the batch-size law (default paper; deepseek and fixed are §6.3.2's "
     "alternatives).", rich_help_panel=_W, show_default=False, case_sensitive=False)]
+BudgetOpt = Annotated[Budget, typer.Option(
+    "--budget", help="With --compute: 'exact' trains the compute asked for (the training tokens absorb the shape's "
+    "hardware-friendly rounding, in whole optimizer steps); 'paper' takes D = 20 N_p of the rounded shape, as the "
+    "paper's tables do (0.88x to 1.38x of the request).", rich_help_panel=_W, case_sensitive=False)]
 DModelOpt = Annotated[float | None, _number_option("--d-model", help="Explicit shape: d_model.", rich_help_panel=_W,
                                                  show_default=False)]
 DFfOpt = Annotated[float | None, _number_option("--d-ff", help="Explicit shape: d_ff.", rich_help_panel=_W,
@@ -428,6 +432,7 @@ def plan_command(
         show_default=False)] = None,
     sparse: SparseOpt = False,
     batch_scaling: BatchScalingOpt = None,
+    budget: BudgetOpt = Budget.exact,
     schedule: Annotated[ScheduleChoice, typer.Option(
         "--schedule", help="Pipeline schedule; auto lets the solver choose.",
         rich_help_panel=_S)] = ScheduleChoice.auto,
@@ -491,7 +496,8 @@ def plan_command(
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(
                 compute, gpu, days, workload=workload, sparse=sparse,
-                batch_scaling=(batch_scaling or BatchScaling.paper).value, schedule=schedule.value, gpus=gpus,
+                batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
+                schedule=schedule.value, gpus=gpus,
                 dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
                 price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None,
                 profile=profile,
@@ -637,6 +643,7 @@ def evaluate_command(
     compute: ComputeOpt = None,
     sparse: SparseOpt = False,
     batch_scaling: BatchScalingOpt = None,
+    budget: BudgetOpt = Budget.exact,
     d_model: DModelOpt = None,
     d_ff: DFfOpt = None,
     layers: LayersOpt = None,
@@ -704,7 +711,8 @@ def evaluate_command(
             from planner.workload import infer_workload
 
             assert compute is not None  # _workload_options returns None only in compute mode
-            wl = infer_workload(compute, sparse=sparse, batch_scaling=(batch_scaling or BatchScaling.paper).value)
+            wl = infer_workload(compute, sparse=sparse, batch_scaling=(batch_scaling or BatchScaling.paper).value,
+                                budget=budget.value)
         for flag, v in layout_flags.items():
             least = next((d.minimum for d in DIMENSIONS if _flag(d) == flag), 1)
             if isinstance(v, int) and v < least:

@@ -214,7 +214,9 @@ def model_table(plan: Plan) -> Table:
     if wl.requested_compute_flop:
         ratio = wl.compute_flop / wl.requested_compute_flop
         rows.append(("requested compute", f"{fmt_sci(wl.requested_compute_flop, 4)} FLOP"))
-        rows.append(("actual / requested", f"{ratio:.3f}x (shape rounded to hardware-friendly integers)"))
+        why = ("the tokens absorb the shape's hardware-friendly rounding, in whole steps" if abs(ratio - 1) <= 0.005
+               else "paper budget: D = 20 N_p of the hardware-friendly rounded shape")
+        rows.append(("actual / requested", f"{ratio:.4f}x ({why})"))
     return _kv_table("Model", rows)
 
 

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import TaskID
 from rich.table import Table
 
-from planner.choices import BatchScaling, ScheduleChoice
+from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.errors import InvalidInput
 from planner.render import StdoutConsole
 from planner.schema import Plan
@@ -57,7 +57,8 @@ def _requested(p: Plan) -> float:
 def sweep_table(res: SweepResult) -> Table:
     priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
-                    f"batch scaling {res.batch_scaling}" + (", DP overlapped with compute" if res.dp_overlap else "")
+                    f"batch scaling {res.batch_scaling}, {res.budget} budget"
+                    + (", DP overlapped with compute" if res.dp_overlap else "")
                     + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days") + (("cost (USD)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
@@ -311,6 +312,9 @@ def sweep_command(
     batch_scaling: Annotated[BatchScaling, typer.Option(
         "--batch-scaling", help="Batch-size law: paper, deepseek (Bi et al. 2024) or fixed (2^22 tokens).")
     ] = BatchScaling.paper,
+    budget: Annotated[Budget, typer.Option(
+        "--budget", help="exact: each point trains its compute (tokens absorb the shape rounding); paper: D = 20 N_p "
+        "of the rounded shape, as the paper's tables.", case_sensitive=False)] = Budget.exact,
     schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")] = ScheduleChoice.auto,
     days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
                                         help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
@@ -349,7 +353,8 @@ def sweep_command(
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
     journal = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
-    settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "schedule": schedule.value,
+    settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
+                "schedule": schedule.value,
                 "dp_overlap": dp_overlap, "price_per_gpu_hour": price_per_gpu_hour, "time_limit_s": time_limit}
     finished = read_journal(journal, settings) if (journal is not None and resume) else {}
     if resume:
@@ -383,7 +388,7 @@ def sweep_command(
         res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
                     jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
-                    finished=finished)
+                    finished=finished, budget=budget.value)
     except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
         if csv_file is not None and kept:
             grid = compute_grid(compute_from, compute_to, points)

@@ -3,6 +3,7 @@ runs (`ops`: GEMMs, collectives, point-to-point transfers, element-wise work), w
 
 from planner.workload.scaling import (
     BATCH_LAWS,
+    BUDGETS,
     MAX_COMPUTE_FLOP,
     MIN_COMPUTE_FLOP,
     batch_tokens_law,
@@ -16,6 +17,7 @@ from planner.workload.scaling import (
 )
 
 __all__ = [
-    "BATCH_LAWS", "MAX_COMPUTE_FLOP", "MIN_COMPUTE_FLOP", "batch_tokens_law", "continuous_shape", "friendly_round",
-    "infer_workload", "load_model_preset", "model_preset_names", "read_model_preset", "workload_from_shape",
+    "BATCH_LAWS", "BUDGETS", "MAX_COMPUTE_FLOP", "MIN_COMPUTE_FLOP", "batch_tokens_law", "continuous_shape",
+    "friendly_round", "infer_workload", "load_model_preset", "model_preset_names", "read_model_preset",
+    "workload_from_shape",
 ]

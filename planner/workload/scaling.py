@@ -11,8 +11,9 @@ matrices `d_ff x d_model` and `d_model x d_ff`, top-1 balanced routing, attentio
 Three ways in:
 
 * `infer_workload(T)`: solve the baseline scaling relations of App. 8.1.4 for the shape at compute `T`, then
-  round to hardware-friendly integers (docs/model.md §1). The rounded shape implies a slightly different compute; the
-  request is kept in `Workload.requested_compute_flop` so reports can show both.
+  round to hardware-friendly integers (docs/model.md §1); the training tokens absorb the rounding so the plan
+  trains `T` (budget "exact"), or follow the rounded shape as the paper's do (budget "paper"). The request is kept
+  in `Workload.requested_compute_flop` so reports can show both.
 * `workload_from_shape(...)`: an explicit shape (command-line flags).
 * `load_model_preset(name_or_path)`: a TOML file from `models/` (shipped as package `planner.models`) or the
   user's own file.
@@ -37,6 +38,15 @@ from planner.schema import TransformerShape, Workload
 
 BatchLaw = Literal["paper", "deepseek", "fixed"]
 BATCH_LAWS: tuple[str, ...] = ("paper", "deepseek", "fixed")
+
+Budget = Literal["exact", "paper"]
+BUDGETS: tuple[str, ...] = ("exact", "paper")
+"""How the training tokens follow an inferred shape (docs/model.md §1):
+
+* "exact" (what `plan --compute` uses): the tokens absorb the shape's rounding, as a whole number of optimizer
+  steps, so the plan trains the compute asked for (within half a step: below 0.5 % from 100 steps up);
+* "paper": D = 20 x the rounded N_p (App. 8.1.4), so the trained compute moves with the rounding (0.88x to 1.38x of
+  the request); the paper reproduction uses it, because its tables were computed that way."""
 
 MIN_COMPUTE_FLOP = 1e18
 """Smallest budget `infer_workload` accepts: ~1e8 parameters, far below where parallelism limits matter."""
@@ -245,7 +255,8 @@ def continuous_shape(compute_flop: float, sparse: bool = False) -> ContinuousSha
 # --------------------------------------------------------------------------------------------------
 
 
-def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str = "paper") -> Workload:
+def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str = "paper",
+                   budget: str = "exact") -> Workload:
     """The compute-optimal toy model at `compute_flop` under the App. 8.1.4 scaling, rounded to friendly integers.
 
     Steps (docs/model.md §1):
@@ -255,15 +266,18 @@ def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str
        gives E > sqrt(2) (the rounding midpoint between 1 and 2), in particular whenever it gives more than 1.5;
     3. batch = the chosen law (`batch_tokens_law`, §6.3.2) at the *requested* compute with the rounded E,
        rounded to E * friendly_round(b / E) so every expert receives the same friendly number of tokens;
-    4. tokens D = 20 * (rounded N_p).
+    4. tokens: with budget "exact", the whole number of batches (at least one) nearest to T / (6 N_p / E), so
+       6 (N_p / E) D = T within half a batch; with budget "paper", D = 20 * (rounded N_p).
 
-    The rounded shape implies compute 6 (N_p / E) D, which differs from the request. Since T ~ L^2 E d_model^4
+    Under "paper" the rounded shape implies a compute 6 (N_p / E) D other than the request. Since T ~ L^2 E d_model^4
     and each rounding moves its value by at most a factor sqrt(6/5) (values >= 8), the dense actual/requested
     ratio lies within (6/5)^(+-3) ~= 1.73; sparse runs add E's rounding factor (<= sqrt(6/5) for E >= 8).
     """
     t = _check_compute(compute_flop)
     if batch_scaling not in BATCH_LAWS:
         raise InvalidInput(f"unknown batch scaling law {batch_scaling!r}; accepted: {', '.join(BATCH_LAWS)}")
+    if budget not in BUDGETS:
+        raise InvalidInput(f"unknown budget rule {budget!r}; accepted: {', '.join(BUDGETS)}")
     exact = continuous_shape(t, sparse)
     d_model = _round_d_model(exact.d_model)
     layers = friendly_round(exact.layers)
@@ -272,16 +286,23 @@ def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str
     batch_tokens = experts * friendly_round(batch_exact / experts)
     d_ff = _FF_RATIO * d_model
     params = 2.0 * layers * experts * d_model * d_ff
+    if budget == "exact":
+        steps = max(1, round(t / (_FLOP_PER_ACTIVE_PARAM_TOKEN * (params / experts) * batch_tokens)))
+        tokens = float(steps * batch_tokens)
+        rule = ", tokens for the requested compute"
+    else:
+        tokens = _CHINCHILLA_TOKENS_PER_PARAM * params
+        rule = ""
     return Workload(
         d_model=d_model,
         d_ff=d_ff,
         layers=layers,
         experts=experts,
         batch_tokens=batch_tokens,
-        tokens=_CHINCHILLA_TOKENS_PER_PARAM * params,
+        tokens=tokens,
         seq_len=SEQ_LEN_TOKENS,
         requested_compute_flop=t,
-        label=f"paper scaling (App. 8.1.4), {'sparse' if sparse else 'dense'}, {batch_scaling} batch law",
+        label=f"paper scaling (App. 8.1.4), {'sparse' if sparse else 'dense'}, {batch_scaling} batch law{rule}",
     )
 
 
