@@ -149,7 +149,7 @@ WATERFALL: tuple[tuple[str, str], ...] = (
     ("crossing", "the same points, read with our rule (the non-increasing fit's crossing, log-interpolated)"),
     ("clusters", "any GPU count: the fewest GPUs that meet the deadline"),
     ("microbatches", "any microbatch count (ZB-H2: m >= 2 N_PP - 1)"),
-    ("interleave", "any interleaving with N_PP i | L"),
+    ("interleave", "any interleaving i with N_PP·i dividing L"),
     ("ep", "N_EP any divisor of E"),
     ("tp_split", "any N_TP,ff : N_TP,model split"),
     ("memory", "our per-GPU memory model (activations, gradients, reserve)"),
