@@ -7,15 +7,19 @@ status 'infeasible' and an explanation) when no layout satisfies the request.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
+from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
+from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors
+from planner.profile import get_profile
 from planner.schema import (
+    DependsOn,
     Evaluation,
     Hardware,
     Layout,
@@ -40,8 +44,22 @@ def _positive(name: str, value: float | None, unit: str = "") -> None:
         raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
 
 
-def resolve_hardware(gpu: str | Hardware) -> Hardware:
-    return gpu if isinstance(gpu, Hardware) else get_hardware(gpu)
+def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) -> Hardware:
+    if isinstance(gpu, Hardware):
+        if any(o.target == "hardware" for o in overrides):
+            raise InvalidInput("--set on hardware fields needs the hardware by name or file, not a Hardware object")
+        return gpu
+    return get_hardware(gpu, overrides)
+
+
+def resolve(gpu: str | Hardware, profile: str | None, overrides: Sequence[Override] = ()) -> Hardware:
+    """The hardware priced under `profile` (None: the hardware's own, the paper's by default), both with the --set
+    overrides that name their fields."""
+    hw = resolve_hardware(gpu, overrides)
+    if profile is not None or any(o.target == "profile" for o in overrides):
+        base = profile if profile is not None else hw.profile.name
+        hw = with_profile(hw, get_profile(base, overrides))
+    return hw
 
 
 def workload_report(wl: Workload) -> WorkloadReport:
@@ -66,8 +84,12 @@ def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap
 def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: SearchResult,
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
                          notes: list[str] | None = None, dp_overlap: bool = False,
-                         fixed_gpus: bool = False) -> Plan:
+                         fixed_gpus: bool = False, failures: FailureModel | None = None,
+                         overrides: Sequence[str] = ()) -> Plan:
+    """The Plan document of an evaluated layout. `failures` (a failure model) adds the goodput and wall-clock days."""
     lay = ev.layout
+    good = None if failures is None else goodput_at(failures, ev.gpus, wl.params)
+    wall = ev.training_days if good is None else (ev.training_days / good.goodput if good.goodput > 0 else math.inf)
     gpu_hours = ev.gpus * ev.training_s / 3600.0
     cost = None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour
     if cost is not None and not math.isfinite(cost):
@@ -96,7 +118,47 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         solver=solver_report(result),
         ops=ev.ops,
         notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
+        goodput=good, wall_clock_days=wall, overrides=list(overrides),
+        depends_on=depends_on(hw, failures),
     )
+
+
+def failure_model(failures: str | FailureModel, overrides: Sequence[Override] = ()) -> FailureModel:
+    if isinstance(failures, FailureModel):
+        if any(o.target == "goodput" for o in overrides):
+            raise InvalidInput("--set goodput.* needs the failure model by name or file, not a FailureModel object")
+        return failures
+    return get_failure_model(failures, overrides)
+
+
+MODELLED = (
+    "GEMM, attention and element-wise time per operation (the profile's efficiencies)",
+    "TP, CP, PP, EP, DP and ZeRO traffic per network level, with the profile's overlap",
+    "pipeline bubbles of 1F1B / interleaved 1F1B / ZB-H2",
+    "memory per GPU: weights, gradients, optimizer state, activations, recomputation",
+)
+NOT_MODELLED = (
+    "stragglers, load imbalance between experts (routing is balanced), and congestion between jobs",
+    "data loading, evaluation, and the first steps' warm-up",
+    "power, cooling and clock throttling beyond the sustained-clock factor",
+)
+
+
+def depends_on(hw: Hardware, failures: FailureModel | None) -> DependsOn:
+    """What the plan rests on: its model's scope and the inputs whose sources call them estimates or fits."""
+    from planner.hardware import estimated_fields
+
+    est = [f"hardware.{k}" for k in estimated_fields(hw)]
+    est += [f"profile.{k}" for k, src in sorted(hw.profile.sources.items())
+            if "estimate" in src.lower() or "fitted" in src.lower()]
+    if failures is not None:
+        est += [f"goodput.{k}" for k, src in sorted(failures.sources.items()) if "estimate" in src.lower()]
+    not_modelled = list(NOT_MODELLED)
+    if failures is None:
+        not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
+    modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
+                                 else [])
+    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est)
 
 
 def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
@@ -129,7 +191,7 @@ def _estimate_note(hw: Hardware) -> list[str]:
         return []
     return [f"{hw.name}: {len(est)} hardware value{'s' if len(est) > 1 else ''} behind this result "
             f"{'are estimates' if len(est) > 1 else 'is an estimate'} ({', '.join(est)}); "
-            f"`planner hardware show {hw.name}` gives the sources"]
+            f"`planner hardware show` with the same --gpu (name or file) gives the sources"]
 
 
 def solver_report(result: SearchResult) -> SolverReport:
@@ -142,14 +204,16 @@ def solver_report(result: SearchResult) -> SolverReport:
 
 
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
-               solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2) -> SearchResult:
+               solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2,
+               goodput: Callable[[float], float] | None = None) -> SearchResult:
+    """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput)."""
     if solver == "exhaustive":
         from planner.search.exhaustive import solve_exhaustive
 
-        return solve_exhaustive(hw, wl, options, deadline_s, time_limit_s=time_limit_s)
+        return solve_exhaustive(hw, wl, options, deadline_s, time_limit_s=time_limit_s, goodput=goodput)
     from planner.search.cpsat import solve_cpsat
 
-    return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers)
+    return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput)
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -215,6 +279,9 @@ def plan(
     fixed: Mapping[str, int] | None = None,
     runs_on: str | None = None,
     profile: str | None = None,
+    goodput: bool | None = None,
+    failures: str | FailureModel = "default",
+    overrides: Sequence[str] = (),
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -224,15 +291,22 @@ def plan(
     {"recompute": 2}. `runs_on` ('megatron' or 'torchtitan') searches only layouts that framework runs
     (planner.export): no second TP axis or ZB-H2; for torchtitan also FSDP (ZeRO-3) and no selective recomputation.
     `profile` prices it under an execution profile (planner.profile: 'paper', the default, or 'realistic');
-    `dp_overlap` None takes the profile's default. Without `gpus`, `days` defaults to 90. With `gpus` and `days`,
+    `dp_overlap` None takes the profile's default. `goodput` (None: the profile's default, on in the realistic
+    profile) plans with failures, checkpoints and restarts from `failures` (a shipped failure model, a TOML path or a
+    FailureModel; planner.goodput): the deadline then bounds wall-clock time. `overrides` are --set FIELD=VALUE
+    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan. Without `gpus`,
+    `days` defaults to 90.
+    With `gpus` and `days`,
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
     """
-    hw = resolve_hardware(gpu)
-    if profile is not None:
-        hw = with_profile(hw, profile)
+    sets = parse_overrides(overrides)
+    hw = resolve(gpu, profile, sets)
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
+    fm: FailureModel | None = failure_model(failures, sets)  # validated (and its overrides) even when goodput is off
+    if not (hw.profile.goodput if goodput is None else goodput):
+        fm = None
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}")
     if schedule not in SCHEDULES:
@@ -293,11 +367,11 @@ def plan(
     result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
-                            workers=workers)
+                            workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
     if result.layout is None:
         from planner.explain import explain_infeasible
 
-        explanation = explain_infeasible(hw, workload, options, days, result)
+        explanation = explain_infeasible(hw, workload, options, days, result, fm)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
             profile=hw.profile.name,
@@ -306,6 +380,7 @@ def plan(
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
+            depends_on=depends_on(hw, fm), overrides=[o.text for o in sets],
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
@@ -318,12 +393,15 @@ def plan(
                          f"{workload.requested_compute_flop:.3g} (paper budget: tokens = 20 N_p of the rounded shape; "
                          f"--budget exact trains the request)")
     doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
-                               fixed_gpus=gpus is not None)
-    if gpus is not None and days is not None and ev.training_days > days:
+                               fixed_gpus=gpus is not None, failures=fm, overrides=[o.text for o in sets])
+    if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.
         proven = "proven fastest" if result.status == "optimal" else "fastest found (not proven)"
-        explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {ev.training_days:.4g} days, more "
+        took = (f"{ev.training_days:.4g} days" if fm is None else
+                f"{doc.wall_clock_days:.4g} wall-clock days ({ev.training_days:.4g} of compute at goodput "
+                f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
+        explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
         raise Infeasible(explanation, explanation, plan=doc)

@@ -37,6 +37,7 @@ from planner.cost import memory as mem
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
+from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, divisors
 from planner.schema import Hardware, Workload
@@ -438,9 +439,13 @@ def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit
 
 
 def explain_infeasible(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
-                       result: SearchResult) -> str:
+                       result: SearchResult, failures: FailureModel | None = None) -> str:
     """A first line saying why, then what would be feasible."""
     try:
+        if failures is not None and days is not None and options.gpus is None:
+            why = _explain_goodput(hw, wl, days, failures)
+            if why:
+                return why
         if wl.transformer is not None:
             return _explain_transformer(hw, wl, options, days, result)
         if options.gpus is not None:
@@ -448,6 +453,34 @@ def explain_infeasible(hw: Hardware, wl: Workload, options: SearchOptions, days:
         return _explain_deadline(hw, wl, options, days, result)
     except Exception as exc:  # noqa: BLE001 - the explanation must never turn an answer into a crash
         return (f"no feasible layout ({result.status}); the explanation failed: {type(exc).__name__}: {exc}")
+
+
+def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureModel) -> str:
+    """When failures alone rule every cluster out: N g(N) peaks and stays below what the compute needs."""
+    import numpy as np
+
+    from planner.cost.step import peak_flops
+    from planner.goodput import goodput_at, goodput_fraction, useful_gpu_range
+
+    g = goodput_fraction(failures, wl.params)
+    need = wl.compute_flop / peak_flops(hw, wl)
+    top = float(hw.max_gpus or 2**53)
+    if useful_gpu_range(g, need, days * SECONDS_PER_DAY, top) is not None:
+        return ""
+    grid = np.unique(np.round(np.geomspace(1, min(top, 1e12), 2000)))
+    best = float(grid[int(np.argmax(grid * g(grid)))])
+    at = goodput_at(failures, best, wl.params)
+    fastest = need / (best * at.goodput) / SECONDS_PER_DAY if at.goodput > 0 else math.inf
+    lam = failures.interruptions_per_gpu_hour
+    return "\n".join([
+        f"failures rule out every cluster: with {lam:.3g} interruptions per GPU-hour and "
+        f"{failures.restart_s / 60:.3g}-minute restarts (failure model '{failures.name}'), no cluster of {hw.name} "
+        f"trains this model in {days:g} wall-clock days",
+        f"the job is interrupted every 1/(lambda N) hours, so goodput falls as the cluster grows: the most useful "
+        f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput {at.goodput:.1%}), "
+        f"where even at peak FLOP/s training takes at least {fastest:,.1f} wall-clock days",
+        "feasible instead: more days, a lower interruption rate or faster restarts (--set goodput.restart_minutes=2), "
+        "or --no-goodput for the failure-free answer"])
 
 
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidInput
+from planner.overrides import Override, apply
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Gpu, Hardware, NetworkLevel
 from planner.sourced import load_toml, shipped_name, unwrap
@@ -176,10 +178,15 @@ def _load_shipped(name: str) -> Hardware:
     return load_hardware_file(_spec_dir() / f"{name}.toml", require_source=True)
 
 
-def get_hardware(name_or_path: str) -> Hardware:
-    """A shipped hardware name (e.g. 'h100') or a path to a user TOML file."""
+def get_hardware(name_or_path: str, overrides: Sequence[Override] = ()) -> Hardware:
+    """A shipped hardware name (e.g. 'h100') or a path to a user TOML file; `overrides` (planner.overrides, --set)
+    change fields of its document before it is validated, as an edited copy would."""
     name = shipped_name(name_or_path, hardware_names(), "GPU/hardware")
-    return load_hardware_file(name_or_path) if name is None else _load_shipped(name)
+    if not any(o.target == "hardware" for o in overrides):
+        return load_hardware_file(name_or_path) if name is None else _load_shipped(name)
+    path = Path(name_or_path) if name is None else _spec_dir() / f"{name}.toml"
+    doc = apply(load_toml(path, "hardware file"), overrides, "hardware")
+    return parse_hardware(doc, f"{path} with --set", require_source=name is not None)
 
 
 def with_profile(hw: Hardware, profile: str | ExecutionProfile) -> Hardware:

@@ -258,6 +258,65 @@ class LimitsRow(BaseModel):
     alpha: float = Field(description="App. 8.3 exponent difference alpha_b - alpha_L; 0 = Sections 5.1-5.2.")
     t0_mac: float = Field(
         description="App. 8.3 reference compute T0 as entered into the MAC formulas (unused at alpha = 0).")
+    inferred: InferredWall | None = Field(
+        None, description="The latency wall as `plan` finds it for the inferred shape (None: not computed).")
+
+
+class InferredWall(BaseModel):
+    """The latency wall `plan --compute C` reports past it ("at most about X FLOP"), beside the inputs that make it
+    differ from Eq. 18's T_limit: there b, L and t_L are fixed (§5.1's 4e6 tokens, 100 layers, 9 µs); here the shape
+    is the one `plan` infers at each compute (App. 8.1.4: b and L grow with it) and the latency is the hardware's
+    critical path through one layer (planner.explain.floor_bound)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+
+    compute_flop: float | None = Field(description="Largest compute whose inferred shape can finish within t_train "
+                                       "(to ~1 %; an upper estimate, the real limit can be lower). None: not even "
+                                       "the smallest accepted compute (1e18) can; inf: even the largest (1e40) can.")
+    sparse: bool = Field(description="Sparse scaling law (E from App. 8.1.4), as `plan --compute --sparse`.")
+    batch_law: str = Field(description="Batch-size law of the inferred shape ('paper', `plan`'s default).")
+    batch_tokens: float | None = Field(None, description="b of the inferred shape at that compute, tokens.")
+    layers: float | None = Field(None, description="L of the inferred shape at that compute.")
+    experts: float | None = Field(None, description="E of the inferred shape at that compute.")
+    layer_critical_path_s: float | None = Field(None, description="Least time one microbatch spends in one layer, "
+                                                "forward and backward, latencies included (the step floor / L).")
+    eq18_flop: float | None = Field(None, description="Eq. 18 at this b, L, E and t_L = layer_critical_path_s / 4 "
+                                    "(Eq. 17 counts 4 t_L per layer per step): the closed form with the planner's "
+                                    "assumptions. None (and the shape fields) when compute_flop is None or inf.")
+
+
+LimitsRow.model_rebuild()
+
+
+def inferred_wall(hardware: Hardware, t_train_s: float = THREE_MONTHS_S, sparse: bool = False,
+                  batch_law: str = "paper") -> InferredWall:
+    """The inferred-shape latency wall on `hardware` in `t_train_s` (what `plan` reports past the wall), with Eq. 18
+    re-evaluated at its b, L and per-layer latency so the two bounds can be compared term by term."""
+    from planner.explain import floor_bound, largest_compute_within
+    from planner.workload import MAX_COMPUTE_FLOP, infer_workload
+
+    days = _positive("t_train_s", t_train_s) / DAY_S
+    key = (hardware.model_dump_json(), t_train_s, sparse, batch_law)  # a bisection of ~20 floor bounds: once
+    if key in _WALLS:
+        return _WALLS[key]
+    largest = infer_workload(MAX_COMPUTE_FLOP, sparse=sparse, batch_scaling=batch_law)
+    if floor_bound(hardware, largest).days <= days:  # the wall lies past the accepted compute range
+        return InferredWall(compute_flop=math.inf, sparse=sparse, batch_law=batch_law)
+    compute = largest_compute_within(hardware, days, sparse, batch_law)
+    if compute is None:
+        return InferredWall(compute_flop=None, sparse=sparse, batch_law=batch_law)
+    wl = infer_workload(compute, sparse=sparse, batch_scaling=batch_law)
+    per_layer = floor_bound(hardware, wl).step_s / wl.layers
+    eq18 = FLOP_PER_MAC * eq18_mac(wl.batch_tokens, wl.layers, wl.experts, t_train_s, per_layer / 4.0)
+    wall = InferredWall(compute_flop=compute, sparse=sparse, batch_law=batch_law, batch_tokens=wl.batch_tokens,
+                        layers=wl.layers, experts=wl.experts, layer_critical_path_s=per_layer, eq18_flop=eq18)
+    if len(_WALLS) < 256:
+        _WALLS[key] = wall
+    return wall
+
+
+_WALLS: dict[tuple[str, float, bool, str], InferredWall] = {}
+"""inferred_wall's answers in this process, by (hardware as JSON, duration, sparse, batch law)."""
 
 
 def _positive(name: str, value: float) -> float:

@@ -19,6 +19,7 @@ user file may give plain values. Sections and keys are those of `FIELDS` below.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
+from planner.overrides import Override, apply
 from planner.sourced import load_toml, shipped_name, unwrap
 
 
@@ -87,6 +89,8 @@ class ExecutionProfile(BaseModel):
     gemm_sustained_factor: float = Field(1.0, gt=0, le=1, description="'measured': GEMM throughput inside a training "
                                          "step / the isolated benchmark's (power and clocks under a full node's "
                                          "load, SMs shared with communication kernels).")
+    goodput: bool = Field(False, description="Plan with failures, checkpoints and restarts (planner.goodput): the "
+                          "deadline is wall-clock time, compute time / goodput.")
     frameworks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
@@ -138,6 +142,7 @@ FIELDS: dict[str, str] = {
     "optimizer.bytes_per_param": "optimizer_bytes_per_param",
     "overlap.zero_flat": "zero_flat",
     "gemm.sustained_factor": "gemm_sustained_factor",
+    "goodput.enabled": "goodput",
 }
 """TOML key (section.key) -> field. Keys ending in _us are microseconds. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
@@ -157,7 +162,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             fields[key] = doc[key]
     if "name" not in doc:
         raise InvalidInput(f"{origin}: missing required 'name'")
-    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer"}
+    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput"}
     frameworks = doc.get("framework", {})
     if not isinstance(frameworks, dict):
         raise InvalidInput(f"{origin}: [framework] must hold one table per framework")
@@ -218,10 +223,15 @@ def _shipped(name: str) -> ExecutionProfile:
     return load_profile_file(profile_dir() / f"{name}.toml", require_source=True)
 
 
-def get_profile(name_or_path: str) -> ExecutionProfile:
-    """A shipped profile ('paper', 'realistic') or a path to a user TOML file."""
+def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
+    """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
+    applied to its document before validation."""
     name = shipped_name(name_or_path, profile_names(), "execution profile")
-    return load_profile_file(name_or_path) if name is None else _shipped(name)
+    if not any(o.target == "profile" for o in overrides):
+        return load_profile_file(name_or_path) if name is None else _shipped(name)
+    path = Path(name_or_path) if name is None else profile_dir() / f"{name}.toml"
+    doc = apply(load_toml(path, "profile file"), overrides, "profile")
+    return parse_profile(doc, f"{path} with --set", require_source=name is not None)
 
 
 PAPER = ExecutionProfile(name="paper", description="The paper's idealised model (App. 8.1.1-8.1.2).")

@@ -211,8 +211,8 @@ class Workload(_Frozen):
     matrices d_ff x d_model, top-1 routing, attention folded in (§2). Otherwise a real transformer (docs/model.md
     §1b): attention, the MLP kind, vocabulary, and MoE with top-k routing."""
 
-    d_model: int = Field(gt=0)
-    d_ff: int = Field(gt=0)
+    d_model: int = Field(gt=0, description="Model (residual stream) width.")
+    d_ff: int = Field(gt=0, description="MLP hidden width (toy: of each expert; transformer: of the dense MLP).")
     layers: int = Field(gt=0, description="L, MLP blocks.")
     experts: int = Field(1, gt=0, description="E; 1 = dense. Top-1 balanced routing.")
     batch_tokens: int = Field(gt=0, description="Global batch b in tokens.")
@@ -591,6 +591,19 @@ class SolverReport(_Frozen):
     models: int = Field(0, description="CP-SAT models solved (incumbent batches, counts proven infeasible, decision).")
 
 
+class DependsOn(_Frozen):
+    """What a plan's answer rests on (docs/model.md §10)."""
+
+    modelled: list[str] = Field(description="What the cost model prices.")
+    not_modelled: list[str] = Field(description="What it leaves out.")
+    estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits "
+                                        "(hardware.*, profile.*, goodput.*).")
+
+
+from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)
+from planner.sensitivity import Sensitivity  # noqa: E402
+
+
 class Plan(_Frozen):
     """One planning answer. `status` is 'optimal' only when the search proved it."""
 
@@ -626,6 +639,16 @@ class Plan(_Frozen):
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
     notes: list[str] = Field(default_factory=list)
+    goodput: Goodput | None = Field(None, description="Failures, checkpoints and restarts (planner.goodput) when the "
+                                    "plan models them; null otherwise.")
+    wall_clock_days: float | None = Field(None, description="Expected wall-clock days: training_days / goodput when "
+                                          "failures are modelled, else training_days. The deadline bounds it.")
+    overrides: list[str] = Field(default_factory=list, description="--set FIELD=VALUE overrides the plan was made "
+                                 "with, as given (hardware, profile and failure-model fields).")
+    depends_on: DependsOn | None = Field(None, description="What the answer models, leaves out, and which of its "
+                                         "inputs are estimates.")
+    sensitivity: Sensitivity | None = Field(None, description="With --sensitivity: the answer re-planned with each "
+                                            "uncertain input moved down and up (planner.sensitivity).")
 
 
 class ErrorDetail(_Frozen):

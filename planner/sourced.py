@@ -38,12 +38,21 @@ def load_toml(path: str | Path, what: str) -> dict[str, Any]:
         raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL byte: not a file
+        return False
+
+
 def shipped_name(name_or_path: str, names: list[str], what: str) -> str | None:
     """The shipped file `name_or_path` names (case-insensitive), or None when it is a path to a user file; an unknown
     name is an InvalidInput that suggests the closest shipped ones."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         return None
     key = name_or_path.strip().lower()
+    if key not in names and _is_file(name_or_path):  # a user file named without .toml, in this directory
+        return None
     if key not in names:
         close = difflib.get_close_matches(key, names, n=3, cutoff=0.5) or [n for n in names if key and key in n][:3]
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -234,8 +234,8 @@ def test_estimates_are_named_in_results(capsys, tmp_path):
     code, out, _ = invoke(capsys, ["evaluate", "--gpu", "h100", *shape])
     assert code == 0
     notes = json.loads(out)["notes"]
-    assert "h100: 1 hardware value behind this result is an estimate (gpu.l2_GBps); `planner hardware show h100` " \
-           "gives the sources" in notes
+    assert "h100: 1 hardware value behind this result is an estimate (gpu.l2_GBps); `planner hardware show` with " \
+           "the same --gpu (name or file) gives the sources" in notes
     # the same numbers without sources (a user's file): nothing is called an estimate
     plain = tmp_path / "plain.toml"
     plain.write_text(_plain_copy(doc))

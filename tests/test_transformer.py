@@ -251,7 +251,7 @@ def test_expert_parallelism_is_carved_out_of_data_parallelism():
 def test_plan_llama3_405b_on_16k_gpus_is_proven_optimal(capsys):
     import json
 
-    from tests.cli_helpers import invoke
+    from cli_helpers import invoke
 
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-405b", "--gpu", "h100", "--gpus", "16384",
                                      "--batch-sequences", "2048", "--json"])
@@ -267,7 +267,7 @@ def test_plan_llama3_405b_on_16k_gpus_is_proven_optimal(capsys):
 def test_evaluate_in_megatrons_words(capsys):
     import json
 
-    from tests.cli_helpers import invoke
+    from cli_helpers import invoke
 
     # Mixtral on 64 GPUs: tp 2, pp 2, Megatron dp 16 = expert-dp 2 x ep 8; 128 sequences, micro-batch 1.
     code, out, err = invoke(capsys, ["evaluate", "--model", "mixtral-8x7b", "--tp", "2", "--pp", "2", "--dp", "16",

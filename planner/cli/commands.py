@@ -42,13 +42,21 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 from planner import api
 from planner.choices import BatchScaling, Budget, Framework, LayoutSchedule, Precision, ScheduleChoice, Solver
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
-from planner.hardware import get_hardware, hardware_names, with_profile
-from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S, limits_for
+from planner.hardware import get_hardware, hardware_names
+from planner.limits import (
+    DAY_S,
+    PAPER_BATCH_TOKENS,
+    PAPER_LATENCY_S,
+    PAPER_LAYERS,
+    THREE_MONTHS_S,
+    inferred_wall,
+    limits_for,
+)
 from planner.parallel.dimensions import BY_NAME, DIMENSIONS, Dimension
 from planner.parallel.placement import greedy_placement, parse_placement
 from planner.parallel.space import check_layout
 from planner.render import StdoutConsole
-from planner.render.limits import fmt_sci, limits_table
+from planner.render.limits import assumptions_text, fmt_sci, inferred_table, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
 from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
 from planner.search.result import SearchResult
@@ -203,6 +211,25 @@ PriceOpt = Annotated[float | None, _number_option(
 DpOverlapOpt = Annotated[bool | None, typer.Option(
     "--dp-overlap/--no-dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: the "
     "profile's: its own phase in the paper's, overlapped in the realistic one).", show_default=False)]
+GoodputOpt = Annotated[bool | None, typer.Option(
+    "--goodput/--no-goodput", help="Plan with failures, checkpoints and restarts: the deadline bounds wall-clock time "
+    "(default: the profile's: on in the realistic one, off in the paper's).", show_default=False)]
+FailuresOpt = Annotated[str, typer.Option(
+    "--failures", help="Failure model for --goodput: a shipped name (default) or a TOML file (docs/model.md §9).",
+    metavar="NAME|FILE.toml")]
+_WI = "What-if (no file editing)"
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", help="Change one hardware, profile or failure-model field for this run, as an edited copy of its file "
+    "would, e.g. levels.InfiniBand.bw_bidir_GBps=200, gpu.hbm_GB=96, profile.overlap.tp=0.5, "
+    "goodput.restart_minutes=2 (repeatable; keys in docs/reference/). Echoed in the output and the JSON.",
+    metavar="FIELD=VALUE", rich_help_panel=_WI, show_default=False)]
+BwOpt = Annotated[list[str] | None, typer.Option(
+    "--bw", help="A network level's bidirectional bandwidth per GPU in GB/s, e.g. InfiniBand=200 (= --set "
+    "levels.InfiniBand.bw_bidir_GBps=200; repeatable).", metavar="LEVEL=GBPS", rich_help_panel=_WI,
+    show_default=False)]
+LatencyOpt = Annotated[float | None, _number_option(
+    "--latency", help="One-way latency of every network level, µs, in the hardware file and the profile (= --set "
+    "levels.*.lat_us=US profile.network.latency_us=[US]).", metavar="US", rich_help_panel=_WI, show_default=False)]
 ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model; the default, "
     "except for validate and for evaluate --plan, which takes the plan's) or 'realistic' (validated against "
@@ -213,6 +240,14 @@ ProfileOpt = Annotated[str | None, typer.Option(
 # --------------------------------------------------------------------------------------------------
 # Helpers: validation, workload, placement
 # --------------------------------------------------------------------------------------------------
+
+
+def _overrides(sets: list[str] | None, bw: list[str] | None, latency: float | None) -> list[str]:
+    """--set strings, the shortcuts' expansions after them."""
+    from planner.overrides import shortcuts
+
+    _check_positive("--latency", latency)
+    return list(sets or []) + shortcuts(bw or [], latency)
 
 
 def _check_positive(flag: str, value: float | None) -> None:
@@ -343,6 +378,15 @@ def _load_plan_file(path: Path) -> Plan:
                            f"{validation_message(exc)}") from None
 
 
+def _hardware_of_plan(doc: Plan, gpu: str | None) -> str:
+    """--gpu, else the hardware the plan names; a plan made on a user file names only the file's `name`, which the
+    library cannot find again, so say to give the file."""
+    if gpu is not None or doc.hardware.lower() in hardware_names():
+        return gpu or doc.hardware
+    raise InvalidInput(f"the plan was made on '{doc.hardware}', which is not a shipped system (a user hardware file?): "
+                       "give it again with --gpu FILE.toml")
+
+
 def _workload_of_plan(doc: Plan) -> Workload:
     w = doc.workload
     try:
@@ -445,6 +489,18 @@ def plan_command(
     workers: Annotated[int, _whole_option("--workers", help="CP-SAT worker threads.", rich_help_panel=_S)] = 2,
     dp_overlap: DpOverlapOpt = None,
     profile: ProfileOpt = None,
+    goodput: GoodputOpt = None,
+    failures: FailuresOpt = "default",
+    set_: SetOpt = None,
+    bw: BwOpt = None,
+    latency: LatencyOpt = None,
+    sensitivity: Annotated[bool, typer.Option(
+        "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
+        "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
+        rich_help_panel=_WI)] = False,
+    tornado: Annotated[Path | None, typer.Option(
+        "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
+        rich_help_panel=_WI, show_default=False, dir_okay=False)] = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     d_model: DModelOpt = None,
@@ -488,10 +544,19 @@ def plan_command(
                                      ("tp_model", tp_model)) if v is not None}
     if emit is not None and json_out:
         raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
+    if tornado is not None and not sensitivity:
+        raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
+    if sensitivity and emit is not None:
+        raise InvalidInput("--sensitivity and --emit: give one")
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
         days = 90.0
+    kwargs = dict(compute_flop=compute, gpu=gpu, days=days, workload=workload, sparse=sparse,
+                  batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
+                  schedule=schedule.value, gpus=gpus, dp_overlap=dp_overlap, solver=solver.value,
+                  time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
+                  profile=profile, goodput=goodput, failures=failures, overrides=_overrides(set_, bw, latency))
     try:
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(
@@ -500,7 +565,8 @@ def plan_command(
                 schedule=schedule.value, gpus=gpus,
                 dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
                 price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None,
-                profile=profile,
+                profile=profile, goodput=goodput, failures=failures,
+                overrides=_overrides(set_, bw, latency),
             )
     except Infeasible as exc:
         doc = exc.plan
@@ -510,6 +576,15 @@ def plan_command(
             else:
                 print_plan(_stdout_console(), doc)
         raise
+    if sensitivity:
+        from planner.sensitivity import sensitivity as replan
+        from planner.sensitivity import tornado_png
+
+        with _searching(enabled=not (json_out or quiet)):
+            sens = replan(result, kwargs, gpu, profile, failures)
+        result = result.model_copy(update={"sensitivity": sens})
+        if tornado is not None:
+            tornado_png(sens, str(tornado), f"{result.hardware}: what moves the answer ({result.profile} profile)")
     if emit is not None:
         from planner.export import export_text
 
@@ -540,7 +615,7 @@ def export_command(
     from planner.export import export_text
 
     doc = _load_plan_file(plan_file)
-    hw = api.resolve_hardware(gpu or doc.hardware)
+    hw = api.resolve_hardware(_hardware_of_plan(doc, gpu))
     sys.stdout.write(export_text(doc, hw, _workload_of_plan(doc), to.value) + "\n")
 
 
@@ -672,6 +747,11 @@ def evaluate_command(
         show_default=False)] = None,
     dp_overlap: DpOverlapOpt = None,
     profile: ProfileOpt = None,
+    goodput: GoodputOpt = None,
+    failures: FailuresOpt = "default",
+    set_: SetOpt = None,
+    bw: BwOpt = None,
+    latency: LatencyOpt = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     **dims: int | None,
@@ -679,6 +759,9 @@ def evaluate_command(
     """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory or misses --days."""
     _check_positive("--days", days)
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
+    from planner.overrides import parse_overrides
+
+    sets = parse_overrides(_overrides(set_, bw, latency))
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
     layout_flags.update({"--schedule": schedule, "--placement": placement, "--tp": tp, "--vpp": vpp, "--mbs": mbs,
                          "--gbs": gbs, "--batch-sequences": batch_sequences})
@@ -695,7 +778,7 @@ def evaluate_command(
         if clash:
             raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
         doc = _load_plan_file(plan_file)
-        hw = with_profile(api.resolve_hardware(gpu or doc.hardware), profile or doc.profile)
+        hw = api.resolve(_hardware_of_plan(doc, gpu), profile or doc.profile, sets)
         wl = _workload_of_plan(doc)
         layout, notes = _layout_of_plan(doc, hw, wl)
         if days is None:
@@ -703,7 +786,7 @@ def evaluate_command(
         dp_overlap = doc.dp_overlap if dp_overlap is None else dp_overlap
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
-        hw = with_profile(api.resolve_hardware(gpu or "h100"), profile or "paper")
+        hw = api.resolve(gpu or "h100", profile or "paper", sets)
         given = _with_training(_workload_options(compute, model, sparse, batch_scaling, shape), seq_len, precision)
         if given is not None:
             wl = given
@@ -744,13 +827,19 @@ def evaluate_command(
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
                           notes=["no search: the layout was given and only evaluated"])
-    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap)
+    fm = api.failure_model(failures, sets) if (hw.profile.goodput if goodput is None else goodput) else None
+    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
+                                   failures=fm, overrides=[o.text for o in sets])
     why = ""
+    wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
         why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
                f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
-    elif days is not None and ev.training_days > days:
-        why = f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
+    elif days is not None and wall > days:
+        why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
+               if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
+               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               "days asked")
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     if json_out:
@@ -782,8 +871,12 @@ def limits_command(
     alpha: Annotated[float, _number_option(
         "--alpha", help="App. 8.3: alpha_b - alpha_L (0 = §5; 0.191 with DeepSeek batch scaling).")] = 0.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list of rows and nothing else.")] = False,
+    inferred: Annotated[bool, typer.Option(
+        "--inferred/--no-inferred", help="Also find the latency wall `plan` reports for the shape it infers "
+        "(about a second per system).")] = True,
 ) -> None:
-    """Closed-form bounds of the paper's §5: d', b', T_critical (Eq. 13) and T_limit (Eq. 18), like Table 2."""
+    """Closed-form bounds of the paper's §5: d', b', T_critical (Eq. 13) and T_limit (Eq. 18), like Table 2, beside
+    the latency wall `plan` reports for the shape it infers."""
     _check_positive("--days", days)
     _check_positive("--latency-us", latency_us)
     _check_positive("--batch-tokens", batch_tokens)
@@ -791,17 +884,26 @@ def limits_command(
     _check_positive("--experts", experts)
     if not math.isfinite(alpha):
         raise InvalidInput(f"--alpha must be a finite number below 0.5, got {alpha!r}")
-    rows = [limits_for(get_hardware(name), batch_tokens, layers, experts, days * DAY_S, latency_us * 1e-6, alpha)
-            for name in (gpu or DEFAULT_LIMITS_HARDWARE)]
+    rows = []
+    for name in gpu or DEFAULT_LIMITS_HARDWARE:
+        hw = get_hardware(name)
+        row = limits_for(hw, batch_tokens, layers, experts, days * DAY_S, latency_us * 1e-6, alpha)
+        if inferred:  # b, L, E and t_L do not enter: the inferred shape has its own, the hardware its latencies
+            row = row.model_copy(update={"inferred": inferred_wall(hw, days * DAY_S, sparse=experts > 1)})
+        rows.append(row)
     if json_out:
         _emit_json(_to_json(rows))
         return
     console = _stdout_console()
     console.print(limits_table(rows))
     r = rows[0]
+    console.print(assumptions_text(r))
     console.print(f"Latency bounds at these b, L, E, t_L (hardware-independent): utilisation-preserving runs up to "
                   f"{fmt_sci(r.t_critical_latency_flop, 2)} FLOP (Eq. 14); at any utilisation N_p <= "
                   f"{fmt_sci(r.n_params_limit, 2)} (Eq. 17), T <= {fmt_sci(r.t_limit_flop, 2)} FLOP (Eq. 18).")
+    if inferred:
+        console.print()
+        console.print(inferred_table(rows))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -869,6 +971,36 @@ def schema_command(
             raise InvalidInput(f"cannot write {SCHEMA_PATH}: {exc.strerror}") from None
 
 
+@app.command("reference")
+def reference_command(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Write the pages to the repository's docs/reference/ instead of printing them.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 1, naming them, if the checked-in pages differ from the code (for CI).")] = False,
+) -> None:
+    """The hardware, model, profile and failure file formats, field by field with units, generated from the code
+    (docs/reference/*.md)."""
+    from planner.reference import REFERENCE_DIR, pages, stale_pages, write_pages
+
+    if write and check:
+        raise InvalidInput("--write regenerates the pages, --check compares them: give one")
+    if check:
+        stale = stale_pages()
+        if stale:
+            sys.stderr.write(f"stale: docs/reference/{', docs/reference/'.join(stale)} differ from the code; run "
+                             "`planner reference --write`\n")
+            raise typer.Exit(1)
+        sys.stdout.write(f"docs/reference/ is up to date ({len(pages())} pages)\n")
+    elif write:
+        try:
+            for path in write_pages():
+                sys.stdout.write(f"wrote {path.relative_to(REFERENCE_DIR.parent.parent)}\n")
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {REFERENCE_DIR}: {exc.strerror}") from None
+    else:
+        sys.stdout.write("\n".join(pages().values()))
+
+
 # --------------------------------------------------------------------------------------------------
 # Entry points: one place maps every outcome to an exit code and at most one line on stderr
 # --------------------------------------------------------------------------------------------------
@@ -911,11 +1043,25 @@ def _fail(argv: Sequence[str], code: str, exit_code: int, message: str, prefix: 
     return exit_code
 
 
+HELP_WIDTH_PIPED = 140
+"""Columns of `--help` when stdout is not a terminal (`planner sweep --help | cat`), as for the tables: rich would
+use 80 and cut long words (PREFIX-parallelism-HW.png) in the narrow description column."""
+
+
+def _help_width() -> None:
+    """Widen typer's help console when piped, unless the user set a width (COLUMNS or typer's TERMINAL_WIDTH)."""
+    from typer import rich_utils
+
+    if not ({"COLUMNS", "TERMINAL_WIDTH"} & set(os.environ)) and not sys.stdout.isatty():
+        rich_utils.MAX_WIDTH = HELP_WIDTH_PIPED
+
+
 def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
     import signal
 
     command = typer.main.get_command(typer_app)
+    _help_width()
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -936,7 +1082,13 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     except Infeasible as exc:
         doc = exc.plan
         kind = "unknown" if doc is not None and doc.status == "unknown" else "infeasible"
-        sys.stderr.write(f"{kind}: {exc.explanation or exc}\n")
+        text = str(exc.explanation or exc)
+        if doc is not None and doc.explanation and sys.stdout.isatty() and sys.stderr.isatty():
+            # both streams on one terminal, and the report above says why in full: say it once
+            rest = len(text.splitlines()) - 1
+            text = text.splitlines()[0] + (f" (and {rest} more line{'s' if rest > 1 else ''} in the report on "
+                                           "stdout)" if rest else "")
+        sys.stderr.write(f"{kind}: {text}\n")
         if doc is None:  # commands print their infeasible Plan themselves; without one, say it in JSON
             _json_error(argv, "infeasible", 1, str(exc.explanation or exc))
         return 1

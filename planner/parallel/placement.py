@@ -12,7 +12,7 @@ import numpy as np
 
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import BY_NAME, DEGREES
-from planner.parallel.space import level_products
+from planner.parallel.space import level_products, nearest_cluster_sizes
 from planner.schema import Hardware
 
 GREEDY_ORDER: tuple[str, ...] = tuple(sorted(DEGREES, key=lambda d: BY_NAME[d].greedy_rank))
@@ -39,7 +39,8 @@ def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
     expr = " * ".join(f"{d}({degrees[d]})" for d in DEGREES)
     if not valid[0]:
         raise InvalidInput(f"{expr} = {gpus} GPUs cannot fill {hw.name}'s network levels bottom-up (group sizes "
-                           f"{sizes}): a cluster larger than a group must be a whole number of groups")
+                           f"{sizes}): a cluster larger than a group must be a whole number of groups; "
+                           f"{_size_hint(gpus, degrees['dp'], nearest_cluster_sizes(hw, gpus))}")
     room = [int(p) for p in prods[0]]
     for d, factors in fixed.items():
         for h, f in enumerate(factors):
@@ -58,6 +59,20 @@ def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
     if any(r != 1 for r in room) or any(v != 1 for v in left.values()):
         raise InvalidInput(f"cannot place {expr} on {hw.name}'s levels (group sizes {sizes}) around the given factors")
     return {d: tuple(fixed[d]) if d in fixed else tuple(out[d]) for d in DEGREES}
+
+
+def _size_hint(gpus: int, dp: int, near: tuple[int | None, int | None]) -> str:
+    """'the nearest cluster sizes that do: 72 and 144 GPUs (e.g. dp=36 or dp=72)': the valid counts next to `gpus`,
+    and the data-parallel degree that reaches each with the other degrees unchanged, where one does."""
+    sizes = [s for s in dict.fromkeys(near) if s is not None]
+    if not sizes:  # pragma: no cover - a level-valid count always has a neighbour below
+        return "no cluster size near it fills them"
+    rest = gpus // dp
+    moves = [f"dp={s // rest}" for s in sizes if s % rest == 0]
+    counts = " and ".join(f"{s:,}" for s in sizes)
+    plural = len(sizes) > 1
+    text = f"the nearest cluster size{'s' if plural else ''} that {'do' if plural else 'does'}: {counts} GPUs"
+    return text + (f" (e.g. {' or '.join(moves)})" if moves else "")
 
 
 def parse_placement(text: str, degrees: Mapping[str, int], n_levels: int) -> dict[str, tuple[int, ...]]:

@@ -279,6 +279,18 @@ def level_products(hw: Hardware, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return prods, valid
 
 
+def nearest_cluster_sizes(hw: Hardware, n: int) -> tuple[int | None, int | None]:
+    """The GPU counts nearest to `n` from below and above that fill `hw`'s levels bottom-up (as `level_products`
+    accepts them); both are `n` when it does. Between a level's group size s and the next level's, the valid counts
+    are the multiples of s (the next size is one too), so the neighbours are n rounded down and up to a multiple of the
+    largest group size below n. Above a bounded top level there is no valid count: (top, None)."""
+    top = hw.max_gpus
+    if top is not None and n > top:
+        return top, None
+    group = max((lvl.size for lvl in hw.levels if lvl.size is not None and lvl.size < n), default=1)
+    return n // group * group, -(-n // group) * group
+
+
 @cache
 def _factor_vectors(value: int, caps: tuple) -> tuple[tuple[int, ...], ...]:
     """All ways to write `value` as a product of one factor per level, each within its level's capacity."""

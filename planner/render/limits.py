@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from planner.limits import DAY_S, LimitsRow
+from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, LimitsRow
 
 _SI_SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -90,3 +90,46 @@ def _caption(rows: Sequence[LimitsRow]) -> str:
         "One device = one node (first network level). " + ", ".join(parts)
         + ". Peak (max-clock) arithmetic; 1 MAC = 2 FLOP; b' (SRAM) means weights fit on chip (S/d'^2 >= 4)."
     )
+
+
+def assumptions_text(row: LimitsRow) -> str:
+    """What every bound of the table assumes, in one paragraph (the paper's "usual values" named as such)."""
+    usual = (row.batch_tokens, row.layers, row.experts, row.t_latency_s) == (PAPER_BATCH_TOKENS, PAPER_LAYERS, 1.0,
+                                                                              PAPER_LATENCY_S)
+    which = " (the paper's usual values, §5.1)" if usual else ""
+    return (f"Assumptions{which}: a batch of b = "
+            f"{fmt_sci(row.batch_tokens, 2)} tokens and L = {row.layers:g} layers whatever the compute"
+            f"{' (App. 8.3: at T0, then as power laws of T)' if row.alpha else ''}, E = {row.experts:g}, a "
+            f"{row.t_train_s / DAY_S:.4g}-day run, t_L = {row.t_latency_s * 1e6:g} µs per matmul and its "
+            "communication, 4 t_L per layer per step (Eq. 17), D = 20 N_p; a node is one device at peak arithmetic.")
+
+
+def inferred_table(rows: Sequence[LimitsRow]) -> Table:
+    """Eq. 18's T_limit beside the latency wall `plan` reports for the inferred shape, and Eq. 18 again at that
+    shape's b, L and per-layer latency (which lands near the planner's number: the gap is the assumptions)."""
+    table = Table(title="The latency wall two ways: Eq. 18 (fixed b, L, t_L) and `plan` (inferred shape)")
+    for col in ("System", "T_limit\n(Eq. 18)", "plan's bound\n(inferred shape)", "its b\n(tokens)", "its L",
+                "its E", "critical path\nper layer", "Eq. 18 at its\nb, L, E, t_L = path/4"):
+        table.add_column(col, justify="left" if col == "System" else "right")
+    for r in rows:
+        w = r.inferred
+        if w is None:
+            continue
+        if (w.compute_flop is None or math.isinf(w.compute_flop) or w.batch_tokens is None or w.layers is None
+                or w.experts is None or w.layer_critical_path_s is None or w.eq18_flop is None):
+            beyond = "below 1e18" if w.compute_flop is None else "above 1e40"  # the accepted --compute range
+            table.add_row(r.hardware, fmt_sci(r.t_limit_flop, 2), beyond, *("—",) * 5)
+            continue
+        table.add_row(r.hardware, fmt_sci(r.t_limit_flop, 2), fmt_sci(w.compute_flop, 3), fmt_sci(w.batch_tokens, 2),
+                      f"{w.layers:g}", f"{w.experts:g}", f"{w.layer_critical_path_s * 1e6:.3g} µs",
+                      fmt_sci(w.eq18_flop, 3))
+    first = next((r.inferred for r in rows if r.inferred is not None), None)
+    if first is not None:
+        table.caption = (
+            f"`plan --compute C{' --sparse' if first.sparse else ''}` infers the shape at each C (App. 8.1.4, "
+            f"{first.batch_law} batch law: b and L grow with C) and is infeasible once one microbatch's critical path "
+            "through all L layers, times the D/b steps, exceeds the run; past it, it prints this bound as \"at most "
+            "about X FLOP\". Eq. 18 keeps b, L and t_L fixed; at the inferred shape's b/L and with t_L = a quarter of "
+            "the hardware's per-layer critical path it gives nearly the same number: the two differ by their "
+            "assumptions, not their physics.")
+    return table

@@ -125,7 +125,7 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     if plan.status == "infeasible" and plan.layout is not None:  # does not fit (evaluate), or too slow
         fits = plan.memory is None or plan.memory.total_bytes <= plan.memory.capacity
         head = ("Evaluated layout " if evaluated else "") + ("MISSES THE DEADLINE: " if fits else "CANNOT RUN: ")
-        return Text.assemble((head, "bold red"), (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
+        return Text.assemble((head, "bold red"), (f"{plan.gpus:,} x {plan.gpu}", "bold cyan"),
                              f" (hardware '{plan.hardware}'): {plan.explanation}.")
     if plan.status in ("infeasible", "unknown"):
         if plan.status == "infeasible" and plan.solver.status == "infeasible":
@@ -134,14 +134,68 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
-    nodes = f"{plan.nodes} node{'s' if plan.nodes != 1 else ''}"
+    nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
+    g = plan.goodput
+    wall = ("" if g is None else f" ({fmt_days(plan.wall_clock_days)} wall-clock at {fmt_pct(g.goodput)} goodput)")
     return Text.assemble(
         (f"{what}: ", "bold"),
-        (f"{plan.gpus} x {plan.gpu}", "bold cyan"),
-        f" ({nodes}, hardware '{plan.hardware}'), training {fmt_days(plan.training_days)} at MFU ",
+        (f"{plan.gpus:,} x {plan.gpu}", "bold cyan"),
+        f" ({nodes}, hardware '{plan.hardware}'), training {fmt_days(plan.training_days)}{wall} at MFU ",
         (fmt_pct(plan.mfu), "bold"),
-        f", priced by the {plan.profile} profile.",
+        f", priced by the {plan.profile} profile" + (f", with {', '.join(plan.overrides)}" if plan.overrides else "")
+        + ".",
     )
+
+
+def goodput_table(plan: Plan) -> Table:
+    """Failures, checkpoints and restarts (planner.goodput), or the line saying they are not modelled."""
+    g = plan.goodput
+    if g is None:
+        return _kv_table("Goodput", [("failures", "not modelled: the days above are compute time with no "
+                                      "interruption (--goodput plans with failures and checkpoints)")])
+    every = "never" if g.mtbf_s == float("inf") else f"every {fmt_time(g.mtbf_s)} (1 / (rate x {g.gpus:,} GPUs))"
+    rows = [
+        ("goodput", f"{fmt_pct(g.goodput)} of wall-clock time trains (Daly's expected time, failure model "
+                    f"'{g.failure_model}')"),
+        ("wall-clock", f"{fmt_days(plan.wall_clock_days)} (compute {fmt_days(plan.training_days)})"),
+        ("interrupted", every),
+        ("checkpoint", f"{fmt_gb(g.checkpoint_bytes)} (weights + optimizer state), written in "
+                       f"{fmt_time(g.checkpoint_s)}, every {fmt_time(g.interval_s)} of compute"),
+        ("restart", f"{fmt_time(g.restart_s)} per interruption (fixed restart + reading the checkpoint)"),
+    ]
+    return _kv_table("Goodput", rows)
+
+
+def sensitivity_table(plan: Plan) -> Table:
+    """--sensitivity: each input moved down and up, the GPUs and wall-clock days that follow, largest swing first."""
+    sens = _part(plan.sensitivity, "sensitivity")
+    t = Table(title=f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
+                    f"{fmt_days(sens.base_days)})", title_justify="left")
+    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "swing"):
+        t.add_column(col, justify="right" if col == "swing" else "left")
+
+    def cell(value: str, g: int | None, d: float | None) -> str:
+        return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
+
+    for r in sens.rows:
+        swing = "infeasible" if r.swing == float("inf") else f"{r.swing:.1%}"
+        t.add_row(r.input, r.why, r.base, cell(r.low, r.gpus_low, r.days_low), cell(r.high, r.gpus_high, r.days_high),
+                  swing)
+    return t
+
+
+def depends_table(plan: Plan) -> Table:
+    """What the answer rests on: the model's scope and the inputs that are estimates."""
+    d = _part(plan.depends_on, "assumptions")
+    rows: list[tuple[str, RenderableType]] = [
+        ("modelled", "; ".join(d.modelled)),
+        ("not modelled", "; ".join(d.not_modelled)),
+        ("estimated inputs", (", ".join(d.estimated_inputs) or "none")
+         + " (--sensitivity shows which move the answer)"),
+    ]
+    if plan.overrides:
+        rows.append(("overrides", ", ".join(plan.overrides)))
+    return _kv_table("What this answer depends on", rows)
 
 
 def _transformer_model_table(plan: Plan) -> Table:
@@ -439,7 +493,11 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
     out += [cluster_table(plan), layout_table(plan), schedule_table(plan), time_table(plan)]
     if plan.workload.transformer is not None and plan.ops:
         out.append(ops_table(plan))
-    out += [run_table(plan), memory_table(plan)]
+    out += [run_table(plan), goodput_table(plan), memory_table(plan)]
+    if plan.depends_on is not None:
+        out.append(depends_table(plan))
+    if plan.sensitivity is not None:
+        out.append(sensitivity_table(plan))
     if evaluated:
         out.append(Text("Layout given (flags or --plan file): priced with the cost model, not searched.",
                         style="italic"))

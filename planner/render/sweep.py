@@ -152,6 +152,24 @@ def _plt():
     return plt
 
 
+CEILING_LABEL_GAP = 0.06
+"""Least vertical distance between two ceiling labels, in MFU (the y axis runs from 0 to 1): two lines of 7-point
+text on the 5-inch figure."""
+
+
+def ceiling_label_positions(levels: Sequence[float], gap: float = CEILING_LABEL_GAP, top: float = 1.0
+                            ) -> list[float]:
+    """Heights for labels of the sorted `levels`, each as near its level as it can be with at least `gap` between
+    neighbours and all within [0, top]: pushed up from the lowest, then back down from the top if they overflow."""
+    out: list[float] = []
+    for y in levels:
+        out.append(max(y, out[-1] + gap) if out else max(y, 0.0))
+    for k in range(len(out) - 1, -1, -1):
+        ceiling = top if k == len(out) - 1 else out[k + 1] - gap
+        out[k] = min(out[k], ceiling)
+    return out
+
+
 def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, title: str = "") -> Path:
     """MFU vs compute (paper Figs. 6, 8, 9): one line per (label, sweep, hardware); a dotted horizontal line at
     80 % of each distinct ceiling; a dashed vertical marker at each curve's end of linear scaling and a dotted one
@@ -165,7 +183,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    thresholds_drawn: set[float] = set()
+    thresholds_drawn: dict[float, float] = {}  # 80 % threshold -> its ceiling
     seen = {"unproven": False, "infeasible": False, "unknown": False, "end": False, "wall": False}
     for k, (label, res, hw) in enumerate(curves):
         color = f"C{k % 10}"
@@ -192,16 +210,21 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
             ax.plot(none_open, [0.0] * len(none_open), "^", color=color, ms=5, ls="none", clip_on=False,
                     markerfacecolor="white")
         if s.threshold_mfu not in thresholds_drawn:
-            thresholds_drawn.add(s.threshold_mfu)
+            thresholds_drawn[s.threshold_mfu] = s.ceiling_mfu
             ax.axhline(s.threshold_mfu, color="grey", ls=":", lw=1.0)
-            ax.annotate(f"80 % of {s.ceiling_mfu:.2f} ceiling", (1.0, s.threshold_mfu),
-                        xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=7, color="grey")
         if s.end_of_linear_scaling_flop is not None:
             seen["end"] = True
             ax.axvline(s.end_of_linear_scaling_flop, color=color, ls="--", lw=0.9, alpha=0.8)
         if s.last_feasible_flop is not None and s.last_feasible_flop < res.compute_flop[-1]:
             seen["wall"] = True
             ax.axvline(s.last_feasible_flop, color=color, ls=":", lw=1.2, alpha=0.9)
+    # Threshold labels sit in the right margin, clear of the curves, spread apart when thresholds are close.
+    levels = sorted(thresholds_drawn)
+    for y, at in zip(levels, ceiling_label_positions(levels), strict=True):
+        ax.annotate(f"{y:.2f}: 80 % of\n{thresholds_drawn[y]:.2f} ceiling", (1.0, y), xytext=(1.01, at),
+                    xycoords=("axes fraction", "data"), textcoords=("axes fraction", "data"), ha="left",
+                    va="center", fontsize=7, color="grey", annotation_clip=False,
+                    arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(at - y) > 1e-9 else None)
     ax.set_xscale("log")
     lo = min(res.compute_flop[0] for _, res, _ in curves)
     hi = max(res.compute_flop[-1] for _, res, _ in curves)

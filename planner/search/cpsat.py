@@ -29,7 +29,7 @@ import itertools
 import math
 import operator
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -727,7 +727,12 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
 
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
-                time_limit_s: float | None = 60.0, workers: int = 2) -> SearchResult:
+                time_limit_s: float | None = 60.0, workers: int = 2,
+                goodput: Callable[[float], float] | None = None) -> SearchResult:
+    """Fewest GPUs (deadline mode) or least step time (`options.gpus`), decided by CP-SAT count by count.
+
+    `goodput` g(N) (planner.goodput) scales the deadline of every count N: compute time <= deadline x g(N). The
+    counts whose N g(N) cannot hold the workload's compute at peak are left out before any table is built."""
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
@@ -758,9 +763,23 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     else:
         assert deadline_s is not None
         lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
-    cap_q = None if deadline_s is None else int(math.floor(deadline_s / wl.steps / QUANTUM_S))
-    if cap_q is not None and cap_q > INT_MAX:
-        cap_q = None  # a deadline beyond the model's integer range constrains nothing it can represent
+    if goodput is not None and deadline_s is not None:
+        from planner.cost.step import peak_flops
+        from planner.goodput import useful_gpu_range
+
+        useful = useful_gpu_range(goodput, wl.compute_flop / peak_flops(hw, wl), deadline_s, n_max)
+        if useful is None or useful[0] > n_max:
+            return result("infeasible", None, gap=0.0, notes=[
+                "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
+                "training compute"])
+        lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
+
+    def cap_for(n: float) -> int | None:
+        if deadline_s is None:
+            return None
+        cap = int(math.floor(deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S))
+        return None if cap > INT_MAX else cap  # beyond the model's integer range a deadline constrains nothing
+
     index = PairIndex.build(space, mp)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
@@ -790,7 +809,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         for n in np.unique(gpus):
             idx = np.nonzero(gpus == n)[0]
             try:
-                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_q,
+                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_for(n),
                                       options.dp_overlap, clock, workers, stats, options.rank_order)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)

@@ -10,7 +10,7 @@ fixed GPU count; exact ties go to the first layout in enumeration order.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 
 import numpy as np
@@ -105,7 +105,7 @@ def price_placements(hw: Hardware, wl: Workload, t: Tuples, dp_overlap: bool, q:
 
 
 def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None, t: Tuples,
-                   shapes: ShapeTable):
+                   shapes: ShapeTable, goodput: Callable[[float], float] | None = None):
     """Price every placement of the batch's tuples; return (best key or None, its layout, rows priced)."""
     terms = tuple_terms(hw, wl, t, shapes)
     rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms, options.rank_order)
@@ -113,7 +113,12 @@ def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_
         return None
     ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
     if deadline_s is not None:
-        ok &= wl.steps * arr["step_s"] <= deadline_s
+        if goodput is None:
+            ok &= wl.steps * arr["step_s"] <= deadline_s
+        else:
+            counts, where = np.unique(arr["gpus"], return_inverse=True)
+            g = np.array([goodput(float(n)) for n in counts])[where]
+            ok &= wl.steps * arr["step_s"] <= deadline_s * g
     idx = np.nonzero(ok)[0]
     if len(idx) == 0:
         return None, None, len(rows)
@@ -127,7 +132,8 @@ def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_
 
 
 def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
-                     time_limit_s: float | None = None) -> SearchResult:
+                     time_limit_s: float | None = None, goodput: Callable[[float], float] | None = None
+                     ) -> SearchResult:
     """Enumerate everything. `deadline_s` None means fixed-cluster mode (options.gpus must be set)."""
     t0 = time.perf_counter()
     space = build_space(hw, wl, options)
@@ -149,7 +155,7 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
                 finished = False
                 break
             t = t_all.take(np.arange(s0, min(s0 + tuple_batch, len(t_all))))
-            found = _best_in_batch(hw, wl, options, deadline_s, t, shapes)
+            found = _best_in_batch(hw, wl, options, deadline_s, t, shapes, goodput)
             if found is None:
                 continue
             evaluated += found[2]

@@ -1,0 +1,214 @@
+"""Goodput: failures, checkpoints and restarts turn a plan's compute time into wall-clock time.
+
+A synchronous training job stops whenever any of its GPUs (or their hosts and links) fails, and resumes from its last
+checkpoint. The failure model is data beside the hardware (`failures/*.toml`, shipped as package
+`planner.failures`), every value with its source:
+
+* interruptions per GPU-hour, lambda: the job is interrupted at rate lambda N on N GPUs, so its mean time between
+  interruptions is M = 1 / (lambda N);
+* the checkpoint is the plan's model state, S = N_p x (weight + optimizer bytes per parameter) (planner.cost.memory),
+  written and read at the storage bandwidth the cluster brings per GPU, so it takes delta = S / (N x B_gpu);
+* a restart costs R = the fixed restart time (detection, rescheduling, initialisation) + reading the checkpoint back;
+* checkpoints every tau seconds of compute, tau by Daly's higher-order optimum (Young's sqrt(2 delta M) corrected;
+  Daly 2006) unless the file fixes it.
+
+With exponentially distributed interruptions, Daly's expected wall time for T_s seconds of compute is
+T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau (failures during restarts included), so the goodput
+g = T_s / T_w depends on the cluster size and the model, not on the layout. The planner asks compute time <= deadline
+x g(N) of every candidate N (docs/model.md §9). On by default in the realistic execution profile, off in the paper's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import InvalidInput
+from planner.overrides import Override, apply
+from planner.sourced import load_toml, shipped_name, unwrap
+
+HOUR_S = 3600.0
+MINUTE_S = 60.0
+
+
+class FailureModel(BaseModel):
+    """How often a training job is interrupted and what an interruption and a checkpoint cost."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    interruptions_per_gpu_hour: float = Field(ge=0, description="Job interruptions per GPU-hour (unplanned; the "
+                                              "job's rate is this times its GPU count).")
+    storage_Bps_per_gpu: float = Field(gt=0, description="Checkpoint write and read bandwidth the storage system "
+                                       "provides per GPU of the cluster, bytes/s.")
+    restart_s: float = Field(ge=0, description="Fixed cost of an interruption, seconds: detection, replacing the "
+                             "node, rescheduling and re-initialising the job (reading the checkpoint is added).")
+    checkpoint_interval_s: float | None = Field(None, gt=0, description="Compute seconds between checkpoints (None: "
+                                                "Daly's optimum for the plan).")
+    sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+
+
+KEYS: dict[str, tuple[str, float]] = {
+    "interruptions_per_gpu_hour": ("interruptions_per_gpu_hour", 1.0),
+    "storage_GBps_per_gpu": ("storage_Bps_per_gpu", 1e9),
+    "restart_minutes": ("restart_s", MINUTE_S),
+    "checkpoint_interval_minutes": ("checkpoint_interval_s", MINUTE_S),
+}
+"""TOML key -> (field, multiplier to SI)."""
+
+
+def parse_failure_model(doc: dict[str, Any], origin: str, require_source: bool = False) -> FailureModel:
+    sources: dict[str, str] = {}
+    fields: dict[str, Any] = {}
+    if "name" not in doc:
+        raise InvalidInput(f"{origin}: missing required 'name'")
+    for key, raw in doc.items():
+        if key in ("name", "description"):
+            fields[key] = raw
+            continue
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, list(KEYS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f"; accepted keys: {', '.join(KEYS)}"
+            raise InvalidInput(f"{origin}: unknown key '{key}'{hint}")
+        value = unwrap(raw, key, sources, require_source, "every value in a shipped failure model")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InvalidInput(f"{origin}: {key}: expected a finite number, got {value!r}")
+        field, scale = KEYS[key]
+        fields[field] = float(value) * scale
+    try:
+        return FailureModel(**fields, sources=sources)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        names = {field: key for key, (field, _) in KEYS.items()}
+        loc = ".".join(names.get(str(p), str(p)) for p in err["loc"])
+        raise InvalidInput(f"{origin}: {loc}: {err['msg']}") from None
+
+
+def failures_dir() -> Path:
+    return Path(str(resources.files("planner.failures")))
+
+
+def failure_model_names() -> list[str]:
+    return sorted(p.stem for p in failures_dir().glob("*.toml"))
+
+
+def load_failure_file(path: str | Path, require_source: bool = False) -> FailureModel:
+    return parse_failure_model(load_toml(path, "failure model file"), str(path), require_source=require_source)
+
+
+@cache
+def _shipped(name: str) -> FailureModel:
+    return load_failure_file(failures_dir() / f"{name}.toml", require_source=True)
+
+
+def get_failure_model(name_or_path: str = "default", overrides: Sequence[Override] = ()) -> FailureModel:
+    """A shipped failure model ('default') or a path to a user TOML file, with `overrides` (--set goodput.*)."""
+    name = shipped_name(name_or_path, failure_model_names(), "failure model")
+    if not any(o.target == "goodput" for o in overrides):
+        return load_failure_file(name_or_path) if name is None else _shipped(name)
+    path = Path(name_or_path) if name is None else failures_dir() / f"{name}.toml"
+    doc = apply(load_toml(path, "failure model file"), overrides, "goodput")
+    return parse_failure_model(doc, f"{path} with --set", require_source=name is not None)
+
+
+# --------------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------------
+
+
+def checkpoint_bytes(params: float) -> float:
+    """What a checkpoint holds: 16-bit weights and the fp32 optimizer state (master copy, Adam m and v) of every
+    parameter, once (gradients are not saved)."""
+    from planner.cost.memory import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM
+
+    return params * (WEIGHT_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM)
+
+
+def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
+    """Daly's (2006) higher-order optimum compute time between checkpoints: sqrt(2 delta M) (1 + sqrt(delta / 2M) / 3
+    + delta / 18M) - delta for delta < 2M, else M."""
+    if delta_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    x = delta_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * delta_s * mtbf_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta_s
+
+
+class Goodput(BaseModel):
+    """What failures cost one plan (all times in seconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failure_model: str = Field(description="The failure model's name.")
+    gpus: int
+    mtbf_s: float = Field(description="Mean time between job interruptions, 1 / (lambda N); inf when lambda = 0.")
+    checkpoint_bytes: float = Field(description="Model state saved per checkpoint (weights and optimizer state).")
+    checkpoint_s: float = Field(description="Time to write one checkpoint, delta.")
+    interval_s: float = Field(description="Compute time between checkpoints, tau (Daly's optimum or the file's).")
+    restart_s: float = Field(description="Cost of one interruption before training resumes: restart + reading "
+                             "the checkpoint.")
+    goodput: float = Field(description="Compute time / expected wall-clock time, in [0, 1].")
+
+
+def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
+    """Daly's expected goodput of a job on `gpus` GPUs training a model of `params` parameters."""
+    n = float(gpus)
+    size = checkpoint_bytes(params)
+    delta = size / (n * model.storage_Bps_per_gpu)
+    restart = model.restart_s + delta
+    rate = model.interruptions_per_gpu_hour * n / HOUR_S
+    if rate <= 0.0:
+        return Goodput(failure_model=model.name, gpus=int(n), mtbf_s=math.inf, checkpoint_bytes=size,
+                       checkpoint_s=delta, interval_s=math.inf, restart_s=restart, goodput=1.0)
+    mtbf = 1.0 / rate
+    tau = model.checkpoint_interval_s or daly_interval_s(delta, mtbf)
+    exponent = (restart + tau + delta) / mtbf
+    if exponent > 700.0:  # e^700 ~ 1e304: no progress to float precision
+        g = 0.0
+    else:
+        g = tau / (mtbf * math.exp(restart / mtbf) * math.expm1((tau + delta) / mtbf))
+    return Goodput(failure_model=model.name, gpus=int(n), mtbf_s=mtbf, checkpoint_bytes=size, checkpoint_s=delta,
+                   interval_s=tau, restart_s=restart, goodput=min(1.0, g))
+
+
+def goodput_fraction(model: FailureModel, params: float):
+    """g(N) as a function of the GPU count, for the search (scalar or numpy array in, same out)."""
+    import numpy as np
+
+    def g(n):
+        arr = np.atleast_1d(np.asarray(n, dtype=np.float64))
+        out = np.array([goodput_at(model, float(x), params).goodput for x in arr])
+        return out if np.ndim(n) else float(out[0])
+    return g
+
+
+def useful_gpu_range(g, need_gpu_seconds: float, deadline_s: float, n_max: float) -> tuple[float, float] | None:
+    """The GPU counts N with N x g(N) x deadline >= `need_gpu_seconds` (the least GPU-seconds of compute any layout
+    needs), as (lowest, highest), or None when there is none up to `n_max`. N g(N) rises then falls (g decays
+    exponentially with N); it is scanned on a 1 % geometric grid and the ends widened by one grid step, so no
+    count that could meet the deadline is left out."""
+    if n_max < 1:
+        return None
+    grid = [1.0]
+    while grid[-1] < n_max:
+        grid.append(min(n_max, max(grid[-1] + 1.0, grid[-1] * 1.01)))
+    ok = [k for k, n in enumerate(grid) if n * g(n) * deadline_s >= need_gpu_seconds]
+    if not ok:
+        return None
+    lo = grid[max(0, ok[0] - 1)]
+    hi = grid[min(len(grid) - 1, ok[-1] + 1)]
+    return lo, hi
+
+
+__all__ = [
+    "FailureModel", "Goodput", "KEYS", "checkpoint_bytes", "daly_interval_s", "failure_model_names",
+    "get_failure_model", "goodput_at", "goodput_fraction", "load_failure_file", "parse_failure_model",
+    "useful_gpu_range",
+]

@@ -1,0 +1,216 @@
+"""What the answer depends on: re-plan with each uncertain input moved by a stated amount (`plan --sensitivity`).
+
+The inputs moved are every value whose source calls it an estimate or a fit (hardware, execution profile, failure
+model: `Plan.depends_on.estimated_inputs`), plus the ones every capacity planner asks about: the network latency, the
+top level's bandwidth and, when failures are modelled, the interruption rate and the restart time. Each is moved down
+and up by a stated factor (`FACTORS`), through the same --set overrides a user would type (planner.overrides), so a
+row can be reproduced by hand. The re-plans run in parallel processes (`jobs`). Rows are ordered by how far they move
+the GPU count (then the wall-clock days).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.errors import Infeasible, InvalidInput
+
+if TYPE_CHECKING:
+    from planner.schema import Plan
+
+ESTIMATE_FACTORS = (0.8, 1.2)
+"""An estimated or fitted value: +-20 %."""
+WIDE_FACTORS = (0.5, 2.0)
+"""Latency, failure rate and restart time: halved and doubled (published values spread that much)."""
+
+
+class SensitivityRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str = Field(description="The --set field moved (levels.*.lat_us: every level).")
+    why: str = Field(description="'estimate' (its source says so), 'fitted', or 'what-if' (a standard question).")
+    base: str = Field(description="Its value in the plan.")
+    low: str = Field(description="The low value tried (--set FIELD=low).")
+    high: str
+    gpus_low: int | None = Field(description="GPUs with the low value (null: infeasible).")
+    gpus_high: int | None
+    days_low: float | None = Field(description="Wall-clock days with the low value.")
+    days_high: float | None
+    swing: float = Field(description="max |GPUs / base GPUs - 1| over low and high (inf when one is infeasible).")
+
+
+class Sensitivity(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_gpus: int | None
+    base_days: float | None
+    rows: list[SensitivityRow]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _scaled(value: Any, factor: float, cap: float | None) -> Any:
+    if isinstance(value, list):
+        return [_scaled(v, factor, cap) for v in value]
+    out = float(value) * factor
+    return min(out, cap) if cap is not None else out
+
+
+def _fraction(key: str) -> bool:
+    """Profile values that are shares of a peak or of traffic: at most 1."""
+    return any(w in key for w in ("fraction", "overlap.", "sustained_factor", "sustained_clock_factor", "dp_exposed"))
+
+
+def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list[tuple[str, str, Any, float | None,
+                                                                                        tuple[float, float]]]:
+    """(--set field, why, current value, cap, factors) of every input to move."""
+    from planner.goodput import failures_dir
+    from planner.hardware import _spec_dir, hardware_names
+    from planner.profile import profile_dir, profile_names
+    from planner.sourced import load_toml
+
+    def doc_of(name: str, names: list[str], folder) -> dict:
+        path = folder / f"{name}.toml" if name.lower() in names else name
+        return load_toml(path, "file")
+
+    def raw(doc: Any, keys: Sequence[str]) -> Any:
+        node = doc
+        for k in keys:
+            node = node[int(k)] if isinstance(node, list) else node[k]
+        return node["value"] if isinstance(node, dict) and "value" in node else node
+
+    hw_doc = doc_of(gpu, hardware_names(), _spec_dir())
+    prof_doc = doc_of(profile or "paper", profile_names(), profile_dir())
+    out: list[tuple[str, str, Any, float | None, tuple[float, float]]] = []
+    seen: set[str] = set()
+
+    def add(field: str, why: str, value: Any, factors: tuple[float, float], cap: float | None = None) -> None:
+        if field in seen or isinstance(value, bool) or not isinstance(value, (int, float, list)):
+            return
+        if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                               for v in value):
+            return
+        seen.add(field)
+        out.append((field, why, value, cap, factors))
+
+    estimated = plan.depends_on.estimated_inputs if plan.depends_on else []
+    for item in estimated:
+        target, _, key = item.partition(".")
+        if target == "hardware":
+            keys = key.replace("[", ".").replace("]", "").split(".")
+            add(".".join(keys), "estimate", raw(hw_doc, keys), ESTIMATE_FACTORS,
+                1.0 if _fraction(key) else None)
+        elif target == "profile" and not key.startswith("framework."):
+            src = "fitted"
+            add(f"profile.{key}", src, raw(prof_doc, key.split(".")), ESTIMATE_FACTORS, 1.0 if _fraction(key) else None)
+        elif target == "goodput":
+            add(f"goodput.{key}", "estimate", raw(load_toml(failures_dir() / f"{failures}.toml"
+                                                            if "/" not in failures else failures, "file"), [key]),
+                WIDE_FACTORS)
+    levels = hw_doc.get("levels", [])
+    prof_lat = prof_doc.get("network", {}).get("latency_us")
+    if prof_lat is not None:
+        add("profile.network.latency_us", "what-if", raw(prof_doc, ["network", "latency_us"]), WIDE_FACTORS)
+    elif levels:
+        add("levels.*.lat_us", "what-if", raw(levels[-1], ["lat_us"]), WIDE_FACTORS)
+    if levels:
+        top = levels[-1]
+        add(f"levels.{top.get('name', len(levels) - 1)}.bw_bidir_GBps", "what-if", raw(top, ["bw_bidir_GBps"]),
+            WIDE_FACTORS)
+    if plan.goodput is not None:
+        fm_doc = load_toml(failures_dir() / f"{failures}.toml" if "/" not in failures else failures, "file")
+        for key in ("interruptions_per_gpu_hour", "restart_minutes"):
+            add(f"goodput.{key}", "what-if", raw(fm_doc, [key]), WIDE_FACTORS)
+    return out
+
+
+def _replan(kwargs: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    from planner import api
+
+    try:
+        p = api.plan(**kwargs)
+    except Infeasible:
+        return None, None
+    return p.gpus, p.wall_clock_days
+
+
+def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: str | None, failures: str,
+                jobs: int | None = None) -> Sensitivity:
+    """Re-plan `plan` (made by api.plan(**plan_kwargs)) with each input of `candidates` moved down and up."""
+    if not isinstance(gpu, str):
+        raise InvalidInput("--sensitivity needs the hardware by name or file")
+    rows_in = candidates(gpu, profile, failures, plan)
+    base_sets = list(plan_kwargs.get("overrides", ()))
+    tasks = []
+    for field, _why, value, cap, (lo, hi) in rows_in:
+        for factor in (lo, hi):
+            text = f"{field}={_fmt(_scaled(value, factor, cap))}"
+            tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
+    jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
+    if jobs == 1:
+        results = [_replan(t) for t in tasks]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_replan, tasks))
+    rows = []
+    for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
+        (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
+
+        def rel(g: int | None) -> float:
+            if plan.gpus is None:
+                return 0.0 if g is None else math.inf
+            return math.inf if g is None else abs(g / plan.gpus - 1.0)
+
+        rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_scaled(value, lo, cap)),
+                                   high=_fmt(_scaled(value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
+                                   days_high=d_hi, swing=max(rel(g_lo), rel(g_hi))))
+
+    def day_swing(r: SensitivityRow) -> float:
+        base = plan.wall_clock_days or 0.0
+        return max((abs(d - base) for d in (r.days_low, r.days_high) if d is not None), default=math.inf)
+
+    rows.sort(key=lambda r: (-r.swing, -day_swing(r), r.input))
+    return Sensitivity(base_gpus=plan.gpus, base_days=plan.wall_clock_days, rows=rows)
+
+
+def tornado_png(s: Sensitivity, path: str, title: str) -> str:
+    """A tornado chart: per input, the GPU count with its low and high value against the plan's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(reversed(s.rows))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+    base = s.base_gpus or 0
+    for y, r in enumerate(rows):
+        for k, (g, colour, label) in enumerate(((r.gpus_low, "tab:blue", r.low),
+                                                (r.gpus_high, "tab:orange", r.high))):
+            dy = -0.2 if k == 0 else 0.2  # low above high: the two labels never share a line
+            if g is None:
+                ax.text(base, y + dy, f" {label}: infeasible", va="center", fontsize=7, color=colour)
+                continue
+            ax.barh(y + dy, g - base, left=base, height=0.38, color=colour, alpha=0.8)
+            ax.text(max(g, base), y + dy, f" {label}" + (" (no change)" if g == base else ""), va="center",
+                    fontsize=7)
+    ax.axvline(base, color="black", linewidth=1)
+    ax.set_yticks(range(len(rows)), [r.input for r in rows], fontsize=8)
+    ax.set_xlabel(f"GPUs (plan: {base:,}); blue = low value, orange = high value")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["Sensitivity", "SensitivityRow", "candidates", "sensitivity", "tornado_png"]
