@@ -640,7 +640,9 @@ def write_doc() -> None:
             big = [f"`{f}` x{r:.2g}" for r, f in moves if abs(math.log(r)) > math.log(1.25)]
             w(f"- **{k[0].split('-')[1]} {k[1]}**: printed {_sci(printed3[k], 1)}, replay {_sci(e[0])} "
               f"({_x(e[0], printed3[k])}), planner {_sci(e[-1])} ({_x(e[-1], printed3[k])}). Steps that move it by "
-              f"more than x1.25: {', '.join(big) if big else 'none'}.")
+              f"more than x1.25: {', '.join(big) if big else 'none'}"
+              + ("; the search steps have not been run for this curve (`reproduce_paper.py --paper-search "
+                 f"{k[0]}`)." if None in e[2:-1] else "."))
         w("")
         w("The product of the factors is the planner's number over the replay's, so the gap between the printed "
           "value and ours is the replay's miss (the scoreboard) times these steps. Steps are not commutative: a "
