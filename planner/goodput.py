@@ -89,7 +89,8 @@ def parse_failure_model(doc: dict[str, Any], origin: str, require_source: bool =
         err = exc.errors()[0]
         names = {field: key for key, (field, _) in KEYS.items()}
         loc = ".".join(names.get(str(p), str(p)) for p in err["loc"])
-        raise InvalidInput(f"{origin}: {loc}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"{origin}: {loc}: {msg}") from None
 
 
 def failures_dir() -> Path:
@@ -116,7 +117,7 @@ def get_failure_model(name_or_path: str = "default", overrides: Sequence[Overrid
         return load_failure_file(name_or_path) if name is None else _shipped(name)
     path = Path(name_or_path) if name is None else failures_dir() / f"{name}.toml"
     doc = apply(load_toml(path, "failure model file"), overrides, "goodput")
-    return parse_failure_model(doc, f"{path} with --set", require_source=name is not None)
+    return parse_failure_model(doc, f"{name or path} with --set", require_source=name is not None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,8 +170,8 @@ def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
                        checkpoint_s=delta, interval_s=math.inf, restart_s=restart, goodput=1.0)
     mtbf = 1.0 / rate
     tau = model.checkpoint_interval_s or daly_interval_s(delta, mtbf)
-    exponent = (restart + tau + delta) / mtbf
-    if exponent > 700.0:  # e^700 ~ 1e304: no progress to float precision
+    exponent = (restart + tau + delta) / mtbf if mtbf > 0 else math.inf
+    if exponent > 700.0 or tau <= 0:  # e^700 ~ 1e304: no progress to float precision
         g = 0.0
     else:
         g = tau / (mtbf * math.exp(restart / mtbf) * math.expm1((tau + delta) / mtbf))

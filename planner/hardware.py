@@ -148,7 +148,8 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             err = exc.errors()[0]
             toml_key = {field: key for key, (field, _) in keys.items()}
             loc = ".".join(toml_key.get(str(p), str(p)) for p in err["loc"])
-            raise InvalidInput(f"{origin}: {where}{loc or 'hardware'}: {err['msg']}") from None
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            raise InvalidInput(f"{origin}: {where}{loc or 'hardware'}: {msg}") from None
 
     gpu = build(lambda: Gpu(**gpu_fields), "gpu.", GPU_KEYS)
     built = tuple(build(lambda lv=lv: NetworkLevel(**lv), f"levels[{k}].", LEVEL_KEYS) for k, lv in enumerate(levels))
@@ -186,7 +187,7 @@ def get_hardware(name_or_path: str, overrides: Sequence[Override] = ()) -> Hardw
         return load_hardware_file(name_or_path) if name is None else _load_shipped(name)
     path = Path(name_or_path) if name is None else _spec_dir() / f"{name}.toml"
     doc = apply(load_toml(path, "hardware file"), overrides, "hardware")
-    return parse_hardware(doc, f"{path} with --set", require_source=name is not None)
+    return parse_hardware(doc, f"{name or path} with --set", require_source=name is not None)
 
 
 def with_profile(hw: Hardware, profile: str | ExecutionProfile) -> Hardware:

@@ -23,13 +23,17 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
 from planner.overrides import Override, apply
 from planner.sourced import load_toml, shipped_name, unwrap
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+TileSide = Annotated[int, Field(ge=1, le=2**16)]
 
 
 class ExecutionProfile(BaseModel):
@@ -43,13 +47,13 @@ class ExecutionProfile(BaseModel):
     gemm_model: Literal["roofline", "measured"] = Field(
         "roofline", description="'roofline': App. 8.1.1's memory-hierarchy model at the sustained clock; 'measured': "
         "peak x the measured large-GEMM fraction x tile and wave quantization, or HBM-bound.")
-    gemm_peak_fraction: dict[str, float] = Field(
+    gemm_peak_fraction: dict[str, Fraction] = Field(
         default_factory=dict, description="'measured': 16-bit large-GEMM FLOP/s / peak, by GPU family (the first "
         "word of the GPU's name, e.g. 'H100'), and 'default'.")
-    gemm_fp8_peak_fraction: dict[str, float] = Field(
+    gemm_fp8_peak_fraction: dict[str, Fraction] = Field(
         default_factory=dict, description="'measured': the same for FP8 GEMMs against the FP8 peak.")
-    gemm_tile: tuple[int, int] = Field((128, 256), description="Output tile of a GEMM kernel (rows, columns): tile "
-                                       "and wave quantization.")
+    gemm_tile: tuple[TileSide, TileSide] = Field(
+        (128, 256), description="Output tile of a GEMM kernel (rows, columns): tile and wave quantization.")
     gemm_launch_s: float | None = Field(None, ge=0, description="Fixed time per GEMM kernel (None: the hardware "
                                         "file's matmul_latency).")
     attention_fwd_fraction: float = Field(0.70, gt=0, le=1, description="FlashAttention forward FLOP/s / peak.")
@@ -60,10 +64,10 @@ class ExecutionProfile(BaseModel):
                                             "bandwidth / peak.")
     layer_overhead_s: float = Field(0.0, ge=0, description="Fixed time per layer per microbatch, forward and "
                                     "backward (kernel launches and small kernels the operation list leaves out).")
-    collective_bw_fraction: tuple[float, ...] = Field(
+    collective_bw_fraction: tuple[Fraction, ...] = Field(
         (1.0,), min_length=1, description="Achieved bus bandwidth / link bandwidth, per network level bottom-up "
         "(the last value repeats for higher levels).")
-    collective_latency_s: tuple[float, ...] | None = Field(
+    collective_latency_s: tuple[Seconds, ...] | None = Field(
         None, min_length=1, description="One-way latency per network level bottom-up, replacing the hardware "
         "file's (None: the hardware file's; the last value repeats).")
     overlap_tp: float = Field(1.0, ge=0, le=1, description="Share of tensor-parallel traffic hidden under GEMMs.")
@@ -231,7 +235,7 @@ def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> Execut
         return load_profile_file(name_or_path) if name is None else _shipped(name)
     path = Path(name_or_path) if name is None else profile_dir() / f"{name}.toml"
     doc = apply(load_toml(path, "profile file"), overrides, "profile")
-    return parse_profile(doc, f"{path} with --set", require_source=name is not None)
+    return parse_profile(doc, f"{name or path} with --set", require_source=name is not None)
 
 
 PAPER = ExecutionProfile(name="paper", description="The paper's idealised model (App. 8.1.1-8.1.2).")
