@@ -576,3 +576,18 @@ def test_unusable_gpu_count_names_the_nearest_counts_on_both_sides(capsys):
     code, out, err = invoke(capsys, ["plan", "--compute", "1e28", "--gpus", "1000003"])
     assert code == 1
     assert "the nearest usable counts are 884736 and 1048576" in err
+
+
+def test_plan_trains_the_compute_asked_for_and_paper_budget_keeps_the_paper_rounding(capsys):
+    """The issue's headline: `plan --compute 1e28` trains 1e28 (the paper's rule trained 1.1751e28: 120 N_p^2 with
+    N_p = 2 x 512 x 49152 x 196608, a hand calculation in tests/test_workload.py)."""
+    code, out, _ = invoke(capsys, ["plan", "--compute", "1e28", "--json"])
+    assert code == 0
+    wl = json.loads(out)["workload"]
+    assert wl["compute_flop"] == pytest.approx(1e28, rel=0.005)
+    code, out, _ = invoke(capsys, ["plan", "--compute", "1e28", "--budget", "paper", "--json"])
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["workload"]["compute_flop"] == pytest.approx(1.1751e28, rel=1e-4)
+    assert doc["gpus"] == 2_359_296  # the paper-rounding answer README quoted before the exact budget
+    assert any("paper budget" in n for n in doc["notes"])
