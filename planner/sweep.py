@@ -80,6 +80,8 @@ class SweepResult(BaseModel):
     batch_scaling: str
     budget: str = Field("exact", description="How training tokens follow the inferred shape: 'exact' (the requested "
                         "compute) or 'paper' (20 N_p of the rounded shape).")
+    profile: str = Field("paper", description="The execution profile that priced every plan.")
+    overrides: list[str] = Field(default_factory=list, description="--set FIELD=VALUE overrides of every plan.")
     schedule: str
     dp_overlap: bool = Field(False, description="DP all-reduce overlapped with compute in every plan (--dp-overlap).")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour used for each plan's cost_usd.")
@@ -244,12 +246,15 @@ def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
-def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
+def solve_point(hw: str | Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
                 time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool = False,
-                price_per_gpu_hour: float | None = None, budget: str = "exact") -> Plan:
-    """One full plan; Infeasible becomes the infeasible Plan it carries."""
+                price_per_gpu_hour: float | None = None, budget: str = "exact", profile: str | None = None,
+                goodput: bool | None = None, overrides: Sequence[str] = ()) -> Plan:
+    """One full plan; Infeasible becomes the infeasible Plan it carries. With `overrides` or a `profile`, `hw` must
+    be the hardware's name or file (they apply to its document)."""
     try:
         return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, budget=budget,
+                        profile=profile, goodput=goodput, overrides=overrides,
                         schedule=schedule,
                         solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
                         price_per_gpu_hour=price_per_gpu_hour)
@@ -259,7 +264,7 @@ def solve_point(hw: Hardware, compute: float, days: float, sparse: bool, batch_s
             if not doc.explanation:
                 doc = doc.model_copy(update={"explanation": exc.explanation or str(exc)})
             return doc
-        return _infeasible_doc(hw, exc, compute, days)
+        return _infeasible_doc(api.resolve_hardware(hw) if isinstance(hw, str) else hw, exc, compute, days)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -285,6 +290,9 @@ def sweep(
     price_per_gpu_hour: float | None = None,
     finished: Mapping[tuple[str, float], Plan] | None = None,
     budget: str = "exact",
+    profile: str | None = None,
+    goodput: bool | None = None,
+    overrides: Sequence[str] = (),
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
@@ -296,7 +304,13 @@ def sweep(
         gpus = [gpus]
     if not gpus:
         raise InvalidInput("give at least one --gpu")
-    hws = [api.resolve_hardware(g) for g in gpus]
+    from planner.overrides import parse_overrides
+
+    sets = parse_overrides(overrides)
+    if (profile is not None or sets) and not all(isinstance(g, str) for g in gpus):
+        raise InvalidInput("a sweep with a profile or --set needs the hardware by name or file")
+    hws = [api.resolve(g, profile, sets) for g in gpus]
+    sources = {h.name: g for h, g in zip(hws, gpus)}  # what each worker re-reads (with the overrides)
     names = [h.name for h in hws]
     if len(set(names)) != len(names):
         raise InvalidInput(f"hardware listed twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
@@ -319,7 +333,11 @@ def sweep(
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
     args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour,
-            budget)
+            budget, profile, goodput, tuple(overrides))
+
+    def on(hw: Hardware) -> str | Hardware:
+        """What a worker plans on: the name or file when a profile or overrides apply to its document."""
+        return sources[hw.name] if (profile is not None or sets) else hw
     done = 0
     for k, (hw, c) in enumerate(tasks):
         earlier = (finished or {}).get((hw.name, c))
@@ -330,7 +348,7 @@ def sweep(
     if jobs == 1 or len(todo) <= 1:
         for k in todo:
             hw, c = tasks[k]
-            plan = solve_point(hw, c, *args)
+            plan = solve_point(on(hw), c, *args)
             results[k] = plan
             done += 1
             if progress:
@@ -341,7 +359,7 @@ def sweep(
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_exit_with_parent,
                                    initargs=(os.getpid(),))
         try:
-            pending = {pool.submit(solve_point, tasks[k][0], tasks[k][1], *args): k for k in todo}
+            pending = {pool.submit(solve_point, on(tasks[k][0]), tasks[k][1], *args): k for k in todo}
             while pending:
                 ready, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in sorted(ready, key=pending.__getitem__):
@@ -363,6 +381,7 @@ def sweep(
     summaries = [summarise(hw, grid, plans[i * n:(i + 1) * n]) for i, hw in enumerate(hws)]
     return SweepResult(
         hardware=names, compute_flop=grid, days=float(days), sparse=sparse, batch_scaling=batch_scaling, budget=budget,
+        profile=hws[0].profile.name if hws else "paper", overrides=list(overrides),
         schedule=schedule, dp_overlap=bool(dp_overlap), price_per_gpu_hour=price_per_gpu_hour,
         time_limit_s=time_limit_s, plans=plans, summaries=summaries,
         end_of_linear_scaling_flop={s.hardware: s.end_of_linear_scaling_flop for s in summaries},

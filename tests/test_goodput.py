@@ -234,3 +234,17 @@ def test_sensitivity_rows_include_failures_when_goodput_is_on():
     assert fields["goodput.restart_minutes"][4] == (0.5, 2.0)  # halved and doubled
     # fractions are capped at 1 when moved up
     assert all(c[3] == 1.0 for f, c in fields.items() if "fraction" in f)
+
+
+def test_sweep_takes_profile_goodput_and_set_in_its_workers():
+    """Each point of a realistic sweep with an override (solved in 2 worker processes) is the plan `api.plan` makes
+    with the same arguments."""
+    from planner.sweep import sweep
+
+    sets = ["goodput.restart_minutes=2"]
+    res = sweep(["h100"], 1e23, 1e24, 2, profile="realistic", overrides=sets, jobs=2, time_limit_s=30)
+    assert res.profile == "realistic" and res.overrides == sets
+    for c, p in zip(res.compute_flop, res.plans):
+        one = api.plan(c, "h100", 90, profile="realistic", overrides=sets, time_limit_s=30)
+        assert (p.gpus, p.goodput.goodput) == (one.gpus, pytest.approx(one.goodput.goodput, rel=1e-12))
+        assert p.overrides == sets

@@ -27,7 +27,8 @@ from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp", "tp_ff", "tp_model", "pp",
+              "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp",
+              "tp_ff", "tp_model", "pp",
               "interleave", "ep", "microbatches", "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens",
               "bottleneck", "solver_wall_s", "explanation")
 
@@ -57,7 +58,8 @@ def _requested(p: Plan) -> float:
 def sweep_table(res: SweepResult) -> Table:
     priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
-                    f"batch scaling {res.batch_scaling}, {res.budget} budget"
+                    f"batch scaling {res.batch_scaling}, {res.budget} budget, {res.profile} profile"
+                    + (f", {', '.join(res.overrides)}" if res.overrides else "")
                     + (", DP overlapped with compute" if res.dp_overlap else "")
                     + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days") + (("cost (USD)",) if priced else ()) \
@@ -72,7 +74,7 @@ def sweep_table(res: SweepResult) -> Table:
         t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
                   "-" if p.gpus is None else f"{p.gpus:,}",
                   "-" if p.mfu is None else f"{p.mfu:.3f}",
-                  "-" if p.training_days is None else f"{p.training_days:.1f}", *cost,
+                  "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
                   *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
                                                     str(lay.ep))),
                   "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
@@ -97,7 +99,9 @@ def plan_row(p: Plan) -> dict:
     row = {
         "hardware": p.hardware, "requested_compute_flop": wl.requested_compute_flop, "compute_flop": wl.compute_flop,
         "status": p.status, "solver_status": p.solver.status, "gpus": p.gpus, "nodes": p.nodes, "mfu": p.mfu,
-        "training_days": p.training_days, "step_time_s": p.step_time_s, "gpu_hours": p.gpu_hours,
+        "training_days": p.training_days, "wall_clock_days": p.wall_clock_days,
+        "goodput": None if p.goodput is None else p.goodput.goodput, "step_time_s": p.step_time_s,
+        "gpu_hours": p.gpu_hours,
         "cost_usd": p.cost_usd, "dp_overlap": p.dp_overlap, "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
@@ -363,6 +367,15 @@ def sweep_command(
         "--resume", help="With --csv: keep the points an interrupted run of the same sweep finished (FILE.plans.jsonl) "
         "and solve only the rest.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", help="Execution profile of every plan: paper (default), realistic, or a TOML file.",
+        metavar="paper|realistic|FILE.toml", show_default=False)] = None,
+    goodput: Annotated[bool | None, typer.Option(
+        "--goodput/--no-goodput", help="Plan with failures, checkpoints and restarts (default: the profile's).",
+        show_default=False)] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="FIELD=VALUE on a hardware, profile or failure-model field, for every plan (as `plan --set`).",
+        metavar="FIELD=VALUE", show_default=False)] = None,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
     from planner.api import _positive, resolve_hardware
@@ -377,6 +390,7 @@ def sweep_command(
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
     journal = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
     settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
+                "profile": profile, "goodput": goodput, "overrides": list(set_ or []),
                 "schedule": schedule.value,
                 "dp_overlap": dp_overlap, "price_per_gpu_hour": price_per_gpu_hour, "time_limit_s": time_limit}
     finished = read_journal(journal, settings) if (journal is not None and resume) else {}
@@ -411,7 +425,8 @@ def sweep_command(
         res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
                     jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
-                    finished=finished, budget=budget.value)
+                    finished=finished, budget=budget.value, profile=profile, goodput=goodput,
+                    overrides=list(set_ or []))
     except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
         if csv_file is not None and kept:
             grid = compute_grid(compute_from, compute_to, points)
