@@ -27,12 +27,15 @@ CASES = [
     ("1e26, realistic profile", dict(compute_flop=1e26, profile="realistic")),
     ("1e26, realistic, 2-min restarts", dict(compute_flop=1e26, profile="realistic",
                                              overrides=["goodput.restart_minutes=2"])),
+    ("1e28, paper profile, 365 days", dict(compute_flop=1e28, profile="paper", days=365.0)),
+    ("1e28, paper, 365 days, 1-min restarts", dict(compute_flop=1e28, profile="paper", days=365.0,
+                                                   overrides=["goodput.restart_minutes=1"])),
 ]
 
 
 def row(label: str, kw: dict, goodput: bool) -> str:
     try:
-        p = api.plan(gpu="h100", days=90, goodput=goodput, **kw)
+        p = api.plan(gpu="h100", goodput=goodput, **{"days": 90.0, **kw})
     except Infeasible as exc:
         return f"| {label} | {'on' if goodput else 'off'} | infeasible: {str(exc).split(':')[0]} | | | |"
     g = f"{p.goodput.goodput:.1%}" if p.goodput else "—"
@@ -41,7 +44,7 @@ def row(label: str, kw: dict, goodput: bool) -> str:
 
 
 def main() -> int:
-    print("| request (h100, 90 days) | goodput | GPUs | compute days | wall-clock days | goodput |")
+    print("| request (h100, 90 days unless stated) | failures | GPUs | compute days | wall-clock days | goodput |")
     print("|---|---|---|---|---|---|")
     for label, kw in CASES:
         for on in (False, True):
