@@ -325,13 +325,20 @@ def plan_rules(hw: Hardware, wl: Workload, rules: Rules, days: float = SIM_DEADL
     lo = max(1.0, math.floor(0.999 * wl.compute_flop / (deadline_s * hw.gpu.peak_flops
                                                           * hw.gpu.sustained_clock_factor)))
     while lo < MAX_GPUS:
-        t = candidate_tuples(hw, wl, rules, lo, 2 * lo)
+        hi = lo * WINDOW_RATIO
+        t = candidate_tuples(hw, wl, rules, lo, hi)
         if len(t):
             got = _best_at_least_gpus(hw, wl, rules, deadline_s, t)
             if got is not None:
                 return got
-        lo *= 2
+        lo = hi
     return None
+
+
+WINDOW_RATIO = 2.0**0.25
+"""GPU-count windows [lo, lo x 2^(1/4)): the answer does not depend on the windows (each holds whole counts and they
+are searched in increasing order), but a window's tuples are priced at once, and the sparse curves' relaxed steps
+held 22 GB in windows of a factor 2."""
 
 
 # --------------------------------------------------------------------------------------------------

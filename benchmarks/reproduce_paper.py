@@ -213,7 +213,8 @@ PARTS = ("table3-dense", "table3-sparse", "table4-dense", "wall-h100", "table3-r
 can run in parallel processes."""
 
 
-def run_paper_search(parts: tuple[str, ...] = PARTS) -> None:
+def run_paper_search(parts: tuple[str, ...] = PARTS, hardware: tuple[str, ...] = ()) -> None:
+    """`hardware`: run only these systems' curves, keeping the cached curves of the others."""
     from paper_search import WATERFALL, fit_crossing, price_notebook_row, read_notebook_rows, rules_at, sim_curve
 
     from planner import api
@@ -224,6 +225,10 @@ def run_paper_search(parts: tuple[str, ...] = PARTS) -> None:
         path = DATA / f"paper-search-{part}.json"
         curves = ([(k, h) for k in ("table3-dense", "table3-sparse") for h in BY_KEY[k].hardware]
                   if part == "table3-replay" else [(part, h) for h in BY_KEY[part].hardware])
+        if hardware:
+            cached = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+            out = [c for c in cached if c["hardware"] not in hardware]
+            curves = [(k, h) for k, h in curves if h in hardware]
         for key, name in curves:
             hw = api.resolve_hardware(name)
             steps: dict[str, list] = {}
@@ -864,6 +869,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"no sweeps: replay the simulator's final search and the waterfall for these parts (default "
                          f"all: {', '.join(PARTS)}) with benchmarks/paper_search.py, cache them, then write the "
                          "document")
+    ap.add_argument("--hardware", action="append", default=None, metavar="NAME",
+                    help="with --paper-search: run only these systems' curves (repeatable), keep the others' cache")
     ap.add_argument("--no-doc", action="store_true",
                     help="with --paper-search: do not write the document")
     ap.add_argument("--retry-unproven", type=float, default=None, metavar="SECONDS",
@@ -871,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
                          "this longer time limit (with --only: those scenarios), then write the document")
     a = ap.parse_args(argv)
     if a.paper_search is not None:
-        run_paper_search(tuple(a.paper_search) or PARTS)
+        run_paper_search(tuple(a.paper_search) or PARTS, tuple(a.hardware or ()))
     elif a.retry_unproven:
         for s in SCENARIOS:
             if not a.only or s.key in a.only:
