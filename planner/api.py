@@ -119,7 +119,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         ops=ev.ops,
         notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
         goodput=good, wall_clock_days=wall, overrides=list(overrides),
-        depends_on=depends_on(hw, failures),
+        depends_on=depends_on(hw, failures, wl),
     )
 
 
@@ -144,13 +144,42 @@ NOT_MODELLED = (
 )
 
 
-def depends_on(hw: Hardware, failures: FailureModel | None) -> DependsOn:
-    """What the plan rests on: its model's scope and the inputs whose sources call them estimates or fits."""
+def set_path(hw: Hardware, key: str) -> str:
+    """A hardware file key as --set spells it: levels[1].lat_us -> levels.InfiniBand.lat_us."""
+    if key.startswith("levels["):
+        k, rest = key[len("levels["):].split("]", 1)
+        return f"levels.{hw.levels[int(k)].name}{rest}"
+    return key
+
+
+def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
+    """Whether a profile value can change this plan: not another framework's override, not another GPU family's
+    or precision's GEMM efficiency, no GEMM efficiency under the roofline model."""
+    prof = hw.profile
+    if key.startswith("framework."):
+        return False
+    for table, fp8 in (("gemm.peak_fraction.", False), ("gemm.fp8_peak_fraction.", True)):
+        if key.startswith(table):
+            if prof.gemm_model != "measured" or (wl is not None and (wl.precision == "fp8") != fp8):
+                return False
+            family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
+            entries = prof.gemm_fp8_peak_fraction if fp8 else prof.gemm_peak_fraction
+            has_family = any(e.upper() == family for e in entries)
+            entry = key[len(table):]
+            return entry.upper() == family or (entry == "default" and not has_family)
+    if key.startswith("gemm.") and key != "gemm.model" and prof.gemm_model != "measured":
+        return False
+    return True
+
+
+def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None = None) -> DependsOn:
+    """What the plan rests on: its model's scope and the inputs whose sources call them estimates or fits, named as
+    --set spells them (gpu.l2_GBps, profile.overlap.tp, goodput.restart_minutes)."""
     from planner.hardware import estimated_fields
 
-    est = [f"hardware.{k}" for k in estimated_fields(hw)]
+    est = [set_path(hw, k) for k in estimated_fields(hw)]
     est += [f"profile.{k}" for k, src in sorted(hw.profile.sources.items())
-            if "estimate" in src.lower() or "fitted" in src.lower()]
+            if ("estimate" in src.lower() or "fitted" in src.lower()) and _applies(hw, wl, k)]
     if failures is not None:
         est += [f"goodput.{k}" for k, src in sorted(failures.sources.items()) if "estimate" in src.lower()]
     not_modelled = list(NOT_MODELLED)
@@ -305,8 +334,12 @@ def plan(
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     fm: FailureModel | None = failure_model(failures, sets)  # validated (and its overrides) even when goodput is off
+    ignored = []
     if not (hw.profile.goodput if goodput is None else goodput):
         fm = None
+        if failures != "default" or any(o.target == "goodput" for o in sets):
+            ignored.append(f"goodput is off ({hw.profile.name} profile{', --no-goodput' if goodput is False else ''}):"
+                           " the failure model and --set goodput.* do not change this plan; --goodput applies them")
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}")
     if schedule not in SCHEDULES:
@@ -380,12 +413,12 @@ def plan(
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
-            depends_on=depends_on(hw, fm), overrides=[o.text for o in sets],
+            depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
-    notes = []
+    notes = list(ignored)
     if workload.requested_compute_flop:
         ratio = workload.compute_flop / workload.requested_compute_flop
         if abs(ratio - 1.0) > 0.005:

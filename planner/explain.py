@@ -473,14 +473,16 @@ def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureM
     fastest = need / (best * at.goodput) / SECONDS_PER_DAY if at.goodput > 0 else math.inf
     lam = failures.interruptions_per_gpu_hour
     return "\n".join([
-        f"failures rule out every cluster: with {lam:.3g} interruptions per GPU-hour and "
-        f"{failures.restart_s / 60:.3g}-minute restarts (failure model '{failures.name}'), no cluster of {hw.name} "
-        f"trains this model in {days:g} wall-clock days",
+        f"failures rule out every cluster: with {lam:.3g} interruptions per GPU-hour, "
+        f"{failures.restart_s / 60:.3g}-minute restarts and {failures.storage_Bps_per_gpu / 1e9:.3g} GB/s of "
+        f"checkpoint storage per GPU (failure model '{failures.name}'), no cluster of {hw.name} trains this model in "
+        f"{days:g} wall-clock days",
         f"the job is interrupted every 1/(lambda N) hours, so goodput falls as the cluster grows: the most useful "
         f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput {at.goodput:.1%}), "
         f"where even at peak FLOP/s training takes at least {fastest:,.1f} wall-clock days",
-        "feasible instead: more days, a lower interruption rate or faster restarts (--set goodput.restart_minutes=2), "
-        "or --no-goodput for the failure-free answer"])
+        f"feasible instead: at least {fastest:,.0f} days on that cluster, or a lower interruption rate, faster "
+        f"restarts or faster checkpoints (--set goodput.interruptions_per_gpu_hour=..., goodput.restart_minutes=..., "
+        f"goodput.storage_GBps_per_gpu=...; --sensitivity ranks them), or --no-goodput for the failure-free answer"])
 
 
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,

@@ -165,9 +165,11 @@ def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
     delta = size / (n * model.storage_Bps_per_gpu)
     restart = model.restart_s + delta
     rate = model.interruptions_per_gpu_hour * n / HOUR_S
-    if rate <= 0.0:
+    if rate <= 0.0:  # no interruptions: checkpoints only if the file asks for them
+        tau0 = model.checkpoint_interval_s
         return Goodput(failure_model=model.name, gpus=int(n), mtbf_s=math.inf, checkpoint_bytes=size,
-                       checkpoint_s=delta, interval_s=math.inf, restart_s=restart, goodput=1.0)
+                       checkpoint_s=delta, interval_s=tau0 or math.inf, restart_s=restart,
+                       goodput=1.0 if tau0 is None else tau0 / (tau0 + delta))
     mtbf = 1.0 / rate
     tau = model.checkpoint_interval_s or daly_interval_s(delta, mtbf)
     exponent = (restart + tau + delta) / mtbf if mtbf > 0 else math.inf

@@ -152,6 +152,9 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             raise InvalidInput(f"{origin}: {where}{loc or 'hardware'}: {msg}") from None
 
     gpu = build(lambda: Gpu(**gpu_fields), "gpu.", GPU_KEYS)
+    if not math.isfinite(gpu.peak_flops) or gpu.peak_flops > 1e21:
+        raise InvalidInput(f"{origin}: gpu: a peak of {gpu.peak_flops:.3g} FLOP/s (sms x threads_per_sm x "
+                           "flop_per_clock_per_thread x max_clock) is not a GPU; at most 1e21 FLOP/s is accepted")
     built = tuple(build(lambda lv=lv: NetworkLevel(**lv), f"levels[{k}].", LEVEL_KEYS) for k, lv in enumerate(levels))
     hw = build(lambda: Hardware(name=doc["name"], description=doc.get("description", ""),
                                 gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources),

@@ -81,6 +81,8 @@ def _unit(key: str, scale: float | None, finfo: FieldInfo | None) -> str:
 def _type_text(annotation: Any) -> str:
     """A field's type in file terms: number, whole number, true or false, one of '...', a list or a table."""
     origin = get_origin(annotation)
+    if origin is typing.Annotated:  # a constrained element type (Fraction, TileSide): its base type
+        return _type_text(get_args(annotation)[0])
     args = [a for a in get_args(annotation) if a is not type(None)]
     if origin in (typing.Union, types.UnionType):
         return _type_text(args[0]) if len(args) == 1 else " or ".join(_type_text(a) for a in args)

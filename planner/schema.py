@@ -596,8 +596,9 @@ class DependsOn(_Frozen):
 
     modelled: list[str] = Field(description="What the cost model prices.")
     not_modelled: list[str] = Field(description="What it leaves out.")
-    estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits "
-                                        "(hardware.*, profile.*, goodput.*).")
+    estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits and "
+                                        "that can change this plan, as --set names them (gpu.*, levels.NAME.*, "
+                                        "profile.*, goodput.*).")
 
 
 from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)

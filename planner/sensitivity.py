@@ -42,7 +42,10 @@ class SensitivityRow(BaseModel):
     gpus_high: int | None
     days_low: float | None = Field(description="Wall-clock days with the low value.")
     days_high: float | None
-    swing: float = Field(description="max |GPUs / base GPUs - 1| over low and high (inf when one is infeasible).")
+    swing: float = Field(description="GPU swing: max |GPUs / plan's GPUs - 1| over low and high (inf when one is "
+                         "infeasible).")
+    days_swing: float = Field(0.0, description="Days swing: max |wall-clock days / plan's - 1| over low and high "
+                              "(inf when one is infeasible).")
 
 
 class Sensitivity(BaseModel):
@@ -100,23 +103,41 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
         if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                for v in value):
             return
+        if _scaled(value, factors[0], cap) == _scaled(value, factors[1], cap):
+            return  # both ends equal (a zero): moving it cannot change the plan
         seen.add(field)
         out.append((field, why, value, cap, factors))
 
+    from planner import api
+
+    hw = api.resolve(gpu, profile)
+    fm_path = failures_dir() / f"{failures}.toml" if "/" not in failures and not failures.endswith(".toml") \
+        else failures
+    fm_doc = load_toml(fm_path, "failure model file")
+
+    def kind(src: str) -> str:
+        return "fitted" if "fitted" in src.lower() else "estimate"
+
     estimated = plan.depends_on.estimated_inputs if plan.depends_on else []
+    levels_doc = hw_doc.get("levels", [])
     for item in estimated:
-        target, _, key = item.partition(".")
-        if target == "hardware":
-            keys = key.replace("[", ".").replace("]", "").split(".")
-            add(".".join(keys), "estimate", raw(hw_doc, keys), ESTIMATE_FACTORS,
+        if item.startswith("profile."):
+            key = item[len("profile."):]
+            add(item, kind(hw.profile.sources.get(key, "")), raw(prof_doc, key.split(".")), ESTIMATE_FACTORS,
                 1.0 if _fraction(key) else None)
-        elif target == "profile" and not key.startswith("framework."):
-            src = "fitted"
-            add(f"profile.{key}", src, raw(prof_doc, key.split(".")), ESTIMATE_FACTORS, 1.0 if _fraction(key) else None)
-        elif target == "goodput":
-            add(f"goodput.{key}", "estimate", raw(load_toml(failures_dir() / f"{failures}.toml"
-                                                            if "/" not in failures else failures, "file"), [key]),
-                WIDE_FACTORS)
+        elif item.startswith("goodput."):
+            key = item[len("goodput."):]
+            add(item, "estimate", raw(fm_doc, [key]), WIDE_FACTORS)
+        elif item.startswith("levels."):
+            _, name, key = item.split(".", 2)
+            names = [str(lv.get("name", "")) for lv in levels_doc]
+            if name in names:
+                k = names.index(name)
+                add(item, kind(hw.sources.get(f"levels[{k}].{key}", "")), raw(levels_doc[k], [key]),
+                    ESTIMATE_FACTORS)
+        else:
+            add(item, kind(hw.sources.get(item, "")), raw(hw_doc, item.split(".")), ESTIMATE_FACTORS,
+                1.0 if _fraction(item) else None)
     levels = hw_doc.get("levels", [])
     prof_lat = prof_doc.get("network", {}).get("latency_us")
     if prof_lat is not None:
@@ -128,7 +149,6 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
         add(f"levels.{top.get('name', len(levels) - 1)}.bw_bidir_GBps", "what-if", raw(top, ["bw_bidir_GBps"]),
             WIDE_FACTORS)
     if plan.goodput is not None:
-        fm_doc = load_toml(failures_dir() / f"{failures}.toml" if "/" not in failures else failures, "file")
         for key in ("interruptions_per_gpu_hour", "restart_minutes"):
             add(f"goodput.{key}", "what-if", raw(fm_doc, [key]), WIDE_FACTORS)
     return out
@@ -171,15 +191,18 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
                 return 0.0 if g is None else math.inf
             return math.inf if g is None else abs(g / plan.gpus - 1.0)
 
+        def rel_days(d: float | None) -> float:
+            base = plan.wall_clock_days
+            if base is None or not base:
+                return 0.0 if d is None else math.inf
+            return math.inf if d is None else abs(d / base - 1.0)
+
         rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_scaled(value, lo, cap)),
                                    high=_fmt(_scaled(value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
-                                   days_high=d_hi, swing=max(rel(g_lo), rel(g_hi))))
+                                   days_high=d_hi, swing=max(rel(g_lo), rel(g_hi)),
+                                   days_swing=max(rel_days(d_lo), rel_days(d_hi))))
 
-    def day_swing(r: SensitivityRow) -> float:
-        base = plan.wall_clock_days or 0.0
-        return max((abs(d - base) for d in (r.days_low, r.days_high) if d is not None), default=math.inf)
-
-    rows.sort(key=lambda r: (-r.swing, -day_swing(r), r.input))
+    rows.sort(key=lambda r: (-r.swing, -r.days_swing, r.input))
     return Sensitivity(base_gpus=plan.gpus, base_days=plan.wall_clock_days, rows=rows)
 
 

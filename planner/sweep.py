@@ -247,7 +247,7 @@ def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
 
 
 def solve_point(hw: str | Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
-                time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool = False,
+                time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool | None = False,
                 price_per_gpu_hour: float | None = None, budget: str = "exact", profile: str | None = None,
                 goodput: bool | None = None, overrides: Sequence[str] = ()) -> Plan:
     """One full plan; Infeasible becomes the infeasible Plan it carries. With `overrides` or a `profile`, `hw` must
@@ -286,7 +286,7 @@ def sweep(
     jobs: int = 2,
     progress: ProgressCallback | None = None,
     solver: str = "cpsat",
-    dp_overlap: bool = False,
+    dp_overlap: bool | None = False,
     price_per_gpu_hour: float | None = None,
     finished: Mapping[tuple[str, float], Plan] | None = None,
     budget: str = "exact",
@@ -332,6 +332,8 @@ def sweep(
 
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
+    if dp_overlap is None:  # the profile's default, as `plan`
+        dp_overlap = hws[0].profile.dp_overlap if hws else False
     args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour,
             budget, profile, goodput, tuple(overrides))
 

@@ -248,3 +248,33 @@ def test_sweep_takes_profile_goodput_and_set_in_its_workers():
         one = api.plan(c, "h100", 90, profile="realistic", overrides=sets, time_limit_s=30)
         assert (p.gpus, p.goodput.goodput) == (one.gpus, pytest.approx(one.goodput.goodput, rel=1e-12))
         assert p.overrides == sets
+
+
+def test_review_fixes(capsys, tmp_path: Path):
+    # a bad --tornado path is refused before any planning (exit 2, one line)
+    for bad in ("/nonexistent/x.png", str(tmp_path / "x.txt")):
+        code, _, err = invoke(capsys, ["plan", "--compute", "1e22", "--sensitivity", "--tornado", bad])
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "--tornado" in err
+    # evaluate --plan keeps the overrides the plan was made with (HBM 400 GB: fits there, not on a stock h100)
+    code, out, _ = invoke(capsys, ["plan", "--compute", "1e24", "--set", "gpu.hbm_GB=400", "--json"])
+    assert code == 0
+    saved = tmp_path / "p.json"
+    saved.write_text(out)
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(saved), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["overrides"] == ["gpu.hbm_GB=400"]
+    # failure-model inputs with goodput off are named as having no effect
+    p = api.plan(1e22, "h100", 30, overrides=["goodput.restart_minutes=2"])
+    assert p.goodput is None and any("goodput is off" in n for n in p.notes)
+    # a clock that makes the peak overflow is refused
+    code, _, err = invoke(capsys, ["plan", "--compute", "1e22", "--set", "gpu.max_clock_MHz=1e300"])
+    assert code == 2 and "is not a GPU" in err
+    # no interruptions but a fixed checkpoint interval: the checkpoints still cost tau / (tau + delta)
+    fm = FailureModel(name="z", interruptions_per_gpu_hour=0.0, storage_Bps_per_gpu=1e9, restart_s=60.0,
+                      checkpoint_interval_s=3600.0)
+    g = goodput_at(fm, 1000, 1e12 / 14)  # delta = 1 s
+    assert g.goodput == pytest.approx(3600 / 3601)
+    # estimated inputs are named as --set spells them, and can be pasted back
+    r = api.plan(1e22, "b200", 30)
+    assert "gpu.l2_GBps" in r.depends_on.estimated_inputs
+    api.plan(1e22, "b200", 30, overrides=[f"{r.depends_on.estimated_inputs[0]}=7000"])

@@ -176,7 +176,7 @@ BatchScalingOpt = Annotated[BatchScaling | None, typer.Option(
 BudgetOpt = Annotated[Budget, typer.Option(
     "--budget", help="With --compute: 'exact' trains the compute asked for (the training tokens absorb the shape's "
     "hardware-friendly rounding, in whole optimizer steps); 'paper' takes D = 20 N_p of the rounded shape, as the "
-    "paper's tables do (0.88x to 1.38x of the request).", rich_help_panel=_W, case_sensitive=False)]
+    "paper's tables do (about 0.7x to 1.5x of the request).", rich_help_panel=_W, case_sensitive=False)]
 DModelOpt = Annotated[float | None, _number_option("--d-model", help="Explicit shape: d_model.", rich_help_panel=_W,
                                                  show_default=False)]
 DFfOpt = Annotated[float | None, _number_option("--d-ff", help="Explicit shape: d_ff.", rich_help_panel=_W,
@@ -546,6 +546,11 @@ def plan_command(
         raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
     if tornado is not None and not sensitivity:
         raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
+    if tornado is not None:
+        if tornado.suffix.lower() != ".png":
+            raise InvalidInput(f"--tornado {tornado}: the chart is a PNG; give a FILE.png")
+        if not tornado.parent.is_dir() or not os.access(tornado.parent, os.W_OK):
+            raise InvalidInput(f"--tornado {tornado}: directory {tornado.parent} does not exist or is not writable")
     if sensitivity and emit is not None:
         raise InvalidInput("--sensitivity and --emit: give one")
     if workers < 1:
@@ -778,9 +783,13 @@ def evaluate_command(
         if clash:
             raise InvalidInput(f"--plan gives the workload and the layout; drop {', '.join(clash)}")
         doc = _load_plan_file(plan_file)
+        if doc.overrides:  # the plan's what-if holds for its re-evaluation (new --set values come after, and win)
+            sets = parse_overrides([*doc.overrides, *[o.text for o in sets]])
         hw = api.resolve(_hardware_of_plan(doc, gpu), profile or doc.profile, sets)
         wl = _workload_of_plan(doc)
         layout, notes = _layout_of_plan(doc, hw, wl)
+        if doc.overrides:
+            notes.append(f"with the plan's overrides: {', '.join(doc.overrides)}")
         if days is None:
             days = doc.deadline_days
         dp_overlap = doc.dp_overlap if dp_overlap is None else dp_overlap

@@ -171,16 +171,17 @@ def sensitivity_table(plan: Plan) -> Table:
     sens = _part(plan.sensitivity, "sensitivity")
     t = Table(title=f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
                     f"{fmt_days(sens.base_days)})", title_justify="left")
-    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "swing"):
-        t.add_column(col, justify="right" if col == "swing" else "left")
+    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU swing", "days swing"):
+        t.add_column(col, justify="right" if "swing" in col else "left", no_wrap=col == "input")
 
     def cell(value: str, g: int | None, d: float | None) -> str:
         return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
 
     for r in sens.rows:
         swing = "infeasible" if r.swing == float("inf") else f"{r.swing:.1%}"
+        days = "infeasible" if r.days_swing == float("inf") else f"{r.days_swing:.1%}"
         t.add_row(r.input, r.why, r.base, cell(r.low, r.gpus_low, r.days_low), cell(r.high, r.gpus_high, r.days_high),
-                  swing)
+                  swing, days)
     return t
 
 

@@ -62,7 +62,8 @@ def sweep_table(res: SweepResult) -> Table:
                     + (f", {', '.join(res.overrides)}" if res.overrides else "")
                     + (", DP overlapped with compute" if res.dp_overlap else "")
                     + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
-    cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days") + (("cost (USD)",) if priced else ()) \
+    cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days (wall-clock)") \
+        + (("cost (USD)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
     for col in cols:
         t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
@@ -345,10 +346,11 @@ def sweep_command(
     schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")] = ScheduleChoice.auto,
     days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
                                         help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
-    dp_overlap: Annotated[bool, typer.Option(
-        "--dp-overlap",
-        help="Let the DP gradient all-reduce overlap with compute (default: its own phase, docs/model.md §6).")
-    ] = False,
+    dp_overlap: Annotated[bool | None, typer.Option(
+        "--dp-overlap/--no-dp-overlap",
+        help="Let the DP gradient all-reduce overlap with compute (default: the profile's: its own phase in the "
+        "paper's, overlapped in the realistic one; docs/model.md §6).", show_default=False)
+    ] = None,
     price_per_gpu_hour: Annotated[float | None, typer.Option(
         "--price-per-gpu-hour", parser=_number, metavar="USD", show_default=False,
         help="Price per GPU-hour; adds each point's cost (table, CSV, JSON).")] = None,

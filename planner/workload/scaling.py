@@ -45,7 +45,7 @@ BUDGETS: tuple[str, ...] = ("exact", "paper")
 
 * "exact" (what `plan --compute` uses): the tokens absorb the shape's rounding, as a whole number of optimizer
   steps, so the plan trains the compute asked for (within half a step: below 0.5 % from 100 steps up);
-* "paper": D = 20 x the rounded N_p (App. 8.1.4), so the trained compute moves with the rounding (0.88x to 1.38x of
+* "paper": D = 20 x the rounded N_p (App. 8.1.4), so the trained compute moves with the rounding (about 0.7x to 1.5x of
   the request); the paper reproduction uses it, because its tables were computed that way."""
 
 MIN_COMPUTE_FLOP = 1e18
