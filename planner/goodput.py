@@ -31,8 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
-from planner.overrides import Override, apply
-from planner.sourced import load_toml, shipped_name, unwrap
+from planner.overrides import Override
+from planner.sourced import load_sourced, load_toml, unwrap
 
 HOUR_S = 3600.0
 MINUTE_S = 60.0
@@ -112,12 +112,8 @@ def _shipped(name: str) -> FailureModel:
 
 def get_failure_model(name_or_path: str = "default", overrides: Sequence[Override] = ()) -> FailureModel:
     """A shipped failure model ('default') or a path to a user TOML file, with `overrides` (--set goodput.*)."""
-    name = shipped_name(name_or_path, failure_model_names(), "failure model")
-    if not any(o.target == "goodput" for o in overrides):
-        return load_failure_file(name_or_path) if name is None else _shipped(name)
-    path = Path(name_or_path) if name is None else failures_dir() / f"{name}.toml"
-    doc = apply(load_toml(path, "failure model file"), overrides, "goodput")
-    return parse_failure_model(doc, f"{name or path} with --set", require_source=name is not None)
+    return load_sourced(name_or_path, failure_model_names(), failures_dir(), "failure model", "failure model file",
+                        "goodput", parse_failure_model, _shipped, overrides)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,18 +154,15 @@ class Goodput(BaseModel):
     goodput: float = Field(description="Compute time / expected wall-clock time, in [0, 1].")
 
 
-def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
-    """Daly's expected goodput of a job on `gpus` GPUs training a model of `params` parameters."""
-    n = float(gpus)
-    size = checkpoint_bytes(params)
+def _daly(model: FailureModel, n: float, size: float) -> tuple[float, float, float, float, float]:
+    """(goodput, MTBF, checkpoint write time delta, interval tau, restart R) on `n` GPUs for a checkpoint of `size`
+    bytes: Daly's expected time (module docstring), in plain floats (the search evaluates it thousands of times)."""
     delta = size / (n * model.storage_Bps_per_gpu)
     restart = model.restart_s + delta
     rate = model.interruptions_per_gpu_hour * n / HOUR_S
     if rate <= 0.0:  # no interruptions: checkpoints only if the file asks for them
         tau0 = model.checkpoint_interval_s
-        return Goodput(failure_model=model.name, gpus=int(n), mtbf_s=math.inf, checkpoint_bytes=size,
-                       checkpoint_s=delta, interval_s=tau0 or math.inf, restart_s=restart,
-                       goodput=1.0 if tau0 is None else tau0 / (tau0 + delta))
+        return (1.0 if tau0 is None else tau0 / (tau0 + delta)), math.inf, delta, tau0 or math.inf, restart
     mtbf = 1.0 / rate
     tau = model.checkpoint_interval_s or daly_interval_s(delta, mtbf)
     exponent = (restart + tau + delta) / mtbf if mtbf > 0 else math.inf
@@ -177,17 +170,26 @@ def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
         g = 0.0
     else:
         g = tau / (mtbf * math.exp(restart / mtbf) * math.expm1((tau + delta) / mtbf))
-    return Goodput(failure_model=model.name, gpus=int(n), mtbf_s=mtbf, checkpoint_bytes=size, checkpoint_s=delta,
-                   interval_s=tau, restart_s=restart, goodput=min(1.0, g))
+    return min(1.0, g), mtbf, delta, tau, restart
+
+
+def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
+    """Daly's expected goodput of a job on `gpus` GPUs training a model of `params` parameters, with its terms."""
+    size = checkpoint_bytes(params)
+    g, mtbf, delta, tau, restart = _daly(model, float(gpus), size)
+    return Goodput(failure_model=model.name, gpus=int(gpus), mtbf_s=mtbf, checkpoint_bytes=size, checkpoint_s=delta,
+                   interval_s=tau, restart_s=restart, goodput=g)
 
 
 def goodput_fraction(model: FailureModel, params: float):
     """g(N) as a function of the GPU count, for the search (scalar or numpy array in, same out)."""
     import numpy as np
 
+    size = checkpoint_bytes(params)
+
     def g(n):
         arr = np.atleast_1d(np.asarray(n, dtype=np.float64))
-        out = np.array([goodput_at(model, float(x), params).goodput for x in arr])
+        out = np.array([_daly(model, float(x), size)[0] for x in arr])
         return out if np.ndim(n) else float(out[0])
     return g
 

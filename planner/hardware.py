@@ -34,10 +34,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidInput
-from planner.overrides import Override, apply
+from planner.overrides import Override
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Gpu, Hardware, NetworkLevel
-from planner.sourced import load_toml, shipped_name, unwrap
+from planner.sourced import load_sourced, load_toml, unwrap
 
 KiB = 1024
 MiB = 1024**2
@@ -185,12 +185,8 @@ def _load_shipped(name: str) -> Hardware:
 def get_hardware(name_or_path: str, overrides: Sequence[Override] = ()) -> Hardware:
     """A shipped hardware name (e.g. 'h100') or a path to a user TOML file; `overrides` (planner.overrides, --set)
     change fields of its document before it is validated, as an edited copy would."""
-    name = shipped_name(name_or_path, hardware_names(), "GPU/hardware")
-    if not any(o.target == "hardware" for o in overrides):
-        return load_hardware_file(name_or_path) if name is None else _load_shipped(name)
-    path = Path(name_or_path) if name is None else _spec_dir() / f"{name}.toml"
-    doc = apply(load_toml(path, "hardware file"), overrides, "hardware")
-    return parse_hardware(doc, f"{name or path} with --set", require_source=name is not None)
+    return load_sourced(name_or_path, hardware_names(), _spec_dir(), "GPU/hardware", "hardware file", "hardware",
+                        parse_hardware, _load_shipped, overrides)
 
 
 def with_profile(hw: Hardware, profile: str | ExecutionProfile) -> Hardware:

@@ -28,8 +28,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
-from planner.overrides import Override, apply
-from planner.sourced import load_toml, shipped_name, unwrap
+from planner.overrides import Override
+from planner.sourced import load_sourced, load_toml, unwrap
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -230,12 +230,8 @@ def _shipped(name: str) -> ExecutionProfile:
 def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
     applied to its document before validation."""
-    name = shipped_name(name_or_path, profile_names(), "execution profile")
-    if not any(o.target == "profile" for o in overrides):
-        return load_profile_file(name_or_path) if name is None else _shipped(name)
-    path = Path(name_or_path) if name is None else profile_dir() / f"{name}.toml"
-    doc = apply(load_toml(path, "profile file"), overrides, "profile")
-    return parse_profile(doc, f"{name or path} with --set", require_source=name is not None)
+    return load_sourced(name_or_path, profile_names(), profile_dir(), "execution profile", "profile file", "profile",
+                        parse_profile, _shipped, overrides)
 
 
 PAPER = ExecutionProfile(name="paper", description="The paper's idealised model (App. 8.1.1-8.1.2).")

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,14 +78,13 @@ def _fraction(key: str) -> bool:
 def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list[tuple[str, str, Any, float | None,
                                                                                         tuple[float, float]]]:
     """(--set field, why, current value, cap, factors) of every input to move."""
-    from planner.goodput import failures_dir
+    from planner.goodput import failure_model_names, failures_dir
     from planner.hardware import _spec_dir, hardware_names
     from planner.profile import profile_dir, profile_names
-    from planner.sourced import load_toml
+    from planner.sourced import file_of, load_toml
 
-    def doc_of(name: str, names: list[str], folder) -> dict:
-        path = folder / f"{name}.toml" if name.lower() in names else name
-        return load_toml(path, "file")
+    def doc_of(name: str, names: list[str], folder: Path, what: str) -> dict:
+        return load_toml(file_of(name, names, folder, what)[0], f"{what} file")
 
     def raw(doc: Any, keys: Sequence[str]) -> Any:
         node = doc
@@ -92,8 +92,9 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
             node = node[int(k)] if isinstance(node, list) else node[k]
         return node["value"] if isinstance(node, dict) and "value" in node else node
 
-    hw_doc = doc_of(gpu, hardware_names(), _spec_dir())
-    prof_doc = doc_of(profile or "paper", profile_names(), profile_dir())
+    hw_doc = doc_of(gpu, hardware_names(), _spec_dir(), "hardware")
+    prof_doc = doc_of(profile or "paper", profile_names(), profile_dir(), "profile")
+    fm_doc = doc_of(failures, failure_model_names(), failures_dir(), "failure model")
     out: list[tuple[str, str, Any, float | None, tuple[float, float]]] = []
     seen: set[str] = set()
 
@@ -111,9 +112,6 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     from planner import api
 
     hw = api.resolve(gpu, profile)
-    fm_path = failures_dir() / f"{failures}.toml" if "/" not in failures and not failures.endswith(".toml") \
-        else failures
-    fm_doc = load_toml(fm_path, "failure model file")
 
     def kind(src: str) -> str:
         return "fitted" if "fitted" in src.lower() else "estimate"
@@ -182,25 +180,19 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(_replan, tasks))
+    def rel(value: float | None, base: float | None) -> float:
+        """|value / base - 1|; infinite when one of the two plans is infeasible (None) and the other not."""
+        if base is None or not base:
+            return 0.0 if value is None else math.inf
+        return math.inf if value is None else abs(value / base - 1.0)
+
     rows = []
     for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
         (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
-
-        def rel(g: int | None) -> float:
-            if plan.gpus is None:
-                return 0.0 if g is None else math.inf
-            return math.inf if g is None else abs(g / plan.gpus - 1.0)
-
-        def rel_days(d: float | None) -> float:
-            base = plan.wall_clock_days
-            if base is None or not base:
-                return 0.0 if d is None else math.inf
-            return math.inf if d is None else abs(d / base - 1.0)
-
         rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_scaled(value, lo, cap)),
                                    high=_fmt(_scaled(value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
-                                   days_high=d_hi, swing=max(rel(g_lo), rel(g_hi)),
-                                   days_swing=max(rel_days(d_lo), rel_days(d_hi))))
+                                   days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),
+                                   days_swing=max(rel(d_lo, plan.wall_clock_days), rel(d_hi, plan.wall_clock_days))))
 
     rows.sort(key=lambda r: (-r.swing, -r.days_swing, r.input))
     return Sensitivity(base_gpus=plan.gpus, base_days=plan.wall_clock_days, rows=rows)

@@ -1,12 +1,13 @@
-"""TOML data files whose values carry their sources (hardware_specs/*.toml, profiles/*.toml): reading one sourced
-value, one file, and a shipped name or a user's path, the same way for both."""
+"""TOML data files whose values carry their sources (hardware_specs/*.toml, profiles/*.toml, failures/*.toml): reading
+one sourced value, one file, and a shipped name or a user's path (with --set overrides), the same way for all."""
 
 from __future__ import annotations
 
 import difflib
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
 
@@ -58,3 +59,28 @@ def shipped_name(name_or_path: str, names: list[str], what: str) -> str | None:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InvalidInput(f"unknown {what} '{name_or_path}'{hint} (known: {', '.join(names)})")
     return key
+
+
+T = TypeVar("T")
+
+
+def file_of(name_or_path: str, names: list[str], folder: Path, what: str) -> tuple[Path, str | None]:
+    """(the file, its shipped name or None for a user's path) that `name_or_path` names."""
+    name = shipped_name(name_or_path, names, what)
+    return (Path(name_or_path) if name is None else folder / f"{name}.toml"), name
+
+
+def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, file_what: str, target: str,
+                 parse: Callable[[dict[str, Any], str, bool], T], shipped: Callable[[str], T],
+                 overrides: Sequence[Any] = ()) -> T:
+    """A shipped file by name (`shipped`, cached by the caller) or a user's file by path, parsed by `parse(doc,
+    origin, require_source)`; `what` names the kind in an unknown-name error, `file_what` the file in a read error.
+    --set `overrides` (planner.overrides) whose target is `target` are applied to the parsed
+    document first, so an override is exactly an edited copy of the file."""
+    from planner.overrides import apply
+
+    path, name = file_of(name_or_path, names, folder, what)
+    if not any(o.target == target for o in overrides):
+        return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
+    doc = apply(load_toml(path, file_what), overrides, target)
+    return parse(doc, f"{name or path} with --set", name is not None)

@@ -557,22 +557,14 @@ def plan_command(
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
         days = 90.0
-    kwargs = dict(compute_flop=compute, gpu=gpu, days=days, workload=workload, sparse=sparse,
+    kwargs: dict[str, Any] = dict(compute_flop=compute, gpu=gpu, days=days, workload=workload, sparse=sparse,
                   batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
                   schedule=schedule.value, gpus=gpus, dp_overlap=dp_overlap, solver=solver.value,
                   time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
                   profile=profile, goodput=goodput, failures=failures, overrides=_overrides(set_, bw, latency))
     try:
         with _searching(enabled=not (json_out or quiet)):
-            result = api.plan(
-                compute, gpu, days, workload=workload, sparse=sparse,
-                batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
-                schedule=schedule.value, gpus=gpus,
-                dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
-                price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None,
-                profile=profile, goodput=goodput, failures=failures,
-                overrides=_overrides(set_, bw, latency),
-            )
+            result = api.plan(**kwargs, runs_on=emit.value if emit else None)
     except Infeasible as exc:
         doc = exc.plan
         if doc is not None:
