@@ -11,10 +11,8 @@ the GPU count (then the wall-clock days).
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,8 +176,11 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     if jobs == 1:
         results = [_replan(t) for t in tasks]
     else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_replan, tasks))
+        from planner.sweep import worker_pool
+
+        with worker_pool(jobs) as pool:  # submit, not map: map cancels its futures when interrupted, which races
+            futures = [pool.submit(_replan, t) for t in tasks]  # the broken pool's own clean-up
+            results = [f.result() for f in futures]
     def rel(value: float | None, base: float | None) -> float:
         """|value / base - 1|; infinite when one of the two plans is infeasible (None) and the other not."""
         if base is None or not base:

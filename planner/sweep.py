@@ -19,13 +19,14 @@ Per hardware the result summarises the two numbers the paper reads off Figs. 6, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
@@ -246,6 +247,25 @@ def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """Processes for independent plans (sweep points, sensitivity re-plans): spawned, not forked (OR-Tools keeps
+    threads around and forking a threaded process can deadlock); each ends when its parent is gone (SIGKILL); on
+    Ctrl-C, SIGTERM or an error they are terminated at once instead of finishing their plans."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        # No cancel_futures: the pool, now broken, fails every pending future itself; cancelling them as well races
+        # its manager thread, which then prints an InvalidStateError traceback.
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown()
+
+
 def solve_point(hw: str | Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
                 time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool | None = False,
                 price_per_gpu_hour: float | None = None, budget: str = "exact", profile: str | None = None,
@@ -356,11 +376,7 @@ def sweep(
             if progress:
                 progress(done, len(tasks), plan)
     else:
-        # spawn, not fork: OR-Tools keeps threads around and forking a threaded process can deadlock.
-        ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_exit_with_parent,
-                                   initargs=(os.getpid(),))
-        try:
+        with worker_pool(min(jobs, len(todo))) as pool:
             pending = {pool.submit(solve_point, on(tasks[k][0]), tasks[k][1], *args): k for k in todo}
             while pending:
                 ready, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -371,12 +387,6 @@ def sweep(
                     done += 1
                     if progress:
                         progress(done, len(tasks), plan)
-        except BaseException:  # Ctrl-C, SIGTERM: stop the workers now instead of waiting for their points
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
