@@ -1068,6 +1068,8 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
+        if rv == 130:  # typer turns a KeyboardInterrupt inside a command into Exit(130) before it reaches us
+            raise KeyboardInterrupt
         return rv if isinstance(rv, int) else 0  # an int is the code of a typer.Exit / --help
     except _NO_ARGS_IS_HELP:
         return 2  # typer has already printed the help

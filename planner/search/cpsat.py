@@ -523,6 +523,9 @@ class Model:
         s.parameters.num_workers = workers
         s.parameters.max_time_in_seconds = max(time_limit_s, 0.05)
         s.parameters.random_seed = 0
+        # CP-SAT's own SIGINT handler leaves SIGINT at its default action after a solve, so a later Ctrl-C killed
+        # the process without the one-line message and exit code 130 (planner.cli.run); Python's handler stays.
+        s.parameters.catch_sigint_signal = False
         return s, s.solve(self.m)
 
     def decode(self, s: cp_model.CpSolver) -> Layout:
