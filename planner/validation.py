@@ -25,7 +25,8 @@ from planner.schema import Hardware, Layout, Workload
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
 
 HARDWARE_OF_GPU = {"a100-40gb": "a100", "a100-80gb": "a100-80gb", "h100-80gb": "h100", "h100-96gb": "h100-96gb",
-                   "h800": "h800"}
+                   "h800": "h800", "h200": "h200", "b200": "b200", "b300": "b300", "gb200": "gb200-nvl72",
+                   "gb300": "gb300-nvl72"}
 """The shipped hardware file each record's GPU is priced on."""
 
 Convention = Literal["megatron-recompute", "megatron", "model", "6n"]
@@ -38,9 +39,26 @@ class PublishedRun(BaseModel):
 
     id: str
     source: str = Field(description="Paper or repository, table or page.")
-    gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800"]
+    gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800", "h200", "b200", "b300", "gb200", "gb300"]
     gpus: int = Field(gt=0)
-    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
+    recipe: Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"] | None = Field(
+        None, description="Low-precision scaling recipe as Transformer Engine names it: per-tensor 'delayed' or "
+        "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
+        "precision's default, or 16-bit).")
+    compiled: bool = Field(False, description="The run used torch.compile (torchtitan) or equivalent fused kernels.")
+    unknown: list[Literal["vpp", "sp", "recompute", "micro_batch", "zero", "tp_comm_overlap"]] = Field(
+        default_factory=list, description="Layout fields the source does not give: validation prices the best "
+        "feasible value over them with the planner's own search and says which it took.")
+    peak_memory_GiB: float | None = Field(None, gt=0, description="Peak GPU memory the source reports (GiB), "
+                                          "e.g. torch.cuda.max_memory_reserved.")
+    etp: int | None = Field(None, gt=0, description="Expert tensor-parallel size (Megatron MoE parallel folding: "
+                            "the expert layout ep x etp is carved from dp x cp x tp; None: etp = tp).")
+    first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage when the "
+                                           "source gives a custom layout (Megatron --decoder-first-pipeline-num-"
+                                           "layers); None: an even split.")
+    last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage (Megatron "
+                                          "--decoder-last-pipeline-num-layers); None: an even split.")
     layers: int = Field(gt=0)
     d_model: int = Field(gt=0)
     heads: int = Field(gt=0)
