@@ -68,7 +68,7 @@ def workload_report(wl: Workload) -> WorkloadReport:
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
         params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
         model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
-        transformer=wl.transformer, precision=wl.precision,
+        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name,
     )
 
 
@@ -158,12 +158,17 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     prof = hw.profile
     if key.startswith("framework."):
         return False
-    for table, fp8 in (("gemm.peak_fraction.", False), ("gemm.fp8_peak_fraction.", True)):
+    tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
+              "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
+              "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
+    if key.startswith("recipe."):
+        return wl is not None and key.split(".")[1] == wl.recipe_name
+    for precision, (table, entries) in tables.items():
         if key.startswith(table):
-            if prof.gemm_model != "measured" or (wl is not None and (wl.precision == "fp8") != fp8):
+            # a low-precision recipe's kept layers and LM head still run 16-bit GEMMs
+            if prof.gemm_model != "measured" or (wl is not None and precision not in ("bf16", wl.precision)):
                 return False
             family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
-            entries = prof.gemm_fp8_peak_fraction if fp8 else prof.gemm_peak_fraction
             has_family = any(e.upper() == family for e in entries)
             entry = key[len(table):]
             return entry.upper() == family or (entry == "default" and not has_family)
@@ -394,8 +399,9 @@ def plan(
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
                             rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
-    if workload.precision == "fp8" and hw.gpu.fp8 is None:
-        raise InvalidInput(f"{hw.gpu.name} has no FP8 rate in its hardware file; use precision bf16")
+    if hw.gpu.at_precision(workload.precision) is None:
+        raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
+                           "precision bf16")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:

@@ -36,6 +36,44 @@ Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TileSide = Annotated[int, Field(ge=1, le=2**16)]
 
 
+RECIPE_PASSES = ("fprop", "dgrad", "wgrad")
+"""A GEMM's three passes per microbatch: forward, activation gradient, weight gradient."""
+
+
+class Recipe(BaseModel):
+    """A low-precision training recipe as Transformer Engine and torchao run it (docs/model.md §1c): which GEMM passes
+    of the transformer layers run in low precision, what quantizing their inputs costs in HBM traffic, what stays in
+    16-bit, and what the recipe changes in memory and communication. The recipe names are Transformer Engine's:
+    per-tensor 'delayed' and 'current' scaling, 'blockwise' (1 x 128 activation and 128 x 128 weight tiles),
+    Blackwell 'mxfp8' (one scale per 32 elements) and 'nvfp4'."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    precision: Literal["fp8", "fp4"] = Field(description="Element format of the low-precision GEMM operands.")
+    passes: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = Field(
+        RECIPE_PASSES, description="GEMM passes run in low precision (the others in 16-bit).")
+    gemm_efficiency: Fraction = Field(
+        1.0, description="Low-precision GEMM throughput with this recipe's scaling / per-tensor scaling's (block "
+        "scales applied inside the GEMM's main loop cost throughput on GPUs without hardware block scaling).")
+    quantize_bytes_per_element: float = Field(
+        0.0, ge=0, description="HBM bytes a GEMM input's quantization moves per element of the 16-bit tensor: read "
+        "it, write the low-precision copies the passes need (row- and column-wise), their scales, and the extra "
+        "read of an amax pass (current scaling). Priced as element-wise work at HBM bandwidth, once per GEMM input "
+        "per pass that consumes it.")
+    weight_cast_bytes_per_param: float = Field(
+        0.0, ge=0, description="HBM bytes per parameter to refresh the low-precision weight copies once per step "
+        "(after the optimizer), priced with the optimizer step.")
+    weight_copy_bytes_per_param: float = Field(
+        0.0, ge=0, description="Memory: bytes per parameter of the low-precision weight copies kept beside the "
+        "16-bit weights (row- and column-wise where the GPU needs both).")
+    kept_layer_fraction: float = Field(
+        0.0, ge=0, lt=1, description="Share of the transformer layers the recipe keeps entirely in 16-bit (e.g. "
+        "the last layers under NVFP4); their GEMMs run at the 16-bit rate.")
+    param_gather_bytes: float = Field(
+        2.0, gt=0, le=4, description="Bytes per parameter of ZeRO-3 / FSDP / distributed-optimizer parameter "
+        "all-gathers (1: gathered in FP8, Megatron --fp8-param-gather, torchtitan float8 all-gather; 2: 16-bit).")
+
+
 class ExecutionProfile(BaseModel):
     """How training runs on a system (see the module docstring). Every field's paper value leaves the paper's model
     unchanged."""
@@ -52,6 +90,12 @@ class ExecutionProfile(BaseModel):
         "word of the GPU's name, e.g. 'H100'), and 'default'.")
     gemm_fp8_peak_fraction: dict[str, Fraction] = Field(
         default_factory=dict, description="'measured': the same for FP8 GEMMs against the FP8 peak.")
+    gemm_fp4_peak_fraction: dict[str, Fraction] = Field(
+        default_factory=dict, description="'measured': the same for FP4 GEMMs against the FP4 peak.")
+    recipes: dict[str, Recipe] = Field(
+        default_factory=dict, description="Low-precision recipes by name ('delayed', 'current', 'blockwise', "
+        "'mxfp8', 'nvfp4'); a recipe the profile does not list runs its GEMMs at the low-precision rate with no "
+        "other cost (the paper profile's idealisation).")
     gemm_tile: tuple[TileSide, TileSide] = Field(
         (128, 256), description="Output tile of a GEMM kernel (rows, columns): tile and wave quantization.")
     gemm_launch_s: float | None = Field(None, ge=0, description="Fixed time per GEMM kernel (None: the hardware "
@@ -100,16 +144,23 @@ class ExecutionProfile(BaseModel):
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
 
-    def gemm_fraction(self, gpu_name: str, fp8: bool) -> float:
-        table = self.gemm_fp8_peak_fraction if fp8 else self.gemm_peak_fraction
+    def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
+        """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
+        'fp4'; the 16-bit table serves 'bf16')."""
+        table = {"fp8": self.gemm_fp8_peak_fraction, "fp4": self.gemm_fp4_peak_fraction}.get(
+            precision, self.gemm_peak_fraction)
         family = gpu_name.split()[0].upper() if gpu_name.split() else ""
         for key, value in table.items():
             if key.upper() == family:
                 return value
         if "default" in table:
             return table["default"]
-        raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} "
-                           f"({'fp8' if fp8 else '16-bit'}) and no default")
+        label = precision if precision in ("fp8", "fp4") else "16-bit"
+        raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
+
+    def recipe(self, name: str | None) -> Recipe | None:
+        """The profile's recipe of that name (None: 16-bit, or a recipe the profile does not price)."""
+        return None if name is None else self.recipes.get(name)
 
     def for_framework(self, framework: str) -> ExecutionProfile:
         """This profile as `framework` runs it (its overrides applied; unchanged for a framework without any)."""
@@ -151,7 +202,26 @@ FIELDS: dict[str, str] = {
 """TOML key (section.key) -> field. Keys ending in _us are microseconds. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
-TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction"}
+TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
+          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction"}
+
+RECIPE_KEYS = {"precision", *Recipe.model_fields} - {"model_config"}
+"""Keys of a [recipe.NAME] table (the Recipe fields)."""
+
+
+def _parse_recipes(raw: Any, origin: str, sources: dict[str, str], require_source: bool) -> dict[str, dict[str, Any]]:
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"{origin}: [recipe] must hold one table per recipe name")
+    out: dict[str, dict[str, Any]] = {}
+    for name, body in raw.items():
+        if not isinstance(body, dict):
+            raise InvalidInput(f"{origin}: [recipe.{name}] must be a table")
+        unknown = set(body) - RECIPE_KEYS
+        if unknown:
+            raise InvalidInput(f"{origin}: [recipe.{name}]: unknown key(s) {sorted(unknown)}; expected "
+                               f"{', '.join(sorted(RECIPE_KEYS))}")
+        out[name] = {k: _leaf(v, f"recipe.{name}.{k}", sources, require_source) for k, v in body.items()}
+    return out
 
 
 def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
@@ -177,10 +247,12 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
         fields.setdefault("frameworks", {})[fw] = {k: getattr(over, k) for k in over.model_fields_set
                                                    if k not in ("name", "sources")}
         sources.update({f"framework.{fw}.{k}": v for k, v in over.sources.items()})
-    unknown = set(doc) - sections - {"name", "description", "framework"}
+    if "recipe" in doc:
+        fields["recipes"] = _parse_recipes(doc["recipe"], origin, sources, require_source)
+    unknown = set(doc) - sections - {"name", "description", "framework", "recipe"}
     if unknown:
         raise InvalidInput(f"{origin}: unknown top-level key(s) {sorted(unknown)}; expected name, description and "
-                           f"the sections {', '.join(sorted(sections))}")
+                           f"the sections {', '.join(sorted(sections))} and [recipe.NAME] tables")
     for section in sections & set(doc):
         body = doc[section]
         if not isinstance(body, dict):

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 
 Schedule = Literal["1f1b", "zb-h2"]
 
+RecipeName = Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"]
+"""Low-precision recipes, as Transformer Engine names them (planner.profile.Recipe prices each)."""
+RECIPE_PRECISION: dict[str, str] = {"delayed": "fp8", "current": "fp8", "blockwise": "fp8", "mxfp8": "fp8",
+                                    "nvfp4": "fp4"}
+DEFAULT_RECIPE: dict[str, RecipeName] = {"fp8": "current", "fp4": "nvfp4"}
+"""The recipe a precision runs when none is named: per-tensor current scaling for FP8 (torchao's 'tensorwise' and
+Megatron-Bridge's 'FP8-CS' default), NVFP4 for FP4."""
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -53,13 +60,36 @@ class Gpu(_Frozen):
     fp8_flop_per_clock_per_thread: float | None = Field(
         None, gt=0, description="Dense FP8 FLOP per clock per thread; None: no FP8 tensor cores.")
 
+    fp4_flop_per_clock_per_thread: float | None = Field(
+        None, gt=0, description="Dense FP4 (NVFP4) FLOP per clock per thread; None: no FP4 tensor cores.")
+
     @property
     def fp8(self) -> Gpu | None:
         """The same GPU running FP8 GEMMs: FP8 FLOP rate and 1-byte operands (None without FP8 tensor cores)."""
         if self.fp8_flop_per_clock_per_thread is None:
             return None
         return self.model_copy(update={"flop_per_clock_per_thread": self.fp8_flop_per_clock_per_thread,
-                                       "word_bytes": 1, "fp8_flop_per_clock_per_thread": None})
+                                       "word_bytes": 1, "fp8_flop_per_clock_per_thread": None,
+                                       "fp4_flop_per_clock_per_thread": None})
+
+    @property
+    def fp4(self) -> Gpu | None:
+        """The same GPU running FP4 GEMMs: FP4 FLOP rate; operands counted as 1-byte words (half a byte plus block
+        scales, rounded up: the roofline's HBM term is a bound, not the binding term at these sizes). None without
+        FP4 tensor cores."""
+        if self.fp4_flop_per_clock_per_thread is None:
+            return None
+        return self.model_copy(update={"flop_per_clock_per_thread": self.fp4_flop_per_clock_per_thread,
+                                       "word_bytes": 1, "fp8_flop_per_clock_per_thread": None,
+                                       "fp4_flop_per_clock_per_thread": None})
+
+    def at_precision(self, precision: str) -> Gpu | None:
+        """This GPU as its GEMMs run in `precision` ('bf16', 'fp8', 'fp4'); None where it has no such rate."""
+        if precision == "fp8":
+            return self.fp8
+        if precision == "fp4":
+            return self.fp4
+        return self
 
     @property
     def peak_flops(self) -> float:
@@ -224,10 +254,15 @@ class Workload(_Frozen):
     label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; None: the paper's toy "
                                                  "model.")
-    precision: Literal["bf16", "fp8"] = Field(
-        "bf16", description="GEMM precision: 'bf16', or 'fp8' (transformer layers' GEMMs at the GPU's FP8 rate with "
-        "1-byte operands and FP8 copies of their saved inputs; attention, the LM head, weights, gradients and "
-        "optimizer state stay as in bf16).")
+    precision: Literal["bf16", "fp8", "fp4"] = Field(
+        "bf16", description="GEMM precision: 'bf16', or 'fp8' / 'fp4' (the transformer layers' GEMMs at the GPU's "
+        "FP8 / FP4 rate under `recipe`, with low-precision copies of their saved inputs; attention, the LM head, "
+        "weights, gradients and optimizer state stay as in bf16).")
+    recipe: RecipeName | None = Field(
+        None, description="Low-precision scaling recipe (Transformer Engine's names): 'delayed' or 'current' "
+        "per-tensor scaling, 'blockwise' (1 x 128 / 128 x 128), 'mxfp8', 'nvfp4'. None: the precision's default "
+        "('current' for fp8, 'nvfp4' for fp4; none for bf16). The execution profile prices it "
+        "(planner.profile.Recipe).")
 
     @field_validator("tokens")
     @classmethod
@@ -253,9 +288,20 @@ class Workload(_Frozen):
 
     @model_validator(mode="after")
     def _check_precision(self) -> Workload:
-        if self.precision == "fp8" and self.transformer is None:
-            raise ValueError("precision 'fp8' needs a transformer workload (the paper's toy model is 16-bit)")
+        if self.precision != "bf16" and self.transformer is None:
+            raise ValueError(f"precision '{self.precision}' needs a transformer workload (the paper's toy model is "
+                             "16-bit)")
+        if self.recipe is not None and RECIPE_PRECISION[self.recipe] != self.precision:
+            raise ValueError(f"recipe '{self.recipe}' is a {RECIPE_PRECISION[self.recipe]} recipe, the precision is "
+                             f"'{self.precision}'")
         return self
+
+    @property
+    def recipe_name(self) -> RecipeName | None:
+        """The low-precision recipe in force: the one given, or the precision's default (None for bf16)."""
+        if self.precision == "bf16":
+            return None
+        return self.recipe or DEFAULT_RECIPE[self.precision]
 
     @property
     def is_transformer(self) -> bool:
@@ -533,7 +579,8 @@ class WorkloadReport(_Frozen):
     steps: float
     label: str
     seq_len: int = 2048
-    precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision the plan was priced in.")
+    precision: Literal["bf16", "fp8", "fp4"] = Field("bf16", description="GEMM precision the plan was priced in.")
+    recipe: RecipeName | None = Field(None, description="Low-precision recipe the plan was priced with (null: bf16).")
     model_flop_per_token: float = Field(0.0, description="Model FLOPs per token (flop_convention).")
     attention_flop_per_token: float = Field(0.0, description="Of which attention scores and values (transformer).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; null for the paper's toy "

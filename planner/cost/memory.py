@@ -89,7 +89,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     n_dense, n_expert = sharding_degrees(cols)
     zero = np.asarray(cols["zero"], dtype=np.int64)
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
-    fp8 = wl.precision == "fp8"
+    fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
     shard = dense / n_dense + expert / n_expert
     largest = np.zeros(len(zero))
     for g in (*mo.layer.gemms, *mo.head.gemms):

@@ -51,8 +51,8 @@ def run_seconds(wl: Workload, step_s):
 def peak_flops(hw: Hardware, wl: Workload) -> float:
     """MFU's denominator: the dense peak at max clock in the workload's GEMM precision (FP8 runs against the FP8
     peak, so that MFU stays a fraction of what the hardware can do)."""
-    fp8 = hw.gpu.fp8 if wl.precision == "fp8" else None
-    return fp8.peak_flops if fp8 is not None else hw.gpu.peak_flops
+    low = hw.gpu.at_precision(wl.precision) if wl.transformer is not None else None
+    return low.peak_flops if low is not None else hw.gpu.peak_flops
 
 
 def mfu(hw: Hardware, wl: Workload, gpus, step_s):

@@ -25,6 +25,7 @@ the interface transfer, the activations kept.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ from planner.cost.matmul import matmul_time_s, measured_matmul_time_s
 from planner.cost.pipeline import bubble_fraction
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, GROUPS
-from planner.profile import PAPER, ExecutionProfile
+from planner.profile import PAPER, ExecutionProfile, Recipe
 from planner.schema import Gpu, Hardware, Workload
 
 Cols = Mapping[str, np.ndarray]
@@ -79,37 +80,78 @@ scores)."""
 
 
 @functools.lru_cache(maxsize=16)
-def _fp8_gpu(gpu: Gpu) -> Gpu:
-    fp8 = gpu.fp8
-    if fp8 is None:
-        raise InvalidInput(f"{gpu.name} has no FP8 tensor cores in its hardware file (gpu.fp8_flop_per_clock_per_thread"
-                           "); use precision bf16")
-    return fp8
+def _low_gpu(gpu: Gpu, precision: str) -> Gpu:
+    low = gpu.at_precision(precision)
+    if low is None:
+        field = f"gpu.{precision}_flop_per_clock_per_thread"
+        raise InvalidInput(f"{gpu.name} has no {precision.upper()} tensor cores in its hardware file ({field}); use "
+                           "precision bf16")
+    return low
+
+
+PASS_INDEX = {"fprop": 0, "dgrad": 1, "wgrad": 2}
 
 
 @dataclass(frozen=True)
 class Rates:
     """How fast one GPU runs each kind of operation under the hardware's execution profile (planner.profile):
-    GEMMs (16-bit, or FP8 for a layer's GEMMs under precision 'fp8'), the attention kernel and element-wise work."""
+    GEMMs (16-bit, or a layer's GEMMs at the FP8 / FP4 rate under a low-precision recipe), the attention kernel and
+    element-wise work.
+
+    `precision` is the layers' GEMM precision; `recipe` the profile's pricing of its recipe (None: the low-precision
+    rate with nothing else, the paper profile's idealisation, or 16-bit)."""
 
     hw: Hardware
-    fp8: bool = False
+    precision: str = "bf16"
+    recipe: Recipe | None = None
     unfused: bool = False
+    recipe_name: str = ""
+
+    @property
+    def low(self) -> bool:
+        return self.precision != "bf16"
 
     @property
     def gpu(self) -> Gpu:
-        return _fp8_gpu(self.hw.gpu) if self.fp8 else self.hw.gpu
+        return _low_gpu(self.hw.gpu, self.precision) if self.low else self.hw.gpu
 
-    def gemm(self, d1, d2, b, weight_grad: bool = False, layer: bool = True) -> np.ndarray:
-        """One GEMM (arguments as matmul_time_s); `layer` False: an end's GEMM (the LM head), always 16-bit."""
+    def low_pass(self, pass_: str) -> bool:
+        """Whether a layer GEMM's pass ('fprop', 'dgrad', 'wgrad') runs in low precision."""
+        return self.low and (self.recipe is None or pass_ in self.recipe.passes)
+
+    def gemm(self, d1, d2, b, weight_grad: bool = False, layer: bool = True, pass_: str | None = None
+             ) -> np.ndarray:
+        """One GEMM (arguments as matmul_time_s); `layer` False: an end's GEMM (the LM head), always 16-bit.
+        `pass_` names the pass (default: 'wgrad' for a weight gradient, else 'fprop')."""
         prof = self.hw.profile
-        g = self.gpu if layer else self.hw.gpu
+        low = layer and self.low_pass(pass_ or ("wgrad" if weight_grad else "fprop"))
+        g = self.gpu if low else self.hw.gpu
         if prof.gemm_model == "roofline":
             return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
-        fp8 = self.fp8 and layer
         launch = g.matmul_latency_s if prof.gemm_launch_s is None else prof.gemm_launch_s
-        fraction = prof.gemm_fraction(self.hw.gpu.name, fp8) * prof.gemm_sustained_factor
+        fraction = prof.gemm_fraction(self.hw.gpu.name, self.precision if low else "bf16") * prof.gemm_sustained_factor
+        if low and self.recipe is not None:
+            fraction *= self.recipe.gemm_efficiency
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
+
+    def layer_gemm(self, d1, d2, b, pass_: str) -> np.ndarray:
+        """A layer GEMM's pass, with the recipe's 16-bit layers mixed in: (1 - f) at the low-precision rate and f
+        at the 16-bit rate, f the share of layers the recipe keeps in 16-bit (every layer is priced alike, so the
+        kept layers' time is spread over all of them)."""
+        wg = pass_ == "wgrad"
+        t = self.gemm(d1, d2, b, weight_grad=wg, pass_=pass_)
+        kept = self.recipe.kept_layer_fraction if (self.low and self.recipe is not None) else 0.0
+        if kept > 0.0:
+            t = (1.0 - kept) * t + kept * self.gemm(d1, d2, b, weight_grad=wg, layer=False)
+        return t
+
+    def quantize_s(self, elements) -> np.ndarray:
+        """Seconds to quantize `elements` of a 16-bit GEMM input under the recipe (0 without one), at element-wise
+        HBM bandwidth; the recipe's 16-bit layers quantize nothing."""
+        if not self.low or self.recipe is None or self.recipe.quantize_bytes_per_element == 0.0:
+            return np.zeros(1)
+        share = 1.0 - self.recipe.kept_layer_fraction
+        return np.asarray(share * self.recipe.quantize_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
 
     def attention(self, flop) -> tuple[np.ndarray, np.ndarray]:
         """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs (16-bit)."""
@@ -128,7 +170,9 @@ class Rates:
 
 def rates(hw: Hardware, wl: Workload) -> Rates:
     tr = wl.transformer
-    return Rates(hw, fp8=wl.precision == "fp8" and tr is not None,
+    low = tr is not None and wl.precision != "bf16"
+    return Rates(hw, precision=wl.precision if low else "bf16",
+                 recipe=hw.profile.recipe(wl.recipe_name) if low else None, recipe_name=wl.recipe_name or "",
                  unfused=tr is not None and tr.attention_kernel == "unfused")
 
 
@@ -186,15 +230,31 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     seconds as a stack of their parts instead: a GEMM's (forward, activation gradient, weight gradient), the
     attention kernel's (forward, backward), an element-wise op's (all passes, the forward pass)."""
     out: list[tuple[str, str, np.ndarray]] = []
+    quant: list[np.ndarray] = []
     for gemm in (ops.gemms if run_gemms else ()):
         o, i = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
         routed = experts_here is not None and gemm.routed
         n = n_routed if routed else n_dense
-        parts = np.stack(np.broadcast_arrays(r.gemm(o, i, n, layer=layer), r.gemm(i, o, n, layer=layer),
-                                             r.gemm(o, i, n, weight_grad=True, layer=layer)))
+        if layer:
+            parts = np.stack(np.broadcast_arrays(r.layer_gemm(o, i, n, "fprop"), r.layer_gemm(i, o, n, "dgrad"),
+                                                 r.layer_gemm(o, i, n, "wgrad")))
+        else:
+            parts = np.stack(np.broadcast_arrays(r.gemm(o, i, n, layer=False), r.gemm(i, o, n, layer=False),
+                                                 r.gemm(o, i, n, weight_grad=True, layer=False)))
+        copies = experts_here if routed else 1.0
         if routed:
             parts = parts * experts_here
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
+        if layer and r.low and r.recipe is not None:
+            # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
+            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass.
+            fwd_q = r.quantize_s(np.asarray(i, dtype=np.float64) * n) * copies
+            bwd_q = r.quantize_s(np.asarray(o, dtype=np.float64) * n) * copies
+            quant.append(np.stack(np.broadcast_arrays(fwd_q + bwd_q, fwd_q)))
+    if quant:
+        q = functools.reduce(operator.add, quant)
+        name = f"quantize ({r.recipe_name or r.precision})"
+        out.append((name, "elementwise", q if split else q[0]))
     if ops.attention is not None:
         a = np.stack(np.broadcast_arrays(*r.attention(ops.attention.forward_flop_per_token(cols) * n_dense)))
         out.append(("attention kernel", "attention", a if split else a.sum(axis=0)))
@@ -426,7 +486,9 @@ def optimizer_s(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     from planner.cost.memory import sharding_degrees
 
     per = hw.profile.optimizer_bytes_per_param
-    if per == 0.0:
+    recipe = rates(hw, wl).recipe
+    cast = 0.0 if recipe is None else recipe.weight_cast_bytes_per_param * (1.0 - recipe.kept_layer_fraction)
+    if per == 0.0 and cast == 0.0:
         return np.zeros(len(np.asarray(cols["dp"])))
     dense, expert = split_params_per_gpu(wl, cols)
     if wl.transformer is None:
@@ -434,7 +496,10 @@ def optimizer_s(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     else:
         n_dense, n_expert = sharding_degrees(cols)
         updated = dense / n_dense + expert / n_expert
-    return np.asarray(updated * per / (hw.gpu.hbm_Bps * hw.profile.elementwise_hbm_fraction), dtype=np.float64)
+    # The recipe's low-precision weight copies are refreshed once per step from the updated shard (the weights of
+    # the layers' GEMMs only: the embedding and LM head stay 16-bit; counted on every parameter, a small excess).
+    return np.asarray((updated * per + updated * cast) / (hw.gpu.hbm_Bps * hw.profile.elementwise_hbm_fraction),
+                      dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -381,8 +381,8 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
     H = len(hw.levels)
     if len(layout.placement["dp"]) != H:
         return [f"placement has {len(layout.placement['dp'])} levels but {hw.name} has {H}"]
-    if wl.precision == "fp8" and hw.gpu.fp8 is None:
-        return [f"{hw.gpu.name} has no FP8 rate in its hardware file: use precision bf16"]
+    if hw.gpu.at_precision(wl.precision) is None:
+        return [f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file: use precision bf16"]
     problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
     if layout.schedule == "zb-h2":
         if layout.interleave != 1:
