@@ -41,10 +41,24 @@ class Solver(StrEnum):
 
 
 class Precision(StrEnum):
-    """GEMM precision of a transformer workload."""
+    """GEMM precision of a transformer workload, optionally with its low-precision recipe (Transformer Engine's
+    names): 'fp8' is per-tensor current scaling, 'fp4' is NVFP4."""
 
     bf16 = "bf16"
     fp8 = "fp8"
+    fp8_current = "fp8-current"
+    fp8_delayed = "fp8-delayed"
+    fp8_blockwise = "fp8-blockwise"
+    mxfp8 = "mxfp8"
+    fp4 = "fp4"
+    nvfp4 = "nvfp4"
+
+    @property
+    def split(self) -> tuple[str, str | None]:
+        """(precision, recipe): ('fp8', 'delayed') for 'fp8-delayed', ('fp8', None) for 'fp8' (the default recipe)."""
+        return {"bf16": ("bf16", None), "fp8": ("fp8", None), "fp8-current": ("fp8", "current"),
+                "fp8-delayed": ("fp8", "delayed"), "fp8-blockwise": ("fp8", "blockwise"), "mxfp8": ("fp8", "mxfp8"),
+                "fp4": ("fp4", None), "nvfp4": ("fp4", "nvfp4")}[self.value]
 
 
 class Framework(StrEnum):

@@ -10,6 +10,7 @@ held-out runs by a hash of their id, fixed before anything is fitted (`split_of`
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import tomllib
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
-from planner.profile import ExecutionProfile
+from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Hardware, Layout, Workload
 
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
@@ -142,8 +143,9 @@ def workload_of(run: PublishedRun) -> Workload:
                               run.global_batch_sequences * run.seq_len, 1e12, fields, run.id)
     assert wl.transformer is not None
     shape = wl.transformer.model_copy(update={"attention_kernel": run.attention_kernel, "dropout": run.dropout})
-    return Workload(**{**wl.model_dump(), "transformer": shape,
-                       "precision": "fp8" if run.precision == "fp8" else wl.precision})
+    low = run.precision in ("fp8", "fp4")
+    return Workload(**{**wl.model_dump(), "transformer": shape, "precision": run.precision if low else "bf16",
+                       "recipe": run.recipe if low else None})
 
 
 def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
@@ -214,55 +216,140 @@ class ValidationRow(BaseModel):
     framework: str = "megatron"
     source: str
     problem: str = ""
+    assumed: str = Field("", description="Values taken for the fields the source does not give (the fastest that "
+                         "fits), e.g. 'vpp=4, sp=on'.")
+
+
+UNKNOWN_CHOICES: dict[str, tuple[object, ...]] = {
+    "sp": (False, True), "recompute": ("none", "selective", "full"), "zero": (1, 2, 3),
+    "tp_comm_overlap": (False, True)}
+"""Values an unknown field may take (vpp and micro_batch: from the run's sizes, `_candidates`)."""
+
+MAX_UNKNOWN_LAYOUTS = 4096
+"""At most this many combinations of unknown values are priced per run (a record with more is refused)."""
+
+
+def _candidates(run: PublishedRun, field: str) -> tuple[object, ...]:
+    """The values an unknown field can take for this run: the whole interleaving degrees its layers allow (at least
+    one layer per virtual stage, at most 16 stages per rank), the micro-batch sizes that divide a data-parallel
+    rank's sequences, sequence parallelism only with tp > 1."""
+    if field == "vpp":
+        if run.pp == 1:
+            return (1,)
+        return tuple(v for v in range(1, 17) if run.pp * v <= run.layers)
+    if field == "micro_batch":
+        per_rank = run.global_batch_sequences // run.dp
+        return tuple(m for m in range(1, min(per_rank, 64) + 1) if per_rank % m == 0) or (1,)
+    if field == "sp" and run.tp == 1:
+        return (False,)
+    return UNKNOWN_CHOICES[field]
+
+
+def _variants(run: PublishedRun) -> list[tuple[PublishedRun, str]]:
+    """The run with every combination of values for its unknown fields, each with a note of what it took ('' for a
+    run with none unknown)."""
+    if not run.unknown:
+        return [(run, "")]
+    fields = list(dict.fromkeys(run.unknown))
+    combos = list(itertools.product(*(_candidates(run, f) for f in fields)))
+    if len(combos) > MAX_UNKNOWN_LAYOUTS:
+        raise InvalidInput(f"{run.id}: {len(combos)} combinations of unknown {', '.join(fields)} (at most "
+                           f"{MAX_UNKNOWN_LAYOUTS})")
+    out = []
+    for values in combos:
+        update = dict(zip(fields, values, strict=True))
+        note = ", ".join(f"{k}={_show(v)}" for k, v in update.items())
+        out.append((run.model_copy(update={**update, "unknown": []}), note))
+    return out
+
+
+def _show(v: object) -> str:
+    return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
 
 def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper") -> list[ValidationRow]:
-    """Price every run's published layout under `profile` (the profile's DP overlap default applies)."""
-    from planner.cost.step import evaluate
-    from planner.hardware import get_hardware, with_profile
-    from planner.parallel.space import check_layout
-    from planner.profile import get_profile
+    """Price every run's published layout under `profile` (the profile's DP overlap default applies).
+
+    A field the source does not give (`unknown`) is searched: every combination of its possible values is priced by
+    the same cost model, and the row takes the fastest one that fits in memory (the fastest of all if none fits);
+    `assumed` says which values it took. This is the planner's search restricted to the published degrees, done
+    exhaustively because the combinations are few."""
+    from planner.hardware import get_hardware
 
     chosen = get_profile(profile) if isinstance(profile, str) else profile
     rows = []
     for run in runs:
         hw = get_hardware(HARDWARE_OF_GPU[run.gpu])
-        prof = chosen.for_framework(run.framework)
-        if run.tp_comm_overlap:
-            prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
-        hw = with_profile(hw, prof)
-        model = f"{run.layers}L d{run.d_model}" + (f" E{run.experts}" if run.experts > 1 else "")
-        layout_text = (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} vpp{run.vpp} "
-                       f"mbs{run.micro_batch or 1} {'sp ' if run.sp else ''}{run.recompute} zero{run.zero}"
-                       + (" tp-overlap" if run.tp_comm_overlap else ""))
-        base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=model, framework=run.framework,
-                    precision=run.precision, layout=layout_text, source=run.source)
+        base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=_model_text(run),
+                    framework=run.framework, precision=run.precision, layout=_run_layout_text(run), source=run.source)
         try:
-            wl = workload_of(run)
-            lay = layout_of(run, hw)
-            problems = check_layout(hw, wl, lay)
-            if lay.gpus != run.gpus:
-                problems.append(f"tp x pp x dp x cp = {lay.gpus} GPUs, the source says {run.gpus}")
-            if problems:
-                raise InvalidInput("; ".join(problems))
+            variants = _variants(run)
         except InvalidInput as exc:
-            rows.append(ValidationRow(**base, reported_tokens_per_s=None, predicted_tokens_per_s=None,
-                                      reported_mfu=None, predicted_mfu=None, ratio=None, fits=None,
-                                      problem=str(exc)))
+            rows.append(_unpriced(base, str(exc)))
             continue
-        ev = evaluate(hw, wl, lay, dp_overlap=hw.profile.dp_overlap)
-        predicted = wl.batch_tokens / (ev.step.step_s * run.gpus)
-        from planner.cost.step import peak_flops
-
-        # Sources quote MFU / HFU against the 16-bit peak; the comparison's MFU is in the workload's precision.
-        reported = reported_tokens_per_s(run, wl, hw.gpu.peak_flops)
-        peak = peak_flops(hw, wl)
-        rows.append(ValidationRow(
-            **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
-            reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,
-            predicted_mfu=predicted * wl.model_flop_per_token / peak,
-            ratio=None if reported is None else predicted / reported, fits=ev.memory.fits))
+        best: tuple[tuple[bool, float], ValidationRow] | None = None
+        first_problem = ""
+        for variant, note in variants:
+            row = _price(variant, hw, chosen, base, note)
+            if row.predicted_tokens_per_s is None:
+                first_problem = first_problem or row.problem
+                continue
+            key = (bool(row.fits), row.predicted_tokens_per_s)
+            if best is None or key > best[0]:
+                best = (key, row)
+        rows.append(best[1] if best is not None else _unpriced(base, first_problem))
     return rows
+
+
+def _model_text(run: PublishedRun) -> str:
+    return f"{run.layers}L d{run.d_model}" + (f" E{run.experts}" if run.experts > 1 else "")
+
+
+def _run_layout_text(run: PublishedRun) -> str:
+    def given(field: str, text: str) -> str:
+        return "?" + field if field in run.unknown else text
+
+    return (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} {given('vpp', f'vpp{run.vpp}')} "
+            f"{given('micro_batch', f'mbs{run.micro_batch or 1}')} {given('sp', 'sp' if run.sp else 'nosp')} "
+            f"{given('recompute', run.recompute)} {given('zero', f'zero{run.zero}')}"
+            + (" ?tp-overlap" if "tp_comm_overlap" in run.unknown else " tp-overlap" if run.tp_comm_overlap else ""))
+
+
+def _unpriced(base: dict, problem: str) -> ValidationRow:
+    return ValidationRow(**base, reported_tokens_per_s=None, predicted_tokens_per_s=None, reported_mfu=None,
+                         predicted_mfu=None, ratio=None, fits=None, problem=problem)
+
+
+def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict, assumed: str) -> ValidationRow:
+    """One run with every layout field known, priced."""
+    from planner.cost.step import evaluate, peak_flops
+    from planner.hardware import with_profile
+    from planner.parallel.space import check_layout
+
+    prof = chosen.for_framework(run.framework)
+    if run.tp_comm_overlap:
+        prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
+    hw = with_profile(hw, prof)
+    try:
+        wl = workload_of(run)
+        lay = layout_of(run, hw)
+        problems = check_layout(hw, wl, lay)
+        if lay.gpus != run.gpus:
+            problems.append(f"tp x pp x dp x cp = {lay.gpus} GPUs, the source says {run.gpus}")
+        if problems:
+            raise InvalidInput("; ".join(problems))
+    except InvalidInput as exc:
+        return _unpriced(base, str(exc))
+    ev = evaluate(hw, wl, lay, dp_overlap=hw.profile.dp_overlap)
+    predicted = wl.batch_tokens / (ev.step.step_s * run.gpus)
+    # Sources quote MFU / HFU against the 16-bit peak; the comparison's MFU is in the workload's precision.
+    reported = reported_tokens_per_s(run, wl, hw.gpu.peak_flops)
+    peak = peak_flops(hw, wl)
+    return ValidationRow(
+        **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
+        reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,
+        predicted_mfu=predicted * wl.model_flop_per_token / peak,
+        ratio=None if reported is None else predicted / reported, fits=ev.memory.fits, assumed=assumed)
 
 
 def _spearman(xs: list[float], ys: list[float]) -> float:
@@ -385,7 +472,7 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "| reported MFU | predicted MFU | fits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(priced, key=lambda r: r.id):
         lines.append(f"| {r.id} | {r.split} | {r.framework} | {r.gpus} {r.gpu} | {r.model} | {r.precision} | "
-                     f"{r.layout} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
+                     f"{r.layout}{' (took ' + r.assumed + ')' if r.assumed else ''} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
                      f"{_pct(r.reported_mfu)} | {_pct(r.predicted_mfu)} | {'yes' if r.fits else 'NO'} |")
     skipped = [r for r in rows if r.ratio is None]
     if skipped:

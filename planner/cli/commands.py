@@ -198,7 +198,9 @@ SeqLenOpt = Annotated[int | None, _whole_option(
     "--seq-len", help="With a transformer --model: the sequence length (the batch keeps its tokens).",
     rich_help_panel=_W, show_default=False)]
 PrecisionOpt = Annotated[Precision | None, typer.Option(
-    "--precision", help="With a transformer --model: GEMM precision bf16 (default) or fp8.", rich_help_panel=_W,
+    "--precision", help="With a transformer --model: GEMM precision and recipe: bf16 (default), fp8 (= fp8-current, "
+    "per-tensor current scaling), fp8-delayed, fp8-blockwise, mxfp8 (Blackwell), fp4 (= nvfp4, Blackwell).",
+    rich_help_panel=_W,
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
@@ -309,7 +311,7 @@ def _with_training(wl: Workload | None, seq_len: int | None, precision: Precisio
                                "sequences; give --batch-sequences too")
         update["seq_len"] = seq_len
     if precision is not None:
-        update["precision"] = precision.value
+        update["precision"], update["recipe"] = precision.split
     try:
         return Workload(**{**wl.model_dump(), **update})
     except ValidationError as exc:

@@ -25,6 +25,19 @@ from planner.schema import DEGREES, Hardware, Plan
 T = TypeVar("T")
 
 
+
+RECIPE_WORDS = {"current": "per-tensor current scaling", "delayed": "per-tensor delayed scaling",
+                "blockwise": "1 x 128 / 128 x 128 block scaling", "mxfp8": "MXFP8 (32-element blocks)",
+                "nvfp4": "NVFP4 (16-element blocks, some layers kept in 16-bit)"}
+
+
+def _precision_text(precision: str, recipe: str | None) -> str:
+    if precision == "bf16":
+        return "bf16"
+    how = f", {RECIPE_WORDS.get(recipe or '', recipe)}" if recipe else ""
+    return (f"{precision}{how}: the transformer layers' GEMMs in {precision.upper()} with their inputs quantized "
+            "(element-wise work); attention, the LM head and the optimizer state in 16/32-bit")
+
 def _part(value: T | None, what: str) -> T:
     """A part of the plan that only a plan with a layout has (the callers render only such plans)."""
     if value is None:
@@ -333,9 +346,7 @@ def schedule_table(plan: Plan) -> Table:
             ("ZeRO stage", f"{lay.zero} (" + {1: "optimizer state", 2: "optimizer state and gradients",
                                                3: "optimizer state, gradients and weights: FSDP"}[lay.zero]
              + f" sharded over {_shard_ranks(lay)})"),
-            ("precision", plan.workload.precision + (": the transformer layers' GEMMs in FP8; attention, the LM head "
-                                                     "and the optimizer state in 16/32-bit"
-                                                     if plan.workload.precision == "fp8" else "")),
+            ("precision", _precision_text(plan.workload.precision, plan.workload.recipe)),
         ]
     return _kv_table("Pipeline schedule and memory savers" if savers else "Pipeline schedule", [
         *savers,
@@ -392,7 +403,7 @@ def run_table(plan: Plan) -> Table:
         ("MFU", fmt_pct(plan.mfu)),
         ("HFU", fmt_pct(plan.hfu) + " (model + recomputed FLOPs)"),
         ("  against peak", f"{fmt_flops(plan.peak_flops)} per GPU (dense "
-         f"{'FP8' if plan.workload.precision == 'fp8' else '16-bit'}, max clock)"),
+         f"{'16-bit' if plan.workload.precision == 'bf16' else plan.workload.precision.upper()}, max clock)"),
         ("  FLOP counted as", plan.flop_convention),
         ("bottleneck", Text(plan.bottleneck or "—", style="bold yellow")),
     ]
