@@ -52,6 +52,26 @@ def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) ->
     return get_hardware(gpu, overrides)
 
 
+DEFAULT_PROFILE_RULE = ("the paper's toy workload (--compute, the paper's question) is priced by the 'paper' profile; a "
+                        "real transformer (--model, a preset or shape) and any launch configuration (--emit, export) "
+                        "by the 'realistic' one; --profile chooses")
+"""The default execution profile, as every output states it."""
+
+
+def default_profile(gpu: str | Hardware, profile: str | None, workload: Workload | None, launch: bool = False
+                    ) -> str | None:
+    """The profile a request is priced by when none is named (DEFAULT_PROFILE_RULE): 'realistic' for a transformer
+    or a launch configuration, else the hardware's own (the paper's). A Hardware object that already carries a
+    non-paper profile keeps it."""
+    if profile is not None:
+        return profile
+    if isinstance(gpu, Hardware) and gpu.profile.name != "paper":
+        return None
+    if launch or (workload is not None and workload.transformer is not None):
+        return "realistic"
+    return None
+
+
 def resolve(gpu: str | Hardware, profile: str | None, overrides: Sequence[Override] = ()) -> Hardware:
     """The hardware priced under `profile` (None: the hardware's own, the paper's by default), both with the --set
     overrides that name their fields."""
@@ -335,6 +355,7 @@ def plan(
     plan (status "infeasible") carries that layout.
     """
     sets = parse_overrides(overrides)
+    profile = default_profile(gpu, profile, workload, runs_on is not None)
     hw = resolve(gpu, profile, sets)
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap

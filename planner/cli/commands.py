@@ -233,9 +233,10 @@ LatencyOpt = Annotated[float | None, _number_option(
     "--latency", help="One-way latency of every network level, µs, in the hardware file and the profile (= --set "
     "levels.*.lat_us=US profile.network.latency_us=[US]).", metavar="US", rich_help_panel=_WI, show_default=False)]
 ProfileOpt = Annotated[str | None, typer.Option(
-    "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model; the default, "
-    "except for validate and for evaluate --plan, which takes the plan's) or 'realistic' (validated against "
-    "published runs, docs/validation.md), or a profile TOML file.", metavar="paper|realistic|FILE.toml",
+    "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model) or 'realistic' "
+    "(validated against published runs, docs/validation.md), or a profile TOML file. Default: 'paper' for the "
+    "paper's toy workload (--compute), 'realistic' for a transformer (--model, shapes with --heads), --emit and "
+    "validate; evaluate --plan takes the plan's.", metavar="paper|realistic|FILE.toml",
     show_default=False)]
 
 
@@ -789,8 +790,8 @@ def evaluate_command(
         dp_overlap = doc.dp_overlap if dp_overlap is None else dp_overlap
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
-        hw = api.resolve(gpu or "h100", profile or "paper", sets)
         given = _with_training(_workload_options(compute, model, sparse, batch_scaling, shape), seq_len, precision)
+        hw = api.resolve(gpu or "h100", api.default_profile(gpu or "h100", profile, given) or "paper", sets)
         if given is not None:
             wl = given
         else:

@@ -300,7 +300,9 @@ def cluster_table(plan: Plan) -> Table:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     rows.append(("priced by", f"{plan.profile} profile" + (
         " (the paper's idealised model; --profile realistic for the one validated against published runs)"
-        if plan.profile == "paper" else " (profiles/*.toml; accuracy in docs/validation.md)")))
+        if plan.profile == "paper" else " (profiles/*.toml; accuracy in docs/validation.md)")
+        + ". Default: the paper profile for the paper's toy workload (--compute), the realistic one for a real "
+        "transformer and for launch configurations"))
     return _kv_table(f"Cluster ({plan.hardware})", rows)
 
 

@@ -1,0 +1,103 @@
+"""Low-precision recipes (issue 25; docs/model.md §1c): FP8 and FP4 GEMMs priced from measured rates, the recipes'
+quantization work, 16-bit layers and weight casts, checked against hand arithmetic on Llama 3 8B."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import api
+from planner.errors import InvalidInput
+from planner.profile import get_profile
+from planner.schema import Layout, Workload
+from planner.workload import load_model_preset
+
+H100_HBM_Bps = 3352e9  # hardware_specs/h100.toml
+ELEMENTWISE_FRACTION = 0.85  # profiles/realistic.toml [elementwise] hbm_fraction
+
+# Llama 3 8B (models/llama3-8b.toml): d_model 4096, 32 query heads x 128, 8 KV heads, SwiGLU d_ff 14,336, 32 layers.
+# Per layer and token, the GEMM inputs (columns of X) and outputs (rows of dY) of q, kv, o, mlp up+gate, mlp down:
+INPUT_ELEMENTS = 4096 + 4096 + 4096 + 4096 + 14336  # 30,720
+OUTPUT_ELEMENTS = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096  # 43,008
+LAYERS = 32
+
+
+def _workload(precision: str, recipe: str | None = None, seq_len: int = 8192) -> Workload:
+    wl = load_model_preset("llama3-8b")
+    return Workload(**{**wl.model_dump(), "precision": precision, "recipe": recipe})
+
+
+def _evaluate(precision: str, recipe: str | None, gpu: str = "h100", profile: str = "realistic"):
+    wl = _workload(precision, recipe)
+    seqs = wl.batch_tokens // wl.seq_len
+    lay = Layout(dp=8, tp_ff=1, tp_model=1, pp=1, microbatches=seqs // 8, schedule="1f1b", placement={"dp": (8, 1)})
+    hw = api.resolve(gpu, profile)
+    return api.evaluate(lay, hw, wl), wl, seqs // 8
+
+
+@pytest.mark.parametrize(("recipe", "bytes_per_element"), [("delayed", 4.0), ("current", 6.0), ("mxfp8", None)])
+def test_quantize_work_is_the_recipes_bytes_at_hbm_bandwidth(recipe: str, bytes_per_element: float | None) -> None:
+    if bytes_per_element is None:  # mxfp8 needs Blackwell; its bytes are checked on the profile value below
+        assert get_profile("realistic").recipes["mxfp8"].quantize_bytes_per_element == pytest.approx(2 + 2 * (1 + 1 / 32))
+        return
+    ev, wl, microbatches = _evaluate("fp8", recipe)
+    (row,) = [op for op in ev.ops if op.name.startswith("quantize")]
+    tokens = 8192  # one sequence per microbatch on each data-parallel rank
+    by_hand = (INPUT_ELEMENTS + OUTPUT_ELEMENTS) * tokens * bytes_per_element * LAYERS * microbatches / (
+        H100_HBM_Bps * ELEMENTWISE_FRACTION)
+    assert row.seconds == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_fp8_gemms_run_at_the_measured_fp8_fraction_of_the_fp8_peak() -> None:
+    """The MAMF tables: H100 FP8 1402.6 of 1979 TFLOP/s (0.709), BF16 0.801 of 989: a large FP8 GEMM is
+    0.709 x 2 / 0.801 = 1.77x as fast as BF16 (the GEMM kernels only; quantization is its own row)."""
+    fp8, _, _ = _evaluate("fp8", "current")
+    bf16, _, _ = _evaluate("bf16", None)
+    gemm = {op.name: op.seconds for op in fp8.ops if op.kind == "gemm"}
+    ref = {op.name: op.seconds for op in bf16.ops if op.kind == "gemm"}
+    assert gemm["lm head"] == pytest.approx(ref["lm head"])  # the LM head stays 16-bit
+    assert ref["mlp down"] / gemm["mlp down"] == pytest.approx(0.709 * 2 / 0.801, rel=0.02)
+
+
+def test_fp8_faster_than_bf16_by_about_the_published_ratio() -> None:
+    """torchtitan's Llama 3.1 8B on H100 (FSDP, compiled): FP8 gains 1.28-1.34x over BF16 on the same layout
+    (docs/validation.md); the model's gain on this layout must land in that band within 10 %."""
+    fp8, _, _ = _evaluate("fp8", "current")
+    bf16, _, _ = _evaluate("bf16", None)
+    gain = bf16.step.step_s / fp8.step.step_s
+    assert 1.28 * 0.9 <= gain <= 1.34 * 1.1
+
+
+def test_delayed_scaling_is_cheaper_than_current_scaling() -> None:
+    delayed, _, _ = _evaluate("fp8", "delayed")
+    current, _, _ = _evaluate("fp8", "current")
+    assert delayed.step.step_s < current.step.step_s
+
+
+def test_paper_profile_prices_fp8_at_the_fp8_rate_with_nothing_else() -> None:
+    ev, _, _ = _evaluate("fp8", "current", profile="paper")
+    assert not [op for op in ev.ops if op.name.startswith("quantize")]
+
+
+def test_fp4_needs_fp4_tensor_cores() -> None:
+    with pytest.raises(InvalidInput, match="no FP4 rate"):
+        _evaluate("fp4", "nvfp4", gpu="h100")
+
+
+def test_recipe_must_match_the_precision() -> None:
+    with pytest.raises(ValueError, match="fp4 recipe"):
+        _workload("fp8", "nvfp4")
+
+
+def test_weight_casts_are_priced_once_per_step_with_the_optimizer() -> None:
+    """Current scaling refreshes the FP8 weight copies once per step: 6 B per parameter of the shard the optimizer
+    updates (ZeRO-1 over 8 ranks), on top of the optimizer's 30 B per parameter."""
+    from planner.cost.terms import optimizer_s
+    from planner.parallel.space import Tuples
+
+    wl = _workload("fp8", "current")
+    lay = Layout(dp=8, tp_ff=1, tp_model=1, pp=1, microbatches=256, schedule="1f1b", placement={"dp": (8, 1)})
+    hw = api.resolve("h100", "realistic")
+    cols = Tuples.from_layouts([lay])
+    with_cast = float(optimizer_s(hw, wl, cols)[0])
+    without = float(optimizer_s(hw, Workload(**{**wl.model_dump(), "precision": "bf16", "recipe": None}), cols)[0])
+    assert with_cast / without == pytest.approx((30.0 + 6.0) / 30.0)
