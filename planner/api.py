@@ -52,9 +52,9 @@ def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) ->
     return get_hardware(gpu, overrides)
 
 
-DEFAULT_PROFILE_RULE = ("the paper's toy workload (--compute, the paper's question) is priced by the 'paper' profile; a "
-                        "real transformer (--model, a preset or shape) and any launch configuration (--emit, export) "
-                        "by the 'realistic' one; --profile chooses")
+DEFAULT_PROFILE_RULE = ("the paper's toy workload (--compute, the paper's question) is priced by the 'paper' "
+                        "profile; a real transformer (--model, a preset or shape) and any launch configuration "
+                        "(--emit, export) by the 'realistic' one; --profile chooses")
 """The default execution profile, as every output states it."""
 
 

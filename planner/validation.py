@@ -263,6 +263,10 @@ def _variants(run: PublishedRun) -> list[tuple[PublishedRun, str]]:
     return out
 
 
+def _took(row: ValidationRow) -> str:
+    return f" (took {row.assumed})" if row.assumed else ""
+
+
 def _show(v: object) -> str:
     return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
@@ -472,7 +476,7 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "| reported MFU | predicted MFU | fits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(priced, key=lambda r: r.id):
         lines.append(f"| {r.id} | {r.split} | {r.framework} | {r.gpus} {r.gpu} | {r.model} | {r.precision} | "
-                     f"{r.layout}{' (took ' + r.assumed + ')' if r.assumed else ''} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
+                     f"{r.layout}{_took(r)} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
                      f"{_pct(r.reported_mfu)} | {_pct(r.predicted_mfu)} | {'yes' if r.fits else 'NO'} |")
     skipped = [r for r in rows if r.ratio is None]
     if skipped:
