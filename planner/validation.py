@@ -476,7 +476,8 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "| reported MFU | predicted MFU | fits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(priced, key=lambda r: r.id):
         lines.append(f"| {r.id} | {r.split} | {r.framework} | {r.gpus} {r.gpu} | {r.model} | {r.precision} | "
-                     f"{r.layout}{_took(r)} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | {r.ratio:.2f} | "
+                     f"{r.layout}{_took(r)} | {r.reported_tokens_per_s:,.0f} | {r.predicted_tokens_per_s:,.0f} | "
+                     f"{r.ratio:.2f} | "
                      f"{_pct(r.reported_mfu)} | {_pct(r.predicted_mfu)} | {'yes' if r.fits else 'NO'} |")
     skipped = [r for r in rows if r.ratio is None]
     if skipped:
