@@ -38,7 +38,8 @@ def _evaluate(precision: str, recipe: str | None, gpu: str = "h100", profile: st
 def test_quantize_work_is_the_recipes_bytes_at_hbm_bandwidth(recipe: str, bytes_per_element: float | None
                                                               ) -> None:
     if bytes_per_element is None:  # mxfp8 needs Blackwell; its bytes are checked on the profile value below
-        assert get_profile("realistic").recipes["mxfp8"].quantize_bytes_per_element == pytest.approx(2 + 2 * (1 + 1 / 32))
+        mxfp8 = get_profile("realistic").recipes["mxfp8"]
+        assert mxfp8.quantize_bytes_per_element == pytest.approx(2 + 2 * (1 + 1 / 32))
         return
     ev, wl, microbatches = _evaluate("fp8", recipe)
     (row,) = [op for op in ev.ops if op.name.startswith("quantize")]
