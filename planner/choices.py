@@ -54,7 +54,7 @@ class Precision(StrEnum):
     nvfp4 = "nvfp4"
 
     @property
-    def split(self) -> tuple[str, str | None]:
+    def precision_and_recipe(self) -> tuple[str, str | None]:
         """(precision, recipe): ('fp8', 'delayed') for 'fp8-delayed', ('fp8', None) for 'fp8' (the default recipe)."""
         return {"bf16": ("bf16", None), "fp8": ("fp8", None), "fp8-current": ("fp8", "current"),
                 "fp8-delayed": ("fp8", "delayed"), "fp8-blockwise": ("fp8", "blockwise"), "mxfp8": ("fp8", "mxfp8"),

@@ -36,7 +36,8 @@ Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TileSide = Annotated[int, Field(ge=1, le=2**16)]
 
 
-RECIPE_PASSES = ("fprop", "dgrad", "wgrad")
+GemmPass = Literal["fprop", "dgrad", "wgrad"]
+RECIPE_PASSES: tuple[GemmPass, ...] = ("fprop", "dgrad", "wgrad")
 """A GEMM's three passes per microbatch: forward, activation gradient, weight gradient."""
 
 
@@ -50,7 +51,7 @@ class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     precision: Literal["fp8", "fp4"] = Field(description="Element format of the low-precision GEMM operands.")
-    passes: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = Field(
+    passes: tuple[GemmPass, ...] = Field(
         RECIPE_PASSES, description="GEMM passes run in low precision (the others in 16-bit).")
     gemm_efficiency: Fraction = Field(
         1.0, description="Low-precision GEMM throughput with this recipe's scaling / per-tensor scaling's (block "

@@ -257,7 +257,7 @@ def _variants(run: PublishedRun) -> list[tuple[PublishedRun, str]]:
                            f"{MAX_UNKNOWN_LAYOUTS})")
     out = []
     for values in combos:
-        update = dict(zip(fields, values, strict=True))
+        update: dict[str, object] = dict(zip(fields, values, strict=True))
         note = ", ".join(f"{k}={_show(v)}" for k, v in update.items())
         out.append((run.model_copy(update={**update, "unknown": []}), note))
     return out

@@ -312,7 +312,7 @@ def _with_training(wl: Workload | None, seq_len: int | None, precision: Precisio
                                "sequences; give --batch-sequences too")
         update["seq_len"] = seq_len
     if precision is not None:
-        update["precision"], update["recipe"] = precision.split
+        update["precision"], update["recipe"] = precision.precision_and_recipe
     try:
         return Workload(**{**wl.model_dump(), **update})
     except ValidationError as exc:
