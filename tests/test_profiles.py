@@ -86,7 +86,13 @@ def test_plan_says_which_profile_priced_it(capsys):
     doc = json.loads(out)
     assert doc["profile"] == "realistic"
     assert doc["layout"]["placement"]["tp_ff"][0] == doc["layout"]["tp_ff"]  # TP inside the node
+    # The default follows the question: a real transformer is priced by the realistic profile, the paper's toy
+    # workload by the paper's, unless --profile says otherwise.
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--json"])
+    assert code == 0 and json.loads(out)["profile"] == "realistic"
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--json", "--profile", "paper"])
+    assert code == 0 and json.loads(out)["profile"] == "paper"
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--gpus", "64", "--json"])
     assert code == 0 and json.loads(out)["profile"] == "paper"
 
 

@@ -560,6 +560,33 @@ def _allreduce_latency(degree: str):
     return feature
 
 
+def _ring_latency(degree: str):
+    """Latency of one ring collective (all-gather or reduce-scatter) over the group, as NCCL's cost model counts it
+    (src/graph/tuning.cc): N - 1 steps, each at the profile's ring step latency of the level it crosses. A ring laid
+    out level by level takes prod_{k>=h} f_k - prod_{k>h} f_k of its steps on level h (the nodes' ring: N_nodes - 1
+    steps over the network, the rest inside the nodes)."""
+    def feature(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
+        f = np.asarray(fac[degree], dtype=np.float64)
+        at_or_above = np.cumprod(f[:, ::-1], axis=1)[:, ::-1]  # prod_{k>=h} f_k
+        above = np.concatenate([at_or_above[:, 1:], np.ones((len(f), 1))], axis=1)
+        step = np.array(hw.profile.per_level(hw.profile.ring_step_latency_s, len(hw.levels)), dtype=np.float64)
+        return ((at_or_above - above) * step[None, :]).sum(axis=1)
+    return feature
+
+
+def zero3_collectives(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """ZeRO-3 / FSDP collectives per step on the busiest device whose latency is exposed: per gather unit and
+    microbatch an all-gather for the forward pass, one for the backward pass and a reduce-scatter of the gradients
+    (the profile's `zero_gather_unit`: one unit per layer for FSDP's per-block wrapping, one per weight matrix for
+    DeepSpeed's per-parameter gathers), times the share of ZeRO traffic the profile leaves exposed."""
+    if wl.transformer is None:
+        return np.zeros(len(np.asarray(cols["dp"])))
+    per_layer = 1.0 if hw.profile.zero_gather_unit == "block" else float(len(wl.ops.gemms))
+    z3 = np.asarray(cols["zero"]) >= 3
+    count = 3.0 * per_layer * device_layers(wl, cols) * _f(cols, "microbatches")
+    return np.where(z3, count * (1.0 - hw.profile.overlap_zero), 0.0)
+
+
 def _dp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3)."""
     return params_per_gpu(wl, cols)
@@ -753,6 +780,9 @@ def group_terms(wl: Workload, profile: ExecutionProfile = PAPER) -> tuple[GroupT
         zero_feature = _flat_ring_per_word if profile.zero_flat else _allreduce_per_word
         terms += [GroupTerm(f"zero_{name}_bw", group, "zero_bw", _times(words, zero_overlapped),
                             zero_feature(degree)) for name, group, words, degree in sync]
+        if any(v > 0 for v in profile.ring_step_latency_s):
+            # ZeRO-3's per-microbatch gathers over the data-parallel group: their ring latency, exposed
+            terms.append(GroupTerm("zero_dp_lat", "dp", "exposed", zero3_collectives, _ring_latency("dp")))
         terms.append(GroupTerm("cp_bw", "cp", "cp_bw", _cp_words, _ring_per_word))
         terms.append(GroupTerm("cp_path", "cp", "path", _cp_hops, _cp_latency))
     groups = [a.group for a in wl.ops.allreduces]
