@@ -183,6 +183,9 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
     if key.startswith("recipe."):
         return wl is not None and key.split(".")[1] == wl.recipe_name
+    if key.startswith("gemm.sustained_by_family."):
+        family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
+        return prof.gemm_model == "measured" and key.rsplit(".", 1)[1].upper() == family
     for precision, (table, entries) in tables.items():
         if key.startswith(table):
             # a low-precision recipe's kept layers and LM head still run 16-bit GEMMs

@@ -145,6 +145,9 @@ class ExecutionProfile(BaseModel):
     gemm_sustained_factor: float = Field(1.0, gt=0, le=1, description="'measured': GEMM throughput inside a training "
                                          "step / the isolated benchmark's (power and clocks under a full node's "
                                          "load, SMs shared with communication kernels).")
+    gemm_sustained_by_family: dict[str, Fraction] = Field(
+        default_factory=dict, description="'measured': the sustained factor for a GPU family where it differs from "
+        "`gemm_sustained_factor` (e.g. Blackwell under a full rack's power draw).")
     goodput: bool = Field(False, description="Plan with failures, checkpoints and restarts (planner.goodput): the "
                           "deadline is wall-clock time, compute time / goodput.")
     frameworks: dict[str, dict[str, Any]] = Field(
@@ -165,6 +168,14 @@ class ExecutionProfile(BaseModel):
             return table["default"]
         label = precision if precision in ("fp8", "fp4") else "16-bit"
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
+
+    def sustained_factor(self, gpu_name: str) -> float:
+        """`gemm_sustained_by_family` for this GPU's family, else `gemm_sustained_factor`."""
+        family = gpu_name.split()[0].upper() if gpu_name.split() else ""
+        for key, value in self.gemm_sustained_by_family.items():
+            if key.upper() == family:
+                return value
+        return self.gemm_sustained_factor
 
     def recipe(self, name: str | None) -> Recipe | None:
         """The profile's recipe of that name (None: 16-bit, or a recipe the profile does not price)."""
@@ -213,7 +224,7 @@ FIELDS: dict[str, str] = {
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
-          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction"}
+          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family"}
 
 RECIPE_KEYS = {"precision", *Recipe.model_fields} - {"model_config"}
 """Keys of a [recipe.NAME] table (the Recipe fields)."""

@@ -278,31 +278,38 @@ def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper"
     the same cost model, and the row takes the fastest one that fits in memory (the fastest of all if none fits);
     `assumed` says which values it took. This is the planner's search restricted to the published degrees, done
     exhaustively because the combinations are few."""
+    chosen = get_profile(profile) if isinstance(profile, str) else profile
+    return [_best_variant(run, chosen)[1] for run in runs]
+
+
+def resolve_unknowns(runs: list[PublishedRun], profile: str | ExecutionProfile) -> list[PublishedRun]:
+    """Each run with its unknown fields set to the values `validate` takes under `profile` (runs it cannot price are
+    returned unchanged): what a calibration prices repeatedly without searching again."""
+    chosen = get_profile(profile) if isinstance(profile, str) else profile
+    return [_best_variant(run, chosen)[0] for run in runs]
+
+
+def _best_variant(run: PublishedRun, chosen: ExecutionProfile) -> tuple[PublishedRun, ValidationRow]:
     from planner.hardware import get_hardware
 
-    chosen = get_profile(profile) if isinstance(profile, str) else profile
-    rows = []
-    for run in runs:
-        hw = get_hardware(HARDWARE_OF_GPU[run.gpu])
-        base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=_model_text(run),
-                    framework=run.framework, precision=run.precision, layout=_run_layout_text(run), source=run.source)
-        try:
-            variants = _variants(run)
-        except InvalidInput as exc:
-            rows.append(_unpriced(base, str(exc)))
+    hw = get_hardware(HARDWARE_OF_GPU[run.gpu])
+    base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=_model_text(run),
+                framework=run.framework, precision=run.precision, layout=_run_layout_text(run), source=run.source)
+    try:
+        variants = _variants(run)
+    except InvalidInput as exc:
+        return run, _unpriced(base, str(exc))
+    best: tuple[tuple[bool, float], PublishedRun, ValidationRow] | None = None
+    first_problem = ""
+    for variant, note in variants:
+        row = _price(variant, hw, chosen, base, note)
+        if row.predicted_tokens_per_s is None:
+            first_problem = first_problem or row.problem
             continue
-        best: tuple[tuple[bool, float], ValidationRow] | None = None
-        first_problem = ""
-        for variant, note in variants:
-            row = _price(variant, hw, chosen, base, note)
-            if row.predicted_tokens_per_s is None:
-                first_problem = first_problem or row.problem
-                continue
-            key = (bool(row.fits), row.predicted_tokens_per_s)
-            if best is None or key > best[0]:
-                best = (key, row)
-        rows.append(best[1] if best is not None else _unpriced(base, first_problem))
-    return rows
+        key = (bool(row.fits), row.predicted_tokens_per_s)
+        if best is None or key > best[0]:
+            best = (key, variant, row)
+    return (best[1], best[2]) if best is not None else (run, _unpriced(base, first_problem))
 
 
 def _model_text(run: PublishedRun) -> str:

@@ -129,7 +129,8 @@ class Rates:
         if prof.gemm_model == "roofline":
             return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
         launch = g.matmul_latency_s if prof.gemm_launch_s is None else prof.gemm_launch_s
-        fraction = prof.gemm_fraction(self.hw.gpu.name, self.precision if low else "bf16") * prof.gemm_sustained_factor
+        fraction = (prof.gemm_fraction(self.hw.gpu.name, self.precision if low else "bf16")
+                    * prof.sustained_factor(self.hw.gpu.name))
         if low and self.recipe is not None:
             fraction *= self.recipe.gemm_efficiency
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
