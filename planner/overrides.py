@@ -36,13 +36,19 @@ class Override:
 
 
 def _value(text: str, where: str) -> Any:
+    from planner.sourced import check_depth
+
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
+    except RecursionError:
+        raise InvalidInput(f"--set {where}: the value is nested too deeply") from None
     except tomllib.TOMLDecodeError:
         if text and all(c.isalnum() or c in "-_." for c in text):
             return text  # a bare word: a string (gemm.model=measured)
         raise InvalidInput(f"--set {where}: cannot read the value {text!r} (a number, true/false, [list] or "
                            "\"string\")") from None
+    check_depth(value, f"--set {where}", 1)
+    return value
 
 
 def parse_overrides(texts: Sequence[str]) -> list[Override]:

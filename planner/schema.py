@@ -24,6 +24,21 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+MAX_NAME_CHARS = 200
+"""Longest name (hardware, GPU, network level, profile) accepted."""
+
+
+def check_name(value: str) -> str:
+    """A name that reaches emitted files (bash comments, TOML, CSV cells, file names): no control characters (a
+    newline would end a comment in a sourced bash file), at most MAX_NAME_CHARS (docs/reliability.md)."""
+    bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise ValueError(f"the name {value[:40]!r} has a control character ({bad!r}); names are printable text")
+    if len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"a name has at most {MAX_NAME_CHARS} characters, got {len(value)}")
+    return value
+
+
 # --------------------------------------------------------------------------------------------------
 # Hardware (hardware_specs/*.toml and their sources, paper App. 8.1.1-8.1.2)
 # --------------------------------------------------------------------------------------------------
@@ -33,6 +48,7 @@ class Gpu(_Frozen):
     """One GPU: compute, on-chip memory hierarchy and HBM, as the matmul model of App. 8.1.1 needs them."""
 
     name: str = Field(description="Marketing name, e.g. 'H100 SXM5'.")
+    _name = field_validator("name")(check_name)
     sms: int = Field(gt=0, description="Streaming multiprocessors.")
     threads_per_sm: int = Field(128, gt=0, description="Tensor-core threads per SM (4 processing blocks x 32).")
     flop_per_clock_per_thread: float = Field(gt=0, description="Dense 16-bit FLOP per clock per thread.")
@@ -89,6 +105,7 @@ class NetworkLevel(_Frozen):
     """One level of the network hierarchy (App. 8.1.2)."""
 
     name: str = Field(description="e.g. 'NVLink', 'InfiniBand'.")
+    _name = field_validator("name")(check_name)
     size: int | None = Field(
         None, gt=0, description="GPUs per group at this level (cumulative, e.g. 8 per node); None = "
             "unbounded (top level)."
@@ -106,6 +123,7 @@ class Hardware(_Frozen):
     """A system: one GPU type and an ordered list of network levels, bottom (fastest) first."""
 
     name: str = Field(description="Short name used on the command line, e.g. 'h100'.")
+    _name = field_validator("name")(check_name)
     description: str = Field("", description="What system this describes.")
     gpu: Gpu
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
@@ -613,6 +631,7 @@ class Plan(_Frozen):
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
     hardware: str
     gpu: str
+    _names = field_validator("hardware", "gpu", "profile")(check_name)
     profile: str = Field("paper", description="The execution profile that priced the plan (planner.profile): 'paper' "
                          "(the paper's idealised model) or 'realistic' (validated against published runs, "
                          "docs/validation.md).")
