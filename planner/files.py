@@ -16,7 +16,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from planner.errors import InvalidInput
 
@@ -60,7 +60,7 @@ def check_output(path: str | Path, flag: str) -> Path:
     return p
 
 
-def write_atomic(path: str | Path, write: Callable[[IO[str]], None], flag: str, binary: bool = False) -> Path:
+def write_atomic(path: str | Path, write: Callable[[Any], object], flag: str, binary: bool = False) -> Path:
     """Write a whole file: `write(fh)` fills a temporary file created exclusively beside `path` (mkstemp: O_EXCL,
     a random name, mode 0600 until renamed), which then replaces `path` in one rename. The path is checked again just
     before the rename, so a device, FIFO or link placed there meanwhile is refused, not replaced."""
@@ -70,7 +70,8 @@ def write_atomic(path: str | Path, write: Callable[[IO[str]], None], flag: str, 
     except OSError as exc:
         raise InvalidInput(f"cannot write {flag} {path}: {exc.strerror}") from None
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": "", "encoding": "utf-8"})) as fh:
+        fh: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")
+        with fh:
             write(fh)
             fh.flush()
             os.fchmod(fh.fileno(), 0o644 & ~_umask())

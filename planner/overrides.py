@@ -53,8 +53,13 @@ def _value(text: str, where: str) -> Any:
 
 def parse_overrides(texts: Sequence[str]) -> list[Override]:
     """`FIELD=VALUE` strings -> Overrides; a malformed one is a one-line InvalidInput naming it."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+        raise InvalidInput(f"overrides must be a list of 'FIELD=VALUE' strings, got {type(texts).__name__} "
+                           f"{str(texts)[:60]!r}")
     out = []
     for raw in texts:
+        if not isinstance(raw, str):
+            raise InvalidInput(f"overrides must be 'FIELD=VALUE' strings, got {type(raw).__name__} {raw!r}")
         if "=" not in raw:
             raise InvalidInput(f"--set {raw!r}: expected FIELD=VALUE, e.g. levels.InfiniBand.bw_bidir_GBps=200")
         key, text = (part.strip() for part in raw.split("=", 1))

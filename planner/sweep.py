@@ -337,6 +337,10 @@ def sweep(
     grid = compute_grid(compute_from, compute_to, points)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
+    api._check_workers(workers)
+    for name, flag in (("sparse", sparse), ("dp_overlap", dp_overlap), ("goodput", goodput)):
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidInput(f"{name} must be true or false, got {flag!r}")
     if batch_scaling not in ("paper", "deepseek", "fixed"):
         raise InvalidInput(f"unknown batch scaling '{batch_scaling}'; choose one of paper, deepseek, fixed")
     if budget not in ("exact", "paper"):
