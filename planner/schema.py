@@ -24,6 +24,14 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+MAX_TRANSFORMER_LAYERS = 1024
+"""Most layers of a transformer workload: each (N_PP, i) with N_PP i <= L is a candidate, so the search grows with L
+log L (Llama 3 405B has 126; 1,024 layers on 1,024 GPUs plan in about 4 s, docs/reliability.md). The paper's toy
+model takes any L up to 2^40: its (N_PP, i) pairs are the divisor pairs of L."""
+MAX_EXPERTS = 4096
+"""Most experts (E): DeepSeek-V3 has 256; the paper's sparse scaling law reaches 1,280 at 1e40 FLOP."""
+MAX_HEADS = 1024
+"""Most attention heads (and KV heads) of a transformer: real models have at most a few hundred."""
 MAX_NAME_CHARS = 200
 """Longest name (hardware, GPU, network level, profile) accepted."""
 
@@ -253,6 +261,21 @@ class Workload(_Frozen):
         if not math.isfinite(v):
             raise ValueError("tokens must be finite")
         return v
+
+    @model_validator(mode="after")
+    def _check_search_sizes(self) -> Workload:
+        """The sizes that grow the search, within the documented ranges (docs/reliability.md, "Bounded work")."""
+        if self.experts > MAX_EXPERTS:
+            raise ValueError(f"experts {self.experts} is more than the {MAX_EXPERTS} accepted")
+        tr = self.transformer
+        if tr is not None:
+            if self.layers > MAX_TRANSFORMER_LAYERS:
+                raise ValueError(f"a transformer of {self.layers} layers: at most {MAX_TRANSFORMER_LAYERS} are "
+                                 "accepted "
+                                 "(every pipeline split of them is priced)")
+            if max(tr.heads, tr.kv_heads) > MAX_HEADS:
+                raise ValueError(f"{max(tr.heads, tr.kv_heads)} attention heads: at most {MAX_HEADS} are accepted")
+        return self
 
     @model_validator(mode="after")
     def _check_transformer(self) -> Workload:
