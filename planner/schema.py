@@ -24,12 +24,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-MAX_TRANSFORMER_LAYERS = 1024
+MAX_TRANSFORMER_LAYERS = 512
 """Most layers of a transformer workload: each (N_PP, i) with N_PP i <= L is a candidate, so the search grows with L
-log L (Llama 3 405B has 126; 1,024 layers on 1,024 GPUs plan in about 4 s, docs/reliability.md). The paper's toy
-model takes any L up to 2^40: its (N_PP, i) pairs are the divisor pairs of L."""
+log L (Llama 3 405B has 126). The paper's toy model takes any L up to 2^40: its (N_PP, i) pairs are the divisor pairs
+of L. Measured bounds: docs/reliability.md, "Bounded work"."""
 MAX_EXPERTS = 4096
-"""Most experts (E): DeepSeek-V3 has 256; the paper's sparse scaling law reaches 1,280 at 1e40 FLOP."""
+"""Most experts (E) of the paper's toy model (its sparse scaling law reaches 1,280 at 1e40 FLOP)."""
+MAX_TRANSFORMER_EXPERTS = 256
+"""Most experts of a transformer (DeepSeek-V3 has 256)."""
+MAX_TRANSFORMER_LAYER_EXPERTS = 16384
+"""Most layers x experts of a transformer (DeepSeek-V3: 61 x 256 = 15,616): the candidate tables grow with both."""
 MAX_HEADS = 1024
 """Most attention heads (and KV heads) of a transformer: real models have at most a few hundred."""
 MAX_NAME_CHARS = 200
@@ -269,6 +273,12 @@ class Workload(_Frozen):
             raise ValueError(f"experts {self.experts} is more than the {MAX_EXPERTS} accepted")
         tr = self.transformer
         if tr is not None:
+            if self.experts > MAX_TRANSFORMER_EXPERTS:
+                raise ValueError(f"a transformer with {self.experts} experts: at most {MAX_TRANSFORMER_EXPERTS} are "
+                                 "accepted")
+            if self.layers * self.experts > MAX_TRANSFORMER_LAYER_EXPERTS:
+                raise ValueError(f"{self.layers} layers x {self.experts} experts = {self.layers * self.experts}: at "
+                                 f"most {MAX_TRANSFORMER_LAYER_EXPERTS} are accepted")
             if self.layers > MAX_TRANSFORMER_LAYERS:
                 raise ValueError(f"a transformer of {self.layers} layers: at most {MAX_TRANSFORMER_LAYERS} are "
                                  "accepted "

@@ -335,8 +335,10 @@ def _preset_with(tmp_path: Path, **fields: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fields,word", [({"layers": 1025}, "1024"), ({"layers": 2**40}, "layers"),
-                                         ({"experts": 65536}, "4096"), ({"heads": 2048, "kv_heads": 2048}, "heads")])
+@pytest.mark.parametrize("fields,word", [({"layers": 513, "experts": 1, "top_k": 1}, "512"),
+                                         ({"layers": 2**40}, "layers"), ({"experts": 65536}, "4096"),
+                                         ({"experts": 257}, "256"), ({"layers": 128, "experts": 256}, "16384"),
+                                         ({"heads": 2048, "kv_heads": 2048}, "heads")])
 def test_sizes_that_grow_the_search_have_documented_ranges(capsys, tmp_path, fields, word):
     t0 = time.perf_counter()
     code, _, err = invoke(capsys, ["plan", "--model", str(_preset_with(tmp_path, **fields)), "--gpus", "1024",
@@ -361,9 +363,9 @@ def test_network_levels_are_bounded(capsys, tmp_path):
 def test_the_largest_accepted_transformer_plans_within_its_time_limit_and_memory_bound(tmp_path):
     """The documented bound (docs/reliability.md): a request at the edge of the ranges ends within its time limit
     plus 5 s and under 4 GB of peak memory."""
-    path = _preset_with(tmp_path, layers=1024)
+    path = _preset_with(tmp_path, layers=512)
     t0 = time.perf_counter()
     res = subprocess.run(["/usr/bin/time", "-f", "%M", str(BIN / "planner"), "plan", "--model", str(path),
                           "--gpus", "1024", "--time-limit", "5"], capture_output=True, text=True, timeout=60)
     assert res.returncode in (0, 1) and time.perf_counter() - t0 < 10
-    assert int(res.stderr.strip().splitlines()[-1]) < 4 * 2**20  # KB
+    assert int(res.stderr.strip().splitlines()[-1]) < 4 * 2**20  # KB (measured: 3.4 GB)
