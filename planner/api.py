@@ -44,7 +44,26 @@ def _positive(name: str, value: float | None, unit: str = "") -> None:
         raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
 
 
+MAX_WORKERS = 256
+"""Most CP-SAT worker threads accepted per plan."""
+
+
+def _check_type(name: str, value: object, types: tuple[type, ...], what: str) -> None:
+    """The API's arguments checked by type before use: a wrong type is an InvalidInput naming the argument, not an
+    AttributeError deep inside (docs/reliability.md). bool is not accepted as a number."""
+    if isinstance(value, bool) and bool not in types:
+        raise InvalidInput(f"{name} must be {what}, got {value!r}")
+    if not isinstance(value, types):
+        raise InvalidInput(f"{name} must be {what}, got {type(value).__name__} {str(value)[:60]!r}")
+
+
+def _check_workers(workers: object) -> None:
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise InvalidInput(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r}")
+
+
 def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) -> Hardware:
+    _check_type("gpu", gpu, (str, Hardware), "a hardware name, a TOML path or a Hardware")
     if isinstance(gpu, Hardware):
         if any(o.target == "hardware" for o in overrides):
             raise InvalidInput("--set on hardware fields needs the hardware by name or file, not a Hardware object")
@@ -94,6 +113,9 @@ def workload_report(wl: Workload) -> WorkloadReport:
 
 def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False) -> Evaluation:
     """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks."""
+    _check_type("layout", layout, (Layout,), "a Layout")
+    _check_type("workload", workload, (Workload,), "a Workload")
+    _check_type("dp_overlap", dp_overlap, (bool,), "true or false")
     hw = resolve_hardware(gpu)
     problems = check_layout(hw, workload, layout)
     if problems:
@@ -357,6 +379,23 @@ def plan(
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
     """
+    for name, value, types, what in (
+            ("compute_flop", compute_flop, (int, float, type(None)), "a number of FLOP or None"),
+            ("days", days, (int, float, type(None)), "a number of days or None"),
+            ("workload", workload, (Workload, type(None)), "a Workload or None"),
+            ("sparse", sparse, (bool,), "true or false"), ("dp_overlap", dp_overlap, (bool, type(None)),
+                                                              "true, false or None"),
+            ("goodput", goodput, (bool, type(None)), "true, false or None"),
+            ("batch_scaling", batch_scaling, (str,), "a string"), ("budget", budget, (str,), "a string"),
+            ("schedule", schedule, (str,), "a string"), ("solver", solver, (str,), "a string"),
+            ("profile", profile, (str, type(None)), "a profile name, a TOML path or None"),
+            ("failures", failures, (str, FailureModel), "a failure-model name, a TOML path or a FailureModel"),
+            ("fixed", fixed, (Mapping, type(None)), "a mapping of dimension name to value, or None"),
+            ("runs_on", runs_on, (str, type(None)), "'megatron', 'torchtitan' or None"),
+            ("time_limit_s", time_limit_s, (int, float, type(None)), "a number of seconds or None"),
+            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None")):
+        _check_type(name, value, types, what)
+    _check_workers(workers)
     sets = parse_overrides(overrides)
     profile = default_profile(gpu, profile, workload, runs_on is not None)
     hw = resolve(gpu, profile, sets)

@@ -12,6 +12,7 @@ their tensor-parallel size. torchtitan shards data parallelism with FSDP (ZeRO-3
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -216,14 +217,24 @@ def megatron_args(launch: Launch, wl: Workload) -> list[tuple[str, str | None]]:
     return a
 
 
+def comment_text(text: str) -> str:
+    """`text` safe inside a one-line comment of bash and of TOML: every control character (a newline would end the
+    comment and make the next words a command or a table) written as a visible escape. Names are refused with
+    control characters where they are read (planner.schema.check_name); this holds whatever reaches here."""
+    return "".join(c if (32 <= ord(c) < 127 or ord(c) >= 160) and c not in "\u2028\u2029" else repr(c)[1:-1]
+                   for c in text)
+
+
 def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
-    lines = [f"# Megatron-LM arguments ({MEGATRON} names) for the {plan.status} plan on {plan.gpus} x {plan.gpu}: "
+    """A bash array to `source`: every value through shlex.quote, every name in the comment through comment_text."""
+    lines = [f"# Megatron-LM arguments ({MEGATRON} names) for the {plan.status} plan on {plan.gpus} x "
+             f"{comment_text(plan.gpu)}: "
              f"world size {launch.gpus} = tp {launch.tp} x cp {launch.cp} x pp {launch.pp} x dp {launch.dp}"
              + (f" (dp counts ep {launch.ep})" if launch.ep > 1 else ""),
              "# add the model, data and optimizer flags of your script; keep the default rank order (tp-cp-ep-dp-pp)",
              "PLANNER_ARGS=("]
     for flag, value in megatron_args(launch, wl):
-        lines.append(f"  {flag}" + (f" {value}" if value is not None else ""))
+        lines.append(f"  {shlex.quote(flag)}" + (f" {shlex.quote(value)}" if value is not None else ""))
     lines.append(")")
     return "\n".join(lines)
 
@@ -279,11 +290,20 @@ def torchtitan_sections(launch: Launch) -> dict[str, dict[str, object]]:
     return sections
 
 
+TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def toml_string(v: str) -> str:
+    """A TOML basic string: quote, backslash and every control character escaped as TOML 1.0 requires."""
+    return '"' + "".join(TOML_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if ord(c) < 32 or ord(c) == 127 else c)
+                         for c in v) + '"'
+
+
 def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return f'"{v}"'
+        return toml_string(v)
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     return str(v)
@@ -291,11 +311,11 @@ def _toml_value(v: object) -> str:
 
 def torchtitan_text(plan: Plan, launch: Launch) -> str:
     lines = [f"# torchtitan job config ({TORCHTITAN} JobConfig sections) for the {plan.status} plan on {plan.gpus} x "
-             f"{plan.gpu}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} x tp "
-             f"{launch.tp}",
+             f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
+             f"x tp {launch.tp}",
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():
-        lines += ["", f"[{section}]"] + [f"{k} = {_toml_value(v)}" for k, v in keys.items()]
+        lines += ["", f"[{section}]"] + [f"{k} = {_toml_value(v)}" for k, v in keys.items()]  # fixed bare keys
     return "\n".join(lines) + "\n"
 
 

@@ -68,6 +68,12 @@ LEVEL_KEYS: dict[str, tuple[str, float | None]] = {
 INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes"}
 MAX_INT_FIELD = 2**40
 """Largest whole-number field (SM count, group size, ...) accepted; larger ones overflow the int64 search arrays."""
+MAX_LEVELS = 8
+"""Most network levels in a hardware file (docs/reliability.md, "Bounded work"): 8 levels plan 1e28 FLOP in about 5 s;
+20 took 77 s and 4.3 GB before this bound."""
+MAX_SI_VALUE = 1e30
+"""Largest hardware number other than a bandwidth accepted, in SI units after conversion (bytes, Hz, seconds): far
+above any real GPU (1e30 bytes of HBM), far below where float64 products in the cost model overflow."""
 
 
 def _spec_dir() -> Path:
@@ -114,7 +120,12 @@ def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float | None]],
                 raise InvalidInput(f"{where}.{key}: expected a whole number, got {value!r}")
             out[field] = int(value)
         else:
-            out[field] = float(value) * scale
+            si = float(value) * scale
+            # checked in SI units, after the conversion: 1e308 GB is not finite bytes (docs/reliability.md)
+            if not key.endswith("_GBps") and not (math.isfinite(si) and abs(si) <= MAX_SI_VALUE):
+                raise InvalidInput(f"{where}.{key}: {value!r} is {si:.3g} in SI units; at most {MAX_SI_VALUE:g} is "
+                                   "accepted")
+            out[field] = si
     return out
 
 
@@ -130,6 +141,9 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             raise InvalidInput(f"{origin}: missing required '{key}'")
     if not isinstance(doc["gpu"], dict) or not isinstance(doc["levels"], list):
         raise InvalidInput(f"{origin}: [gpu] must be a table and [[levels]] an array of tables")
+    if len(doc["levels"]) > MAX_LEVELS:
+        raise InvalidInput(f"{origin}: {len(doc['levels'])} network levels; at most {MAX_LEVELS} are accepted (each "
+                           "level multiplies the placements the search prices; real systems have 2 to 4)")
     try:  # name the file in every field error
         gpu_fields = _convert(doc["gpu"], GPU_KEYS, "gpu", sources, require_source)
         levels = []

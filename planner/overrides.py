@@ -36,19 +36,30 @@ class Override:
 
 
 def _value(text: str, where: str) -> Any:
+    from planner.sourced import check_depth
+
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
+    except RecursionError:
+        raise InvalidInput(f"--set {where}: the value is nested too deeply") from None
     except tomllib.TOMLDecodeError:
         if text and all(c.isalnum() or c in "-_." for c in text):
             return text  # a bare word: a string (gemm.model=measured)
         raise InvalidInput(f"--set {where}: cannot read the value {text!r} (a number, true/false, [list] or "
                            "\"string\")") from None
+    check_depth(value, f"--set {where}", 1)
+    return value
 
 
 def parse_overrides(texts: Sequence[str]) -> list[Override]:
     """`FIELD=VALUE` strings -> Overrides; a malformed one is a one-line InvalidInput naming it."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+        raise InvalidInput(f"overrides must be a list of 'FIELD=VALUE' strings, got {type(texts).__name__} "
+                           f"{str(texts)[:60]!r}")
     out = []
     for raw in texts:
+        if not isinstance(raw, str):
+            raise InvalidInput(f"overrides must be 'FIELD=VALUE' strings, got {type(raw).__name__} {raw!r}")
         if "=" not in raw:
             raise InvalidInput(f"--set {raw!r}: expected FIELD=VALUE, e.g. levels.InfiniBand.bw_bidir_GBps=200")
         key, text = (part.strip() for part in raw.split("=", 1))

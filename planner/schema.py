@@ -31,6 +31,33 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+MAX_TRANSFORMER_LAYERS = 512
+"""Most layers of a transformer workload: each (N_PP, i) with N_PP i <= L is a candidate, so the search grows with L
+log L (Llama 3 405B has 126). The paper's toy model takes any L up to 2^40: its (N_PP, i) pairs are the divisor pairs
+of L. Measured bounds: docs/reliability.md, "Bounded work"."""
+MAX_EXPERTS = 4096
+"""Most experts (E) of the paper's toy model (its sparse scaling law reaches 1,280 at 1e40 FLOP)."""
+MAX_TRANSFORMER_EXPERTS = 256
+"""Most experts of a transformer (DeepSeek-V3 has 256)."""
+MAX_TRANSFORMER_LAYER_EXPERTS = 16384
+"""Most layers x experts of a transformer (DeepSeek-V3: 61 x 256 = 15,616): the candidate tables grow with both."""
+MAX_HEADS = 1024
+"""Most attention heads (and KV heads) of a transformer: real models have at most a few hundred."""
+MAX_NAME_CHARS = 200
+"""Longest name (hardware, GPU, network level, profile) accepted."""
+
+
+def check_name(value: str) -> str:
+    """A name that reaches emitted files (bash comments, TOML, CSV cells, file names): no control characters (a
+    newline would end a comment in a sourced bash file), at most MAX_NAME_CHARS (docs/reliability.md)."""
+    bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise ValueError(f"the name {value[:40]!r} has a control character ({bad!r}); names are printable text")
+    if len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"a name has at most {MAX_NAME_CHARS} characters, got {len(value)}")
+    return value
+
+
 # --------------------------------------------------------------------------------------------------
 # Hardware (hardware_specs/*.toml and their sources, paper App. 8.1.1-8.1.2)
 # --------------------------------------------------------------------------------------------------
@@ -40,6 +67,7 @@ class Gpu(_Frozen):
     """One GPU: compute, on-chip memory hierarchy and HBM, as the matmul model of App. 8.1.1 needs them."""
 
     name: str = Field(description="Marketing name, e.g. 'H100 SXM5'.")
+    _name = field_validator("name")(check_name)
     sms: int = Field(gt=0, description="Streaming multiprocessors.")
     threads_per_sm: int = Field(128, gt=0, description="Tensor-core threads per SM (4 processing blocks x 32).")
     flop_per_clock_per_thread: float = Field(gt=0, description="Dense 16-bit FLOP per clock per thread.")
@@ -119,6 +147,7 @@ class NetworkLevel(_Frozen):
     """One level of the network hierarchy (App. 8.1.2)."""
 
     name: str = Field(description="e.g. 'NVLink', 'InfiniBand'.")
+    _name = field_validator("name")(check_name)
     size: int | None = Field(
         None, gt=0, description="GPUs per group at this level (cumulative, e.g. 8 per node); None = "
             "unbounded (top level)."
@@ -136,6 +165,7 @@ class Hardware(_Frozen):
     """A system: one GPU type and an ordered list of network levels, bottom (fastest) first."""
 
     name: str = Field(description="Short name used on the command line, e.g. 'h100'.")
+    _name = field_validator("name")(check_name)
     description: str = Field("", description="What system this describes.")
     gpu: Gpu
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
@@ -270,6 +300,27 @@ class Workload(_Frozen):
         if not math.isfinite(v):
             raise ValueError("tokens must be finite")
         return v
+
+    @model_validator(mode="after")
+    def _check_search_sizes(self) -> Workload:
+        """The sizes that grow the search, within the documented ranges (docs/reliability.md, "Bounded work")."""
+        if self.experts > MAX_EXPERTS:
+            raise ValueError(f"experts {self.experts} is more than the {MAX_EXPERTS} accepted")
+        tr = self.transformer
+        if tr is not None:
+            if self.experts > MAX_TRANSFORMER_EXPERTS:
+                raise ValueError(f"a transformer with {self.experts} experts: at most {MAX_TRANSFORMER_EXPERTS} are "
+                                 "accepted")
+            if self.layers * self.experts > MAX_TRANSFORMER_LAYER_EXPERTS:
+                raise ValueError(f"{self.layers} layers x {self.experts} experts = {self.layers * self.experts}: at "
+                                 f"most {MAX_TRANSFORMER_LAYER_EXPERTS} are accepted")
+            if self.layers > MAX_TRANSFORMER_LAYERS:
+                raise ValueError(f"a transformer of {self.layers} layers: at most {MAX_TRANSFORMER_LAYERS} are "
+                                 "accepted "
+                                 "(every pipeline split of them is priced)")
+            if max(tr.heads, tr.kv_heads) > MAX_HEADS:
+                raise ValueError(f"{max(tr.heads, tr.kv_heads)} attention heads: at most {MAX_HEADS} are accepted")
+        return self
 
     @model_validator(mode="after")
     def _check_transformer(self) -> Workload:
@@ -660,6 +711,7 @@ class Plan(_Frozen):
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
     hardware: str
     gpu: str
+    _names = field_validator("hardware", "gpu", "profile")(check_name)
     profile: str = Field("paper", description="The execution profile that priced the plan (planner.profile): 'paper' "
                          "(the paper's idealised model) or 'realistic' (validated against published runs, "
                          "docs/validation.md).")

@@ -34,9 +34,27 @@ def load_toml(path: str | Path, what: str) -> dict[str, Any]:
     path = Path(path)
     text = read_text_file(path, what, MAX_TOML_BYTES)
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"malformed TOML in '{path}': nested too deeply") from None
+    check_depth(doc, f"'{path}'")
+    return doc
+
+
+MAX_DEPTH = 8
+"""Deepest nesting of tables and arrays accepted in a TOML file or a --set value (real files nest 3 deep)."""
+
+
+def check_depth(value: Any, where: str, depth: int = 0) -> None:
+    """InvalidInput when tables and arrays nest more than MAX_DEPTH deep (a deep structure is bad input, not a
+    RecursionError later)."""
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"{where}: tables and arrays nested more than {MAX_DEPTH} deep")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        check_depth(child, where, depth + 1)
 
 
 def _is_file(text: str) -> bool:

@@ -337,6 +337,10 @@ def sweep(
     grid = compute_grid(compute_from, compute_to, points)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
+    api._check_workers(workers)
+    for name, flag in (("sparse", sparse), ("dp_overlap", dp_overlap), ("goodput", goodput)):
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidInput(f"{name} must be true or false, got {flag!r}")
     if batch_scaling not in ("paper", "deepseek", "fixed"):
         raise InvalidInput(f"unknown batch scaling '{batch_scaling}'; choose one of paper, deepseek, fixed")
     if budget not in ("exact", "paper"):
@@ -407,28 +411,52 @@ def journal_line(plan: Plan, settings: Mapping[str, object]) -> str:
                        "settings": dict(settings), "plan": json.loads(plan.model_dump_json())}) + "\n"
 
 
-def read_journal(path: Path, settings: Mapping[str, object]) -> dict[tuple[str, float], Plan]:
+def read_journal(path: Path, settings: Mapping[str, object], hardware: Sequence[str] | None = None,
+                 grid: Sequence[float] | None = None) -> dict[tuple[str, float], Plan]:
     """The finished points a journal holds (a line cut short by an interruption is ignored). Points solved with
-    other settings (days, schedule, batch law, ...) are an InvalidInput: resuming would mix two sweeps."""
+    other settings (days, schedule, batch law, ...) are an InvalidInput: resuming would mix two sweeps.
+
+    The journal is a file anyone with write access to the directory can edit, so each plan is checked again before
+    it is kept (`_journal_plan_ok`): its key must be a point of this sweep (`hardware` x `grid`, when given) and the
+    plan's own hardware and compute; a status with a layout must carry a complete one. A line that fails is ignored
+    (that point is solved again), as a cut line is."""
     from planner.errors import read_text_file
 
     out: dict[tuple[str, float], Plan] = {}
     if not path.exists():
         return out
     wanted = json.loads(json.dumps(dict(settings)))
+    points = None if hardware is None or grid is None else {(h, float(c)) for h in hardware for c in grid}
     for line in read_text_file(path, "sweep journal", 512 * 2**20).splitlines():
         try:
             rec = json.loads(line)
             key = (str(rec["hardware"]), float(rec["compute_flop"]))
             plan = Plan.model_validate(rec["plan"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue
         if rec.get("settings") != wanted:
             diff = sorted(k for k in wanted if (rec.get("settings") or {}).get(k) != wanted[k])
             raise InvalidInput(f"--resume: {path} holds points of a sweep with other settings "
                                f"({', '.join(diff) or 'unrecorded'}); drop --resume or give another --csv")
+        if (points is not None and key not in points) or not _journal_plan_ok(key, plan):
+            continue
         out[key] = plan
     return out
+
+
+def _journal_plan_ok(key: tuple[str, float], plan: Plan) -> bool:
+    """A journal plan that answers its key: same hardware and requested compute; a layout exactly when the status
+    says there is one, with as many GPUs as its degrees multiply to."""
+    if plan.hardware != key[0] or plan.workload.requested_compute_flop != key[1]:
+        return False
+    lay = plan.layout
+    if plan.status in ("optimal", "feasible"):
+        if lay is None or plan.gpus is None or plan.mfu is None or plan.breakdown is None:
+            return False
+        from planner.parallel.dimensions import DEGREES
+
+        return math.prod(int(getattr(lay, d)) for d in DEGREES) == plan.gpus and 0 < plan.mfu <= 1
+    return plan.mfu is None or plan.status == "infeasible"
 
 
 __all__ = [

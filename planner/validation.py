@@ -110,6 +110,8 @@ def load_runs(path: Path = RUNS_PATH) -> list[PublishedRun]:
         doc = tomllib.loads(read_text_file(path, "runs file", MAX_TOML_BYTES))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"runs file {path}: {exc}") from None
+    except RecursionError:  # deep nesting is bad input (docs/reliability.md)
+        raise InvalidInput(f"runs file {path}: nested too deeply") from None
     out = []
     for k, rec in enumerate(doc.get("run", [])):
         try:

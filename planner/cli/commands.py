@@ -552,8 +552,9 @@ def plan_command(
     if tornado is not None:
         if tornado.suffix.lower() != ".png":
             raise InvalidInput(f"--tornado {tornado}: the chart is a PNG; give a FILE.png")
-        if not tornado.parent.is_dir() or not os.access(tornado.parent, os.W_OK):
-            raise InvalidInput(f"--tornado {tornado}: directory {tornado.parent} does not exist or is not writable")
+        from planner.files import check_output
+
+        check_output(tornado, "--tornado")  # a FIFO, device or link is refused now, not after the re-plans
     if sensitivity and emit is not None:
         raise InvalidInput("--sensitivity and --emit: give one")
     if workers < 1:
@@ -584,7 +585,13 @@ def plan_command(
             sens = replan(result, kwargs, gpu, profile, failures)
         result = result.model_copy(update={"sensitivity": sens})
         if tornado is not None:
-            tornado_png(sens, str(tornado), f"{result.hardware}: what moves the answer ({result.profile} profile)")
+            from typing import cast
+
+            from planner.files import write_atomic
+
+            title = f"{result.hardware}: what moves the answer ({result.profile} profile)"
+            # rendered into an exclusively created temporary file and renamed (planner.files): no link followed
+            write_atomic(tornado, lambda fh: tornado_png(sens, cast(str, fh), title), "--tornado", binary=True)
     if emit is not None:
         from planner.export import export_text
 
@@ -629,12 +636,22 @@ def validate_command(
         "the paper profile's aggregates beside).")] = False,
     profile: ProfileOpt = None,
     json_out: JsonOpt = False,
+    out: OutOpt = None,
 ) -> None:
     """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
+    from planner.files import check_output
     from planner.profile import get_profile
     from planner.validation import RUNS_PATH, load_runs, summary, validate, write_docs
 
+    folder = _docs_dir(write, out, SCHEMA_PATH.parent)
+    if folder is not None:
+        for name in ("validation.md", "validation-mfu.png"):
+            check_output(folder / name, "--write")
     prof = get_profile(profile or "realistic")
+    if runs is None and not RUNS_PATH.is_file():  # an installed package: the runs ship as package data
+        from importlib import resources
+
+        runs = Path(str(resources.files("planner.published_runs") / "runs.toml"))
     published = load_runs(runs or RUNS_PATH)
     rows = validate(published, prof)
     if json_out:
@@ -656,8 +673,8 @@ def validate_command(
         for split, a in summary(rows).items():
             console.print(f"{split}: {int(a['runs'])} runs, mean abs. error {a['mean_abs_error']:.1%}, median "
                           f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
-    if write:
-        write_docs(published, prof, SCHEMA_PATH.parent, rows=rows)
+    if folder is not None:
+        write_docs(published, prof, folder, rows=rows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -960,19 +977,42 @@ def plan_schema_text() -> str:
                        "title": "planner --json output"}, indent=2, sort_keys=True) + "\n"
 
 
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Write into this directory instead (needed when planner is installed as a package, where the "
+    "repository's docs/ is not beside the code).", metavar="DIR", show_default=False, file_okay=False)]
+
+
+def _docs_dir(write: bool, out: Path | None, default: Path, flag: str = "--write") -> Path | None:
+    """Where a `--write` command writes: --out DIR, else the repository's `default` (docs/...) when planner runs from
+    a source checkout; from an installed package that would be site-packages, so it is refused (planner.files)."""
+    from planner.files import installed_package
+
+    if out is not None:
+        if not out.is_dir():
+            raise InvalidInput(f"--out {out}: not an existing directory")
+        return out
+    if not write:
+        return None
+    if installed_package():
+        raise InvalidInput(f"{flag} writes into the repository's docs/, but planner runs from an installed package "
+                           f"({Path(__file__).resolve().parent.parent}); give --out DIR")
+    return default
+
+
 @app.command("schema")
 def schema_command(
     write: Annotated[bool, typer.Option(
         "--write", help="Also write it to the repository's docs/plan.schema.json.")] = False,
+    out: OutOpt = None,
 ) -> None:
     """Print the JSON Schema of the document `plan --json` prints."""
+    from planner.files import write_text
+
     text = plan_schema_text()
+    folder = _docs_dir(write, out, SCHEMA_PATH.parent)
     sys.stdout.write(text)
-    if write:
-        try:
-            SCHEMA_PATH.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput(f"cannot write {SCHEMA_PATH}: {exc.strerror}") from None
+    if folder is not None:
+        write_text(folder / SCHEMA_PATH.name, text, "--write")
 
 
 @app.command("reference")
@@ -981,13 +1021,16 @@ def reference_command(
         "--write", help="Write the pages to the repository's docs/reference/ instead of printing them.")] = False,
     check: Annotated[bool, typer.Option(
         "--check", help="Exit 1, naming them, if the checked-in pages differ from the code (for CI).")] = False,
+    out: OutOpt = None,
 ) -> None:
     """The hardware, model, profile and failure file formats, field by field with units, generated from the code
     (docs/reference/*.md)."""
-    from planner.reference import REFERENCE_DIR, pages, stale_pages, write_pages
+    from planner.files import write_text
+    from planner.reference import REFERENCE_DIR, pages, stale_pages
 
-    if write and check:
+    if (write or out is not None) and check:
         raise InvalidInput("--write regenerates the pages, --check compares them: give one")
+    folder = _docs_dir(write, out, REFERENCE_DIR)
     if check:
         stale = stale_pages()
         if stale:
@@ -995,12 +1038,12 @@ def reference_command(
                              "`planner reference --write`\n")
             raise typer.Exit(1)
         sys.stdout.write(f"docs/reference/ is up to date ({len(pages())} pages)\n")
-    elif write:
-        try:
-            for path in write_pages():
-                sys.stdout.write(f"wrote {path.relative_to(REFERENCE_DIR.parent.parent)}\n")
-        except OSError as exc:
-            raise InvalidInput(f"cannot write {REFERENCE_DIR}: {exc.strerror}") from None
+    elif folder is not None:
+        if out is None:
+            folder.mkdir(parents=True, exist_ok=True)
+        for name, text in pages().items():
+            path = write_text(folder / name, text, "--write")
+            sys.stdout.write(f"wrote {path}\n")
     else:
         sys.stdout.write("\n".join(pages().values()))
 

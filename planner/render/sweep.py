@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from rich.table import Table
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.errors import InvalidInput
+from planner.files import check_output, journal, safe_file_part, write_atomic
 from planner.render import StdoutConsole
 from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
@@ -112,35 +112,52 @@ def plan_row(p: Plan) -> dict:
     return row
 
 
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula (or its start) to a spreadsheet (OWASP's CSV injection)."""
+
+
+def csv_cell(v: object) -> object:
+    """One CSV cell: None empty; text that a spreadsheet would run as a formula (a hardware named '=HYPERLINK(...)')
+    prefixed with a quote, so that it reads as the text it is. Numbers are written as they are."""
+    if v is None:
+        return ""
+    if isinstance(v, str) and v.startswith(CSV_FORMULA_START):
+        return "'" + v
+    return v
+
+
 def write_csv(res: SweepResult, path: Path | str) -> None:
     _write_rows(res.plans, path)
 
 
 def _write_rows(plans: Sequence[Plan], path: Path | str) -> None:
-    """One CSV row per plan, written to a temporary file and renamed over `path` (never half a file)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
-            w.writeheader()
-            for p in plans:
-                w.writerow({k: ("" if v is None else v) for k, v in plan_row(p).items()})
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write --csv {path}: {exc.strerror}") from None
+    """One CSV row per plan, written whole (planner.files.write_atomic: never half a file, never through a link or
+    over a device)."""
+    def write(fh) -> None:
+        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for p in plans:
+            w.writerow({k: csv_cell(v) for k, v in plan_row(p).items()})
+
+    write_atomic(path, write, "--csv")
 
 
-def _check_outputs(csv_file: Path | str | None, plot: str | Path | None) -> None:
-    """The --csv file's and the --plot prefix's directories must exist and be writable (checked before a sweep)."""
-    for flag, target in (("--csv", csv_file), ("--plot", plot)):
-        if target is None:
-            continue
-        parent = Path(target).parent
-        if not parent.is_dir():
-            raise InvalidInput(f"{flag} {target}: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK) or (Path(target).is_file() and not os.access(target, os.W_OK)):
-            raise InvalidInput(f"{flag} {target}: not writable")
+def plot_paths(prefix: str | Path, hardware: Sequence[str]) -> list[Path]:
+    """The files --plot PREFIX writes: PREFIX-mfu.png, then PREFIX-parallelism-HW.png per hardware, the hardware's
+    name made one safe path component (planner.files.safe_file_part: a '/' in a user's name is not a directory)."""
+    prefix = str(prefix)
+    return [Path(f"{prefix}-mfu.png")] + [Path(f"{prefix}-parallelism-{safe_file_part(hw)}.png") for hw in hardware]
+
+
+def _check_outputs(csv_file: Path | str | None, plot: str | Path | None, hardware: Sequence[str] = ()) -> None:
+    """Every file the sweep will write (the CSV, its journal, the plots) is a regular file or absent, in an existing
+    writable directory (checked before a sweep, not after every point has been solved)."""
+    if csv_file is not None:
+        check_output(csv_file, "--csv")
+        check_output(str(csv_file) + ".plans.jsonl", "--csv journal")
+    if plot is not None:
+        for path in plot_paths(plot, hardware):
+            check_output(path, "--plot")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -258,8 +275,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
         labels.append("no layout found before the time limit")
     ax.legend(handles, labels, fontsize=8, loc="lower left")
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
+    path = write_atomic(path, lambda fh: fig.savefig(fh, format="png"), "--plot", binary=True)
     plt.close(fig)
     return path
 
@@ -289,21 +305,20 @@ def plot_parallelism(res: SweepResult, hw: str, path: Path | str, title: str = "
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
+    path = write_atomic(path, lambda fh: fig.savefig(fh, format="png"), "--plot", binary=True)
     plt.close(fig)
     return path
 
 
 def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
     """`PREFIX-mfu.png` (all hardware) and `PREFIX-parallelism-HW.png` (one per hardware)."""
-    prefix = str(prefix)
-    _check_outputs(None, prefix)
+    paths = plot_paths(prefix, res.hardware)
+    _check_outputs(None, prefix, res.hardware)
     kind = (f"{'sparse' if res.sparse else 'dense'}, {res.days:g}-day runs, batch scaling {res.batch_scaling}"
             + (", DP overlapped" if res.dp_overlap else ""))
-    out = [plot_mfu([(hw, res, hw) for hw in res.hardware], f"{prefix}-mfu.png", f"MFU vs compute ({kind})")]
-    for hw in res.hardware:
-        out.append(plot_parallelism(res, hw, f"{prefix}-parallelism-{hw}.png", f"Parallelism split on {hw} ({kind})"))
+    out = [plot_mfu([(hw, res, hw) for hw in res.hardware], paths[0], f"MFU vs compute ({kind})")]
+    for hw, path in zip(res.hardware, paths[1:]):
+        out.append(plot_parallelism(res, hw, path, f"Parallelism split on {hw} ({kind})"))
     return out
 
 
@@ -380,28 +395,54 @@ def sweep_command(
         metavar="FIELD=VALUE", show_default=False)] = None,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
-    from planner.api import _positive, resolve_hardware
-    from planner.sweep import compute_grid, journal_line, read_journal
+    from planner.api import _positive, resolve
+    from planner.overrides import parse_overrides
+    from planner.sweep import compute_grid, read_journal
 
-    compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
+    grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
     _positive("--price-per-gpu-hour", price_per_gpu_hour)
-    for name in gpu or ["h100"]:
-        resolve_hardware(name)
-    _check_outputs(csv_file, plot)  # a bad path fails now, not after every point has been solved
+    sets = parse_overrides(list(set_ or []))
+    names = [resolve(name, profile, sets).name for name in gpu or ["h100"]]  # --set and --profile checked here too
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
-    journal = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
+    _check_outputs(csv_file, plot, names)  # a bad path fails now, not after every point has been solved
+    journal_path = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
     settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
                 "profile": profile, "goodput": goodput, "overrides": list(set_ or []),
                 "schedule": schedule.value,
                 "dp_overlap": dp_overlap, "price_per_gpu_hour": price_per_gpu_hour, "time_limit_s": time_limit}
-    finished = read_journal(journal, settings) if (journal is not None and resume) else {}
-    if resume:
-        total = len(compute_grid(compute_from, compute_to, points)) * len(gpu or ["h100"])
-        sys.stderr.write(f"--resume: {len(finished)} finished point(s) kept from {journal}; solving the other "
-                         f"{max(0, total - len(finished))}\n")
-    journal_fh = journal.open("a" if resume else "w", encoding="utf-8") if journal is not None else None
+    with journal(journal_path) as journal_fh:  # locked: a second sweep on this --csv is refused, not interleaved
+        finished = read_journal(journal_path, settings, names, grid) if (journal_path is not None and resume) else {}
+        if resume:
+            total = len(grid) * len(names)
+            sys.stderr.write(f"--resume: {len(finished)} finished point(s) kept from {journal_path}; solving the "
+                             f"other {total - len(finished)}\n")
+        res = _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit,
+                         jobs, dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file,
+                         journal_fh, journal_path, settings, resume, json_out, quiet, grid)
+    if csv_file is not None:
+        write_csv(res, csv_file)
+    written = write_plots(res, plot) if plot else []
+    if json_out:
+        sys.stdout.write(res.model_dump_json(indent=2) + "\n")
+        return
+    console = StdoutConsole(width=max(Console().width, 140))
+    console.print(sweep_table(res))
+    console.print(summary_table(res))
+    for path in ([csv_file] if csv_file else []) + written:
+        console.print(f"wrote {path}")
+
+
+def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit, jobs,
+               dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file, journal_fh,
+               journal_path, settings, resume, json_out, quiet, grid) -> SweepResult:
+    """The sweep with its progress bar and journal. The journal is emptied (without --resume) only when the first
+    point finishes, i.e. once the sweep has accepted every argument: a typo leaves an interrupted run's journal as it
+    was, for --resume."""
+    from planner.sweep import journal_line
+
     kept: list[Plan] = list(finished.values())
+    fresh = [not resume]
     bar = None
     err_console = Console(stderr=True)
     if not json_out and not quiet and err_console.is_terminal:
@@ -414,8 +455,10 @@ def sweep_command(
     def progress_cb(done: int, total: int, p: Plan) -> None:
         kept.append(p)
         if journal_fh is not None:  # every finished point is on disk before the next one is awaited
+            if fresh[0]:
+                journal_fh.start_fresh()
+                fresh[0] = False
             journal_fh.write(journal_line(p, settings))
-            journal_fh.flush()
         if bar is not None and task is not None:
             bar.update(task, completed=done, total=total,
                        description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
@@ -424,33 +467,19 @@ def sweep_command(
         if bar is not None:
             bar.start()
             task = bar.add_task("", total=None)
-        res = sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
-                    batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
-                    jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
-                    finished=finished, budget=budget.value, profile=profile, goodput=goodput,
-                    overrides=list(set_ or []))
+        return sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
+                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
+                     jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
+                     finished=finished, budget=budget.value, profile=profile, goodput=goodput,
+                     overrides=list(set_ or []))
     except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
-        if csv_file is not None and kept:
-            grid = compute_grid(compute_from, compute_to, points)
+        if csv_file is not None and len(kept) > len(finished):
             order = {c: k for k, c in enumerate(grid)}
             kept.sort(key=lambda p: (p.hardware, order.get(_requested(p) or 0.0, 0)))
             _write_rows(kept, csv_file)
-            sys.stderr.write(f"kept {len(kept)} finished point(s) in {csv_file} (and {journal}); rerun with --resume "
-                             "to solve only the rest\n")
+            sys.stderr.write(f"kept {len(kept)} finished point(s) in {csv_file} (and {journal_path}); rerun with "
+                             "--resume to solve only the rest\n")
         raise
     finally:
         if bar is not None:
             bar.stop()
-        if journal_fh is not None:
-            journal_fh.close()
-    if csv_file is not None:
-        write_csv(res, csv_file)
-    written = write_plots(res, plot) if plot else []
-    if json_out:
-        sys.stdout.write(res.model_dump_json(indent=2) + "\n")
-        return
-    console = StdoutConsole(width=max(Console().width, 140))
-    console.print(sweep_table(res))
-    console.print(summary_table(res))
-    for path in ([csv_file] if csv_file else []) + written:
-        console.print(f"wrote {path}")

@@ -499,6 +499,8 @@ def _read_toml(text: str, origin: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"malformed TOML in '{origin}': {exc}") from None
+    except RecursionError:  # deep nesting is bad input (docs/reliability.md)
+        raise InvalidInput(f"malformed TOML in '{origin}': nested too deeply") from None
 
 
 @cache
