@@ -37,10 +37,11 @@ log L (Llama 3 405B has 126). The paper's toy model takes any L up to 2^40: its 
 of L. Measured bounds: docs/reliability.md, "Bounded work"."""
 MAX_EXPERTS = 4096
 """Most experts (E) of the paper's toy model (its sparse scaling law reaches 1,280 at 1e40 FLOP)."""
-MAX_TRANSFORMER_EXPERTS = 256
-"""Most experts of a transformer (DeepSeek-V3 has 256)."""
-MAX_TRANSFORMER_LAYER_EXPERTS = 16384
-"""Most layers x experts of a transformer (DeepSeek-V3: 61 x 256 = 15,616): the candidate tables grow with both."""
+MAX_TRANSFORMER_EXPERTS = 512
+"""Most experts of a transformer (DeepSeek-V3 has 256, Kimi K2 384)."""
+MAX_TRANSFORMER_LAYER_EXPERTS = 24576
+"""Most layers x experts of a transformer (DeepSeek-V3: 61 x 256 = 15,616; Kimi K2: 61 x 384 = 23,424): the
+candidate tables grow with both."""
 MAX_HEADS = 1024
 """Most attention heads (and KV heads) of a transformer: real models have at most a few hundred."""
 MAX_NAME_CHARS = 200
