@@ -437,6 +437,10 @@ class _LayoutBase(_Frozen):
         return self
 
 
+LAYOUT_EXTRA: tuple[str, ...] = ("etp", "expert_ep", "first_stage_layers", "last_stage_layers")
+"""Layout fields outside the degree registry (a folded expert layout, custom end stages): None unless given."""
+
+
 def _dimension_fields() -> dict[str, Any]:
     return {d.name: (int, Field(... if d.default is None else d.default, ge=d.minimum, description=d.help))
             for d in DIMENSIONS}
