@@ -244,7 +244,10 @@ def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper"
         model = f"{run.layers}L d{run.d_model}" + (f" E{run.experts}" if run.experts > 1 else "")
         layout_text = (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} vpp{run.vpp} "
                        f"mbs{run.micro_batch or 1} {'sp ' if run.sp else ''}{run.recompute} zero{run.zero}"
-                       + (" tp-overlap" if run.tp_comm_overlap else ""))
+                       + (" tp-overlap" if run.tp_comm_overlap else "")
+                       + (f" etp{run.etp}" if run.etp is not None else "")
+                       + (f" ends{run.first_stage_layers},{run.last_stage_layers}"
+                          if run.first_stage_layers is not None or run.last_stage_layers is not None else ""))
         base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=model, framework=run.framework,
                     precision=run.precision, layout=layout_text, source=run.source)
         try:

@@ -356,8 +356,9 @@ def _megatron_layout(dims: dict[str, int | None], tp: int | None, vpp: int | Non
         if seqs % (dp_m * mbs):
             raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp_m} x mbs {mbs}")
         out["microbatches"] = seqs // (dp_m * mbs)
-    note = (f"Megatron layout: tp {out.get('tp_ff') or 1}, pp {dims.get('pp') or 1}, dp {dp_m} (= expert-dp "
-            f"{dp_m // ep} x ep {ep}), vpp {out.get('interleave') or 1}, micro-batch {mbs or 'n/a'} sequences, global "
+    note = (f"Megatron layout: tp {out.get('tp_ff') or 1}, pp {dims.get('pp') or 1}, dp {dp_m}"
+            + (f" (= expert-dp {dp_m // ep} x ep {ep})" if ep > 1 else "")
+            + f", vpp {out.get('interleave') or 1}, micro-batch {mbs or 'n/a'} sequences, global "
             f"batch {wl.batch_tokens // wl.seq_len} sequences -> microbatches {out.get('microbatches') or 1}")
     return out, [note]
 
