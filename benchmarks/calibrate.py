@@ -21,7 +21,7 @@ import numpy as np
 from planner.profile import ExecutionProfile, get_profile
 from planner.validation import load_runs, resolve_unknowns, split_of, summary, validate
 
-# value -> candidate grid; 'deepspeed.*' are the DeepSpeed framework's overrides.
+# value -> candidate grid; 'deepspeed.*' and 'megatron-bridge.*' are those frameworks' overrides.
 GRID: dict[str, list[Any]] = {
     "gemm_sustained_factor": [round(x, 3) for x in np.arange(0.70, 1.0001, 0.025)],
     # per-layer launch overhead: about 50 kernels a layer at up to 8 us each bounds it at 400 us
@@ -35,6 +35,8 @@ GRID: dict[str, list[Any]] = {
     "blackwell_sustained": [round(x, 3) for x in np.arange(0.60, 1.0001, 0.025)],
     "deepspeed.overlap_zero": [0.0, 0.25, 0.5, 0.75, 1.0],
     "deepspeed.zero_flat": [False, True],
+    # Megatron-Bridge's recipes overlap the EP all-to-all (only its MoE runs move this value).
+    "megatron-bridge.overlap_ep": [0.0, 0.25, 0.5, 0.75, 1.0],
 }
 
 

@@ -19,6 +19,7 @@ from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors
 from planner.profile import get_profile
 from planner.schema import (
+    LAYOUT_EXTRA,
     DependsOn,
     Evaluation,
     Hardware,
@@ -148,7 +149,8 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
         layout=LayoutReport(
-            **{d: lay.degree(d) for d in (*DEGREES, *OPTIONS)}, schedule=lay.schedule,
+            **{d: lay.degree(d) for d in (*DEGREES, *OPTIONS)}, **{k: getattr(lay, k) for k in LAYOUT_EXTRA},
+            schedule=lay.schedule,
             nanobatch_tokens=ev.nanobatch_tokens,
             placement={k: list(v) for k, v in lay.placement.items()}, levels=[lv.name for lv in hw.levels],
         ),

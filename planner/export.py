@@ -21,7 +21,7 @@ import numpy as np
 
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, DIMENSIONS
-from planner.schema import Hardware, Layout, Plan, Workload
+from planner.schema import LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
 
 MEGATRON = "megatron-core 0.16.1"
 """The release whose configuration names the Megatron arguments use (Megatron-LM spells each field with dashes)."""
@@ -65,6 +65,11 @@ class Launch:
     last_less: int
     overlap: bool
     experts: int
+    etp: int | None = None
+    """Expert tensor-parallel size of a folded expert layout (None: tp); `ep` is then the folded expert degree."""
+    first_layers: int | None = None
+    """Custom layer counts of the first and last virtual stages (None: the automatic split above)."""
+    last_layers: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -76,8 +81,8 @@ def layout_of(plan: Plan) -> Layout:
     if lay is None:
         raise ExportError(f"the plan has no layout (status '{plan.status}'); nothing to export")
     ones = (1,) * len(lay.levels)
-    return Layout(**{d.name: getattr(lay, d.name) for d in DIMENSIONS}, schedule=lay.schedule,
-                  placement={d: tuple(lay.placement.get(d, ones)) for d in DEGREES})
+    return Layout(**{d.name: getattr(lay, d.name) for d in DIMENSIONS}, **{k: getattr(lay, k) for k in LAYOUT_EXTRA},
+                  schedule=lay.schedule, placement={d: tuple(lay.placement.get(d, ones)) for d in DEGREES})
 
 
 def rank_order_placement(hw: Hardware, layout: Layout) -> dict[str, tuple[int, ...]] | None:
@@ -148,14 +153,27 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
                           f"{_placement_text(expected)}: re-plan with --emit {target} (which searches only what it "
                           f"runs), or price that placement with `planner evaluate --plan FILE --placement "
                           f"'{_placement_text(expected)}'`")
-    c, r = stage_split(wl.layers, lay.pp, lay.interleave)
-    rf = _end_split(hw, wl, lay) if lay.pp > 1 and r else 0
+    if target == "torchtitan" and (lay.folded or lay.custom_stages):
+        raise ExportError("the torchtitan export has no folded expert layout (etp) or custom end stages: re-plan "
+                          "without them, or --emit megatron")
     seqs = wl.batch_tokens // wl.seq_len
-    return Launch(tp=lay.tp_ff, pp=lay.pp, vpp=lay.interleave, cp=lay.cp, ep=lay.ep, dp=lay.dp * lay.ep,
+    eep, etp = lay.expert_degrees
+    common = dict(tp=lay.tp_ff, pp=lay.pp, vpp=lay.interleave, cp=lay.cp, ep=eep, dp=lay.dp * lay.ep,
                   micro_batch=seqs // (lay.dp * lay.ep * lay.microbatches), global_batch=seqs, seq_len=wl.seq_len,
                   sp=bool(lay.sp), recompute=lay.recompute, zero=lay.zero, fp8=wl.precision == "fp8",
-                  layers_per_stage=c if lay.pp > 1 else wl.layers, first_less=rf, last_less=r - rf,
-                  overlap=plan.dp_overlap, experts=wl.experts)
+                  overlap=plan.dp_overlap, experts=wl.experts, etp=etp if lay.folded else None)
+    if lay.custom_stages:  # the counts as priced (planner.cost.terms.custom_stage_layers)
+        from planner.cost.terms import custom_stage_layers
+        from planner.parallel.space import Tuples
+
+        first, c_mid, last = (int(np.asarray(x)[0]) for x in
+                              custom_stage_layers(wl, Tuples.from_layouts([lay])))
+        return Launch(**common, layers_per_stage=c_mid, first_less=0, last_less=0,  # type: ignore[arg-type]
+                      first_layers=first, last_layers=last)
+    c, r = stage_split(wl.layers, lay.pp, lay.interleave)
+    rf = _end_split(hw, wl, lay) if lay.pp > 1 and r else 0
+    return Launch(**common, layers_per_stage=c if lay.pp > 1 else wl.layers,  # type: ignore[arg-type]
+                  first_less=rf, last_less=r - rf)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -179,7 +197,13 @@ def megatron_args(launch: Launch, wl: Workload) -> list[tuple[str, str | None]]:
     ]
     if launch.vpp > 1:
         a.append(("--virtual-pipeline-model-parallel-size", str(launch.vpp)))  # model chunks per rank
-    if launch.first_less or launch.last_less:
+    if launch.first_layers is not None and launch.last_layers is not None:  # custom end stages
+        if launch.vpp == 1:
+            a.append(("--decoder-first-pipeline-num-layers", str(launch.first_layers)))
+            a.append(("--decoder-last-pipeline-num-layers", str(launch.last_layers)))
+        else:  # Megatron's first/last counts are per rank; a virtual stage's needs the layout string
+            a.append(("--pipeline-model-parallel-layout", pipeline_layout(launch)))
+    elif launch.first_less or launch.last_less:
         if launch.vpp > 1 and (launch.first_less, launch.last_less) not in ((1, 1), (1, 0), (0, 1)):
             raise ExportError(f"Megatron-LM splits uneven interleaved stages only by one layer's worth at each end "
                               f"(the embedding and the loss); this layout's ends hold {launch.first_less} and "
@@ -196,7 +220,7 @@ def megatron_args(launch: Launch, wl: Workload) -> list[tuple[str, str | None]]:
         a.append(("--context-parallel-size", str(launch.cp)))
     if launch.experts > 1:
         a.append(("--expert-model-parallel-size", str(launch.ep)))
-        a.append(("--expert-tensor-parallel-size", str(launch.tp)))
+        a.append(("--expert-tensor-parallel-size", str(launch.tp if launch.etp is None else launch.etp)))
     if launch.sp:
         a.append(("--sequence-parallel", None))
     a += [("--micro-batch-size", str(launch.micro_batch)), ("--global-batch-size", str(launch.global_batch))]
@@ -225,12 +249,26 @@ def comment_text(text: str) -> str:
                    for c in text)
 
 
+def pipeline_layout(launch: Launch) -> str:
+    """Megatron's --pipeline-model-parallel-layout for custom end stages: the embedding (E) and the first virtual
+    stage's layers (t), the middle virtual stages, the last one's layers and the loss (L); '|' separates stages."""
+    def layers(n: int) -> str:
+        return "" if n == 0 else "t" if n == 1 else f"t*{n}"
+
+    middle = launch.pp * launch.vpp - 2
+    return (f"E{layers(launch.first_layers or 0)}|"
+            + (f"({layers(launch.layers_per_stage)}|)*{middle}" if middle else "")
+            + f"{layers(launch.last_layers or 0)}L")
+
+
 def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
     """A bash array to `source`: every value through shlex.quote, every name in the comment through comment_text."""
     lines = [f"# Megatron-LM arguments ({MEGATRON} names) for the {plan.status} plan on {plan.gpus} x "
              f"{comment_text(plan.gpu)}: "
              f"world size {launch.gpus} = tp {launch.tp} x cp {launch.cp} x pp {launch.pp} x dp {launch.dp}"
-             + (f" (dp counts ep {launch.ep})" if launch.ep > 1 else ""),
+             + (f" (dp counts ep {launch.ep})" if launch.ep > 1 and launch.etp is None else "")
+             + (f"; experts folded: ep {launch.ep} x etp {launch.etp} over dp x cp x tp" if launch.etp is not None
+                else ""),
              "# add the model, data and optimizer flags of your script; keep the default rank order (tp-cp-ep-dp-pp)",
              "PLANNER_ARGS=("]
     for flag, value in megatron_args(launch, wl):
@@ -241,7 +279,7 @@ def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
 
 def parse_megatron(text: str) -> dict[str, str | None]:
     """Flags and values of megatron_text's output (for the round trip)."""
-    tokens = [tok for line in text.splitlines() if line.strip().startswith("--") for tok in line.split()]
+    tokens = [tok for line in text.splitlines() if line.strip().startswith("--") for tok in shlex.split(line)]
     out: dict[str, str | None] = {}
     for k, tok in enumerate(tokens):
         if tok.startswith("--"):

@@ -122,6 +122,9 @@ class ExecutionProfile(BaseModel):
                               "under the attention kernels.")
     overlap_pp: float = Field(1.0, ge=0, le=1, description="Share of pipeline point-to-point traffic hidden.")
     overlap_ep: float = Field(1.0, ge=0, le=1, description="Share of expert all-to-all traffic hidden.")
+    moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
+                                 "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
+                                 "uniform routing, the paper's).")
     overlap_zero: float = Field(1.0, ge=0, le=1, description="Share of ZeRO-2/3 traffic during the microbatches "
                                 "hidden.")
     dp_overlap: bool = Field(False, description="Default for --dp-overlap: the gradient reduction runs under the "
@@ -210,6 +213,7 @@ FIELDS: dict[str, str] = {
     "overlap.cp": "overlap_cp",
     "overlap.ep": "overlap_ep",
     "overlap.zero": "overlap_zero",
+    "moe.imbalance": "moe_imbalance",
     "overlap.dp": "dp_overlap",
     "overlap.dp_exposed": "dp_exposed",
     "overlap.zero_bubble_hides_latency": "zero_bubble_hides_latency",
@@ -257,7 +261,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             fields[key] = doc[key]
     if "name" not in doc:
         raise InvalidInput(f"{origin}: missing required 'name'")
-    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput"}
+    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput", "moe"}
     frameworks = doc.get("framework", {})
     if not isinstance(frameworks, dict):
         raise InvalidInput(f"{origin}: [framework] must hold one table per framework")

@@ -462,6 +462,39 @@ class _LayoutBase(_Frozen):
     if TYPE_CHECKING:  # declared by create_model below; pydantic never sees this
         placement: dict[str, tuple[int, ...]]
 
+    # Megatron's MoE parallel folding and custom pipeline stages (docs/model.md §1c, §5b): options outside the degree
+    # registry, so the search's space (which leaves them at None) is unchanged.
+    etp: int | None = Field(None, ge=1, description="N_ETP, expert tensor parallelism of a folded expert layout "
+                            "(Megatron --expert-tensor-parallel-size): the routed experts' GEMMs are split over etp "
+                            "ranks instead of tp_ff. None: not folded (unless expert_ep is set: then etp = tp_ff).")
+    expert_ep: int | None = Field(None, ge=1, description="N_EP of a folded expert layout (Megatron "
+                                  "--expert-model-parallel-size under parallel folding): on every pipeline stage "
+                                  "expert_ep x etp x edp = dp x cp x tp_ff, ranks in Megatron's order (etp innermost, "
+                                  "then expert_ep, then the expert data-parallel edp). Needs the placed ep = 1 and "
+                                  "tp_model = 1. None: not folded (unless etp is set: then expert_ep = 1).")
+    first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first virtual pipeline stage "
+                                           "(Megatron --decoder-first-pipeline-num-layers when interleave = 1); the "
+                                           "other stages split the rest evenly. None: the automatic split.")
+    last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last virtual pipeline stage "
+                                          "(Megatron --decoder-last-pipeline-num-layers when interleave = 1). None: "
+                                          "the automatic split.")
+
+    @property
+    def folded(self) -> bool:
+        """The expert layout is folded over dp x cp x tp_ff (Megatron's parallel folding)."""
+        return self.etp is not None or self.expert_ep is not None
+
+    @property
+    def expert_degrees(self) -> tuple[int, int]:
+        """(N_EP, N_ETP) of the expert layers: the folded pair, or (the placed ep, tp_ff)."""
+        if not self.folded:
+            return self.degree("ep"), self.degree("tp_ff")
+        return (self.expert_ep or 1), (self.etp if self.etp is not None else self.degree("tp_ff"))
+
+    @property
+    def custom_stages(self) -> bool:
+        return self.first_stage_layers is not None or self.last_stage_layers is not None
+
     @property
     def gpus(self) -> int:
         return math.prod(self.degree(d) for d in DEGREES)
@@ -500,6 +533,10 @@ class _LayoutBase(_Frozen):
                     f"but {name} = {self.degree(name)}"
                 )
         return self
+
+
+LAYOUT_EXTRA: tuple[str, ...] = ("etp", "expert_ep", "first_stage_layers", "last_stage_layers")
+"""Layout fields outside the degree registry (a folded expert layout, custom end stages): None unless given."""
 
 
 def _dimension_fields() -> dict[str, Any]:
@@ -640,7 +677,14 @@ class WorkloadReport(_Frozen):
 
 
 class _LayoutReportBase(_Frozen):
-    pass
+    etp: int | None = Field(None, description="Expert tensor parallelism of a folded expert layout (None: not "
+                            "folded).")
+    expert_ep: int | None = Field(None, description="Expert parallelism of a folded expert layout (None: not "
+                                  "folded).")
+    first_stage_layers: int | None = Field(None, description="Layers on the first virtual pipeline stage (None: "
+                                           "the automatic split).")
+    last_stage_layers: int | None = Field(None, description="Layers on the last virtual pipeline stage (None: the "
+                                          "automatic split).")
 
 
 if TYPE_CHECKING:

@@ -57,7 +57,8 @@ class PublishedRun(BaseModel):
                             "the expert layout ep x etp is carved from dp x cp x tp; None: etp = tp).")
     first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage when the "
                                            "source gives a custom layout (Megatron --decoder-first-pipeline-num-"
-                                           "layers); None: an even split.")
+                                           "layers; with vpp > 1 the first virtual stage, as "
+                                           "--pipeline-model-parallel-layout gives it); None: an even split.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage (Megatron "
                                           "--decoder-last-pipeline-num-layers); None: an even split.")
     layers: int = Field(gt=0)
@@ -151,25 +152,34 @@ def workload_of(run: PublishedRun) -> Workload:
 
 
 def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
-    """The published layout in the planner's terms, placed in the frameworks' rank order."""
+    """The published layout in the planner's terms, placed in the frameworks' rank order.
+
+    Expert parallelism is carved from the data-parallel ranks (our N_DP = dp / ep) unless the run folds its expert
+    layout (Megatron's parallel folding: an expert TP size other than tp, or an ep that dp does not hold): then the
+    placed degrees are the attention layout (ep 1) and the expert layout is expert_ep x etp over dp x cp x tp."""
     from planner.export import RANK_ORDER
     from planner.parallel.space import rank_order_factors
 
-    if run.dp % run.ep:
-        raise InvalidInput(f"{run.id}: dp {run.dp} is not a multiple of ep {run.ep}")
+    folded = (run.etp is not None and run.etp != run.tp) or run.dp % run.ep != 0
     mbs = run.micro_batch or 1
     seqs_per_rank, rem = divmod(run.global_batch_sequences, run.dp)
     if rem or seqs_per_rank % mbs:
         raise InvalidInput(f"{run.id}: global batch {run.global_batch_sequences} is not dp {run.dp} x whole "
                            f"micro-batches of {mbs}")
-    values = {"dp": run.dp // run.ep, "tp_ff": run.tp, "tp_model": 1, "pp": run.pp, "ep": run.ep, "cp": run.cp,
+    values = {"dp": run.dp if folded else run.dp // run.ep, "tp_ff": run.tp, "tp_model": 1, "pp": run.pp,
+              "ep": 1 if folded else run.ep, "cp": run.cp,
               "interleave": run.vpp, "microbatches": seqs_per_rank // mbs, "sp": int(run.sp),
               "recompute": {"none": 0, "selective": 1, "full": 2}[run.recompute], "zero": run.zero}
     cols = {k: np.array([v], dtype=np.int64) for k, v in values.items()}
     fixed, ok = rank_order_factors(hw, {**cols, "zero_bubble": np.array([False])}, RANK_ORDER)
     if not ok[0]:
         raise InvalidInput(f"{run.id}: the layout cannot be placed on {hw.name} in rank order")
-    return Layout(**values, schedule="1f1b", placement={d: tuple(int(x) for x in fixed[d][0]) for d in fixed})
+    extra: dict[str, int | None] = {"first_stage_layers": run.first_stage_layers,
+                                    "last_stage_layers": run.last_stage_layers}
+    if folded:
+        extra.update(expert_ep=run.ep, etp=run.etp if run.etp is not None else run.tp)
+    return Layout(**values, **extra, schedule="1f1b",
+                  placement={d: tuple(int(x) for x in fixed[d][0]) for d in fixed})
 
 
 def reported_flop_per_token(run: PublishedRun, wl: Workload) -> float:
@@ -325,7 +335,10 @@ def _run_layout_text(run: PublishedRun) -> str:
     return (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} {given('vpp', f'vpp{run.vpp}')} "
             f"{given('micro_batch', f'mbs{run.micro_batch or 1}')} {given('sp', 'sp' if run.sp else 'nosp')} "
             f"{given('recompute', run.recompute)} {given('zero', f'zero{run.zero}')}"
-            + (" ?tp-overlap" if "tp_comm_overlap" in run.unknown else " tp-overlap" if run.tp_comm_overlap else ""))
+            + (" ?tp-overlap" if "tp_comm_overlap" in run.unknown else " tp-overlap" if run.tp_comm_overlap else "")
+            + (f" etp{run.etp}" if run.etp is not None else "")
+            + (f" ends{run.first_stage_layers},{run.last_stage_layers}"
+               if run.first_stage_layers is not None or run.last_stage_layers is not None else ""))
 
 
 def _unpriced(base: dict, problem: str) -> ValidationRow:

@@ -58,7 +58,7 @@ from planner.parallel.space import check_layout
 from planner.render import StdoutConsole
 from planner.render.limits import assumptions_text, fmt_sci, inferred_table, limits_table
 from planner.render.plan import hardware_list_table, hardware_show_renderables, print_plan
-from planner.schema import DEGREES, Hardware, Layout, Plan, Workload
+from planner.schema import DEGREES, LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
 from planner.search.result import SearchResult
 from planner.workload import load_model_preset, workload_from_shape
 
@@ -359,15 +359,19 @@ def _megatron_layout(dims: dict[str, int | None], tp: int | None, vpp: int | Non
         if seqs % (dp_m * mbs):
             raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp_m} x mbs {mbs}")
         out["microbatches"] = seqs // (dp_m * mbs)
-    note = (f"Megatron layout: tp {out.get('tp_ff') or 1}, pp {dims.get('pp') or 1}, dp {dp_m} (= expert-dp "
-            f"{dp_m // ep} x ep {ep}), vpp {out.get('interleave') or 1}, micro-batch {mbs or 'n/a'} sequences, global "
+    note = (f"Megatron layout: tp {out.get('tp_ff') or 1}, pp {dims.get('pp') or 1}, dp {dp_m}"
+            + (f" (= expert-dp {dp_m // ep} x ep {ep})" if ep > 1 else "")
+            + f", vpp {out.get('interleave') or 1}, micro-batch {mbs or 'n/a'} sequences, global "
             f"batch {wl.batch_tokens // wl.seq_len} sequences -> microbatches {out.get('microbatches') or 1}")
     return out, [note]
 
 
-def _make_layout(values: Mapping[str, int], schedule: str, placement: Mapping[str, Sequence[int]]) -> Layout:
+def _make_layout(values: Mapping[str, int], schedule: str, placement: Mapping[str, Sequence[int]],
+                 extra: Mapping[str, int | None] | None = None) -> Layout:
+    """`extra`: the layout fields outside the registry (etp, expert_ep, first/last_stage_layers)."""
     try:
-        return Layout(**values, schedule=schedule, placement={d: tuple(placement[d]) for d in DEGREES})
+        return Layout(**values, **(extra or {}), schedule=schedule,
+                      placement={d: tuple(placement[d]) for d in DEGREES})
     except ValidationError as exc:
         raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
 
@@ -408,12 +412,13 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     if lay is None:
         raise InvalidInput(f"the plan has no layout (status '{doc.status}'); nothing to evaluate")
     values = {d.name: getattr(lay, d.name) for d in DIMENSIONS}
+    extra = {k: getattr(lay, k) for k in LAYOUT_EXTRA}
     degrees = {d: values[d] for d in DEGREES}
     n_levels = len(hw.levels)
     kept = None
     if all(len(v) == n_levels for v in lay.placement.values()):
         ones = [1] * n_levels
-        kept = _make_layout(values, lay.schedule, {d: lay.placement.get(d, ones) for d in DEGREES})
+        kept = _make_layout(values, lay.schedule, {d: lay.placement.get(d, ones) for d in DEGREES}, extra)
         problems = check_layout(hw, wl, kept)
         if not problems:
             return kept, []
@@ -421,7 +426,7 @@ def _layout_of_plan(doc: Plan, hw: Hardware, wl: Workload) -> tuple[Layout, list
     else:
         reason = (f"the plan has {len(lay.levels)} network level(s) ({', '.join(lay.levels)}) but {hw.name} has "
                   f"{n_levels} ({', '.join(lvl.name for lvl in hw.levels)})")
-    replaced = _make_layout(values, lay.schedule, greedy_placement(hw, degrees))
+    replaced = _make_layout(values, lay.schedule, greedy_placement(hw, degrees), extra)
     if kept is not None and check_layout(hw, wl, replaced):
         return kept, []  # not a placement problem: let evaluation report the real one
     note = (f"re-placed on {hw.name}: {reason}; degrees kept, factors assigned greedily (TP first, then CP, PP, DP, "
@@ -759,6 +764,16 @@ def evaluate_command(
     gbs: Annotated[int | None, _whole_option(
         "--gbs", help="Global batch in sequences (as --batch-sequences).", rich_help_panel=_L,
         show_default=False)] = None,
+    etp: Annotated[int | None, _whole_option(
+        "--etp", help="Megatron's expert tensor-parallel size: folds the expert layout, --ep x --etp, over dp x cp x "
+        "tp (Megatron's parallel folding; --ep may then exceed --dp). --dp is Megatron's data-parallel size.",
+        rich_help_panel=_L, show_default=False)] = None,
+    first_stage_layers: Annotated[int | None, _whole_option(
+        "--first-stage-layers", help="Layers on the first (virtual) pipeline stage; the other stages split the rest "
+        "evenly (Megatron --decoder-first-pipeline-num-layers).", rich_help_panel=_L, show_default=False)] = None,
+    last_stage_layers: Annotated[int | None, _whole_option(
+        "--last-stage-layers", help="Layers on the last (virtual) pipeline stage (Megatron "
+        "--decoder-last-pipeline-num-layers).", rich_help_panel=_L, show_default=False)] = None,
     days: Annotated[float | None, _number_option(
         "--days", help="A deadline to compare against (default: none, or the plan's with --plan).",
         show_default=False)] = None,
@@ -781,7 +796,8 @@ def evaluate_command(
     sets = parse_overrides(_overrides(set_, bw, latency))
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
     layout_flags.update({"--schedule": schedule, "--placement": placement, "--tp": tp, "--vpp": vpp, "--mbs": mbs,
-                         "--gbs": gbs, "--batch-sequences": batch_sequences})
+                         "--gbs": gbs, "--batch-sequences": batch_sequences, "--etp": etp,
+                         "--first-stage-layers": first_stage_layers, "--last-stage-layers": last_stage_layers})
     if gbs is not None and batch_sequences is not None and gbs != batch_sequences:
         raise InvalidInput(f"--gbs {gbs} and --batch-sequences {batch_sequences} disagree; give one")
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
@@ -819,13 +835,22 @@ def evaluate_command(
                                 budget=budget.value)
         for flag, v in layout_flags.items():
             least = next((d.minimum for d in DIMENSIONS if _flag(d) == flag), 1)
+            if flag in ("--first-stage-layers", "--last-stage-layers"):
+                least = 0
             if isinstance(v, int) and v < least:
                 raise InvalidInput(f"{flag} must be a whole number >= {least}, got {v}")
         resized = _with_batch_sequences(wl, gbs if gbs is not None else batch_sequences,
                                         "--gbs" if gbs is not None else "--batch-sequences")
         assert resized is not None
         wl = resized
-        if any(v is not None for v in (tp, vpp, mbs, gbs)):
+        extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers,
+                                        "last_stage_layers": last_stage_layers}
+        if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+            extra.update(expert_ep=dims.get("ep") or 1, etp=etp)
+            dims = {**dims, "ep": None}
+            notes.append(f"folded expert layout: ep {extra['expert_ep']} x etp {etp} over dp x cp x tp (Megatron's "
+                         "parallel folding)")
+        if any(v is not None for v in (tp, vpp, mbs, gbs, etp)):
             dims, megatron_notes = _megatron_layout(dict(dims), tp, vpp, mbs, gbs, wl)
             notes.extend(megatron_notes)
         values = {d.name: v if (v := dims.get(d.name)) is not None else (d.default if d.default is not None else 1)
@@ -833,7 +858,7 @@ def evaluate_command(
         degrees = {d: values[d] for d in DEGREES}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
         layout = _make_layout(values, (schedule or LayoutSchedule.one_f_one_b).value,
-                              greedy_placement(hw, degrees, fixed))
+                              greedy_placement(hw, degrees, fixed), extra)
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then CP, PP, DP, EP, lowest level first)")
 

@@ -71,6 +71,10 @@ def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
     sharded over: N_DP N_EP N_CP for dense weights, N_DP N_CP for expert weights (Megatron's distributed optimizer
     over each weight's data-parallel group, context-parallel ranks included)."""
     f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "ep", "cp")}
+    if "etp" in cols:  # a folded expert layout: expert weights over N_EDP (planner.cost.terms.expert_dp)
+        tp = np.asarray(cols["tp_ff"], dtype=np.float64) * np.asarray(cols["tp_model"], dtype=np.float64)
+        folded = np.asarray(cols["expert_ep"], dtype=np.float64) * np.asarray(cols["etp"], dtype=np.float64)
+        return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["ep"] * f["cp"] * tp / folded
     return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["cp"]
 
 

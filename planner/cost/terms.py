@@ -59,6 +59,108 @@ def gpus_of(cols: Cols) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------
+# Megatron's MoE parallel folding and custom end stages: optional columns of given layouts
+# (planner.parallel.space.Tuples.EXTRA; the search never sets them, docs/model.md §1c, §5b)
+# --------------------------------------------------------------------------------------------------
+
+
+def is_folded(cols: Cols) -> bool:
+    """The rows carry a folded expert layout (expert_ep, etp)."""
+    return "etp" in cols
+
+
+def expert_degrees(cols: Cols) -> tuple[np.ndarray, np.ndarray]:
+    """(N_EP, N_ETP) of the expert layers per row: a folded layout's own, else the placed ep and tp_ff."""
+    if is_folded(cols):
+        return _f(cols, "expert_ep"), _f(cols, "etp")
+    return _f(cols, "ep"), _f(cols, "tp_ff")
+
+
+def expert_dp(cols: Cols) -> np.ndarray:
+    """N_EDP, the ranks holding the same expert shards (their gradients are reduced over these). Unfolded: N_DP N_CP
+    (expert parallelism is carved from the data-parallel ranks). Folded: Megatron's N_EP N_ETP N_EDP = dp cp tp on
+    each pipeline stage, so N_EDP = N_DP N_EP N_CP N_TP,ff N_TP,model / (N_EP,expert N_ETP)."""
+    if not is_folded(cols):
+        return _f(cols, "dp") * _f(cols, "cp")
+    eep, etp = expert_degrees(cols)
+    block = _f(cols, "dp") * _f(cols, "ep") * _f(cols, "cp") * _f(cols, "tp_ff") * _f(cols, "tp_model")
+    return block / (eep * etp)
+
+
+def expert_cols(cols: Cols) -> Cols:
+    """The degrees the routed experts' shapes read: in a folded layout N_ETP splits what tp_ff splits elsewhere (and
+    nothing splits d_model)."""
+    if not is_folded(cols):
+        return cols
+    etp = np.asarray(cols["etp"])
+    return {**cols, "tp_ff": etp, "tp_model": np.ones_like(etp)}
+
+
+def routed_tokens(wl: Workload, cols: Cols, n_dense) -> np.ndarray:
+    """Token copies each expert on a GPU runs per microbatch, from the dense layers' tokens per GPU `n_dense`:
+    top-k b / (m E N_EDP) (unfolded: top-k n_dense N_EP / E)."""
+    mo = wl.model_ops
+    assert mo is not None
+    if not is_folded(cols):
+        return mo.top_k * n_dense * _f(cols, "ep") / wl.experts
+    dense_ranks = _f(cols, "dp") * _f(cols, "ep") * _f(cols, "cp")
+    return mo.top_k * n_dense * dense_ranks / (wl.experts * expert_dp(cols))
+
+
+def expert_tokens_here(wl: Workload, cols: Cols) -> np.ndarray:
+    """Tokens whose top-k copies one GPU dispatches (and whose expert work it shares) per step: b / (N_EP N_EDP);
+    unfolded that is b / (N_DP N_EP N_CP), the dense layers' tokens."""
+    if not is_folded(cols):
+        return _tokens_here(wl, cols)
+    eep, _ = expert_degrees(cols)
+    return wl.batch_tokens / (eep * expert_dp(cols))
+
+
+def fold_factors(cols: Cols, fac: Factors) -> dict[str, np.ndarray]:
+    """Factor vectors of a folded expert layout: Megatron orders the expert ranks etp innermost, then ep, then edp,
+    over the same dp x cp x tp ranks of each pipeline stage (pp outermost in both orders), so each fills the levels
+    bottom-up as far as the attention layout's dp, cp, tp_ff, tp_model (and ep) factors leave room. A remainder that
+    does not divide a level (check_layout refuses such layouts) lands on the top level."""
+    room = np.ones_like(np.asarray(fac["dp"], dtype=np.int64))
+    for d in ("dp", "cp", "tp_ff", "tp_model", "ep"):
+        room = room * np.asarray(fac[d], dtype=np.int64)
+    eep = np.asarray(cols["expert_ep"], dtype=np.int64)
+    etp = np.asarray(cols["etp"], dtype=np.int64)
+    edp = np.maximum(room.prod(axis=1) // np.maximum(eep * etp, 1), 1)
+    out = {}
+    for name, value in (("etp", etp), ("expert_ep", eep), ("edp", edp)):
+        left = value.copy()
+        f = np.ones_like(room)
+        for h in range(room.shape[1]):
+            g = np.gcd(left, room[:, h])
+            f[:, h] = g
+            left = left // g
+            room[:, h] = room[:, h] // g
+        f[:, -1] *= left
+        out[name] = f
+    return out
+
+
+def custom_stages(cols: Cols) -> bool:
+    """The rows carry custom end-stage layer counts (first_layers, last_layers; -1: automatic)."""
+    return "first_layers" in cols
+
+
+def custom_stage_layers(wl: Workload, cols: Cols) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, c, last): layers on the first virtual stage, on each other virtual stage, on the last. A count left
+    automatic (-1) is c; the other N_PP i - (given counts) virtual stages split the rest evenly (Megatron's
+    --decoder-first/last-pipeline-num-layers rule; check_layout refuses an uneven rest)."""
+    v = np.asarray(cols["pp"], dtype=np.int64) * np.asarray(cols["interleave"], dtype=np.int64)
+    first = np.asarray(cols["first_layers"], dtype=np.int64)
+    last = np.asarray(cols["last_layers"], dtype=np.int64)
+    given = (first >= 0).astype(np.int64) + (last >= 0).astype(np.int64)
+    rest = wl.layers - np.maximum(first, 0) - np.maximum(last, 0)
+    left = v - given
+    c = np.where(left > 0, rest // np.maximum(left, 1), 0)
+    return np.where(first >= 0, first, c), c, np.where(last >= 0, last, c)
+
+
+# --------------------------------------------------------------------------------------------------
 # Tuple quantities: placement-free
 # --------------------------------------------------------------------------------------------------
 
@@ -233,8 +335,9 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     out: list[tuple[str, str, np.ndarray]] = []
     quant: list[np.ndarray] = []
     for gemm in (ops.gemms if run_gemms else ()):
-        o, i = gemm.out.per_gpu(cols), gemm.inp.per_gpu(cols)
         routed = experts_here is not None and gemm.routed
+        shard = expert_cols(cols) if routed else cols  # a folded layout splits the experts by N_ETP
+        o, i = gemm.out.per_gpu(shard), gemm.inp.per_gpu(shard)
         n = n_routed if routed else n_dense
         if layer:
             parts = np.stack(np.broadcast_arrays(r.layer_gemm(o, i, n, "fprop"), r.layer_gemm(i, o, n, "dgrad"),
@@ -242,9 +345,10 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         else:
             parts = np.stack(np.broadcast_arrays(r.gemm(o, i, n, layer=False), r.gemm(i, o, n, layer=False),
                                                  r.gemm(o, i, n, weight_grad=True, layer=False)))
-        copies = experts_here if routed else 1.0
+        # the busiest expert rank runs `moe_imbalance` times the mean routed load
+        copies = experts_here * r.hw.profile.moe_imbalance if routed else 1.0
         if routed:
-            parts = parts * experts_here
+            parts = parts * copies
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
         if layer and r.low and r.recipe is not None:
             # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
@@ -289,11 +393,12 @@ def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str,
     mo = wl.model_ops
     assert mo is not None
     n_d = nanobatch_tokens(wl, dp, m, ep, _f(cols, "cp"))
-    n_r = mo.top_k * n_d * ep / wl.experts
+    n_r = routed_tokens(wl, cols, n_d)
+    here = wl.experts / expert_degrees(cols)[0]
     r = rates(hw, wl)
-    for name, kind, t in op_seconds(r, mo.layer, cols, n_d, n_r, wl.experts / ep):
+    for name, kind, t in op_seconds(r, mo.layer, cols, n_d, n_r, here):
         rows.append((name, kind, "every layer", m * layers * t))
-    extra = recompute_extra(_ops_s(r, mo.layer, cols, n_d, n_r, wl.experts / ep), cols["recompute"])
+    extra = recompute_extra(_ops_s(r, mo.layer, cols, n_d, n_r, here), cols["recompute"])
     if np.any(extra > 0):
         rows.append(("recomputation", "recompute", "every layer", m * layers * extra))
     if hw.profile.layer_overhead_s > 0:
@@ -331,9 +436,9 @@ def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> d
     assert mo is not None
     ep = np.asarray(cols["ep"], dtype=np.float64)
     n_d = nanobatch_tokens(wl, u, 1, ep, np.asarray(cols["cp"], dtype=np.float64))
-    n_r = mo.top_k * n_d * ep / wl.experts
+    n_r = routed_tokens(wl, cols, n_d)
     r = rates(hw, wl)
-    layer = _ops_s(r, mo.layer, cols, n_d, n_r, wl.experts / ep)
+    layer = _ops_s(r, mo.layer, cols, n_d, n_r, wl.experts / expert_degrees(cols)[0])
     # The profile's fixed per-layer time (launches, small kernels): a third of it in the forward pass.
     over = hw.profile.layer_overhead_s
     out = {"block_s": layer["all"] + over, "block_critical_s": layer["critical"] + over,
@@ -385,9 +490,15 @@ def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndar
     head, with r_f + r_l = r split to balance the two (`end_split`)."""
     pp = np.asarray(cols["pp"], dtype=np.int64)
     i = np.asarray(cols["interleave"], dtype=np.int64)
-    c, _ = stage_layers(wl, pp, i)
-    full = (i * c).astype(np.float64) * layer_s
-    _, best = end_split(wl, cols, layer_s, embed_s, head_s)
+    if custom_stages(cols):  # the first device holds the first virtual stage and i - 1 others; the last likewise
+        first, c, last = custom_stage_layers(wl, cols)
+        full = (i * c).astype(np.float64) * layer_s
+        others = ((i - 1) * c).astype(np.float64)
+        best = np.maximum((others + first) * layer_s + embed_s, (others + last) * layer_s + head_s)
+    else:
+        c, _ = stage_layers(wl, pp, i)
+        full = (i * c).astype(np.float64) * layer_s
+        _, best = end_split(wl, cols, layer_s, embed_s, head_s)
     middle = np.where(pp >= 3, full, 0.0)
     single = wl.layers * layer_s + embed_s + head_s
     return np.where(pp == 1, single, np.maximum(middle, best))
@@ -398,8 +509,14 @@ def device_layers(wl: Workload, cols: Cols) -> np.ndarray:
     ends): toy L / N_PP, transformer i c."""
     if wl.transformer is None:
         return wl.layers / _f(cols, "pp")
+    i = np.asarray(cols["interleave"], dtype=np.int64)
+    if custom_stages(cols):  # custom ends: the busiest of the first, a middle and the last device
+        first, c, last = custom_stage_layers(wl, cols)
+        middle = np.where(np.asarray(cols["pp"]) >= 3, i * c, 0)
+        ends = (i - 1) * c + np.maximum(first, last)
+        return np.where(np.asarray(cols["pp"]) == 1, wl.layers, np.maximum(middle, ends)).astype(np.float64)
     c, _ = stage_layers(wl, cols["pp"], cols["interleave"])
-    return (np.asarray(cols["interleave"], dtype=np.int64) * c).astype(np.float64)
+    return (i * c).astype(np.float64)
 
 
 def params_per_gpu(wl: Workload, cols: Cols) -> np.ndarray:
@@ -418,6 +535,8 @@ def split_params_per_gpu(wl: Workload, cols: Cols) -> tuple[np.ndarray, np.ndarr
     assert mo is not None
     layers = device_layers(wl, cols)
     dense, expert = mo.layer.split_params(cols, wl.experts / _f(cols, "ep"))
+    if is_folded(cols):  # the experts' shards: N_ETP splits them, N_EP (of the expert layers) spreads them
+        _, expert = mo.layer.split_params(expert_cols(cols), wl.experts / expert_degrees(cols)[0])
     emb = mo.embedding.shard_params(cols)
     head = mo.head.shard_params(cols)
     pp = _f(cols, "pp")
@@ -589,8 +708,16 @@ def zero3_collectives(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 def _dp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
-    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3)."""
+    """DP all-reduces this GPU's shard of the gradients once per step (§3.1.3); a folded layout's expert gradients
+    go over their own data-parallel group instead (`_edp_words`)."""
+    if is_folded(cols):
+        return split_params_per_gpu(wl, cols)[0]
     return params_per_gpu(wl, cols)
+
+
+def _edp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Folded layout: the expert weights' gradients are reduced over the N_EDP ranks holding the same shards."""
+    return split_params_per_gpu(wl, cols)[1]
 
 
 def zero_phase(cols: Cols) -> np.ndarray:
@@ -627,6 +754,8 @@ def _dp_over_cp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """Context-parallel ranks hold the same weights: their gradients are reduced across N_CP too, after the
     reduce-scatters over N_DP (and N_EP for dense weights)."""
     dense, expert = split_params_per_gpu(wl, cols)
+    if is_folded(cols):
+        return dense / (_f(cols, "dp") * _f(cols, "ep"))
     return dense / (_f(cols, "dp") * _f(cols, "ep")) + expert / _f(cols, "dp")
 
 
@@ -650,7 +779,9 @@ def _ar_words(group: str):
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
         # Per token per layer, the layer's all-reduces over this group (Table 1); a GPU serves L / N_PP layers and
         # b / (N_DP N_EP) tokens per step (transformer: the busiest device's layers, plus the LM head's).
-        words = device_layers(wl, cols) * wl.ops.allreduce_words(cols, group)
+        # A folded layout's routed experts reduce over N_ETP instead (`_etp_words`).
+        words = device_layers(wl, cols) * wl.ops.allreduce_words(cols, group, routed=False if is_folded(cols)
+                                                                 else None)
         if wl.transformer is not None:
             words = words * recompute_comm_factor(cols)
             words = words + wl.model_ops.head.allreduce_words(cols, group)  # type: ignore[union-attr]
@@ -661,7 +792,8 @@ def _ar_words(group: str):
 def _ar_path(group: str):
     def scale(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
         # One microbatch meets each of the group's all-reduces once per layer and pass, serially (§4.3).
-        hops = wl.layers * sum(a.passes for a in wl.ops.allreduces if a.group == group)
+        hops = wl.layers * sum(a.passes for a in wl.ops.allreduces
+                               if a.group == group and not (a.routed and is_folded(cols)))
         mo = wl.model_ops
         if mo is None:
             return np.full(len(np.asarray(cols["dp"])), float(hops))
@@ -698,13 +830,29 @@ def _a2a_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """Words one GPU sends per step in expert dispatch and combine: every token's top-k copies of d_model words,
     both transfers, both passes, on each MoE layer of the busiest device."""
     words = sum((a.passes * a.transfers * a.copies * a.words.size for a in wl.ops.alltoalls), 0.0)
-    return _tokens_here(wl, cols) * device_layers(wl, cols) * words * recompute_comm_factor(cols)
+    # The busiest rank sends and receives `moe_imbalance` times the mean (docs/model.md §1c).
+    return (expert_tokens_here(wl, cols) * device_layers(wl, cols) * words * recompute_comm_factor(cols)
+            * hw.profile.moe_imbalance)
+
+
+def _etp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Folded layout: the routed experts' partial outputs, all-reduced over N_ETP ranks (every pass, every copy), on
+    the busiest rank's share of the routed tokens."""
+    ec = expert_cols(cols)
+    per_token = sum((wl.ops.allreduce_words(ec, g, routed=True) for g in ("tp_ff", "tp_model")), np.zeros(1))
+    return (expert_tokens_here(wl, cols) * device_layers(wl, cols) * per_token * recompute_comm_factor(cols)
+            * hw.profile.moe_imbalance)
+
+
+def _etp_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    hops = wl.layers * sum(a.passes for a in wl.ops.allreduces if a.routed)
+    return hops * recompute_comm_factor(cols)
 
 
 def _a2a_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
     """max over levels of P_EP(h) word bytes / bw_h: a copy leaves level h for a uniformly random expert rank with
     probability P_EP(h) (Eq. 20); the levels' transfers overlap."""
-    p = net.ep_frequencies(fac["ep"])[:, 1:]
+    p = net.ep_frequencies(fac["expert_ep"] if "expert_ep" in fac else fac["ep"])[:, 1:]
     return (p * hw.gpu.word_bytes / _bw(hw)[None, :]).max(axis=1)
 
 
@@ -750,19 +898,22 @@ def _cp_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndar
 def _a2a_latency(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
     """One-way latency at the highest level N_EP spans (a microbatch waits for its slowest copy)."""
     lat0 = np.concatenate([[0.0], level_latencies(hw)])
-    return lat0[net.top_level(fac["ep"])]
+    return lat0[net.top_level(fac["expert_ep"] if "expert_ep" in fac else fac["ep"])]
 
 
-def group_terms(wl: Workload, profile: ExecutionProfile = PAPER) -> tuple[GroupTerm, ...]:
+def group_terms(wl: Workload, profile: ExecutionProfile = PAPER, folded: bool = False) -> tuple[GroupTerm, ...]:
     """Every placement-dependent term of the step, for this workload's operations.
 
     Kinds: 'dp_bw' and 'dp_lat' (the data-parallel phase), 'bw' (bandwidth overlapped with GEMMs), 'zero_bw'
     (ZeRO-2/3 traffic during the microbatches, overlapped likewise), 'cp_bw' (ring attention's exchange, hidden under
     the attention kernels only), 'path' (serial latency of one microbatch); and, from the execution profile,
     'exposed' (the share of a 'bw' or 'zero_bw' term that does not hide under compute: a copy of the term scaled by
-    1 - overlap) and 'dp_exposed' (the share of the DP phase left exposed when it overlaps the backward pass)."""
+    1 - overlap) and 'dp_exposed' (the share of the DP phase left exposed when it overlaps the backward pass).
+    `folded`: the rows are folded expert layouts (given layouts only: their features read the 'expert_ep', 'etp'
+    and 'edp' factor vectors of `fold_factors`)."""
     tr = wl.transformer is not None
     moe = tr and wl.experts > 1
+    folded = folded and moe
     if not tr:  # the paper's toy model: ZeRO-1, its gradients all-reduced after the last microbatch
         terms = [GroupTerm("dp_bw", "dp", "dp_bw", _dp_words, _allreduce_per_word("dp")),
                  GroupTerm("dp_lat", "dp", "dp_lat", _one, _allreduce_latency("dp"))]
@@ -774,6 +925,8 @@ def group_terms(wl: Workload, profile: ExecutionProfile = PAPER) -> tuple[GroupT
         if moe:
             sync.append(("dp_ep", "pp_ep", _dp_dense_over_ep_words, "ep"))
         sync.append(("dp_cp", "cp", _dp_over_cp_words, "cp"))
+        if folded:
+            sync.append(("dp_expert", "dp", _edp_words, "edp"))
         terms = []
         for name, group, words, degree in sync:
             terms += [GroupTerm(f"{name}_bw", group, "dp_bw", _times(words, zero_phase), _allreduce_per_word(degree)),
@@ -798,6 +951,9 @@ def group_terms(wl: Workload, profile: ExecutionProfile = PAPER) -> tuple[GroupT
     if moe:
         terms.append(GroupTerm("a2a_bw", "pp_ep", "bw", _a2a_words, _a2a_per_word))
         terms.append(GroupTerm("a2a_path", "pp_ep", "path", _a2a_hops, _a2a_latency))
+    if folded:
+        terms.append(GroupTerm("etp_bw", "tp_ff", "bw", _etp_words, _allreduce_per_word("etp")))
+        terms.append(GroupTerm("etp_path", "tp_ff", "path", _etp_hops, _allreduce_latency("etp")))
     return tuple(terms) + _exposed_terms(terms, profile)
 
 
@@ -850,7 +1006,8 @@ class Branch:
     """Part of Eq. 21 (False: the critical-path floor)."""
 
 
-def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER) -> tuple[Branch, ...]:
+def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER, folded: bool = False
+             ) -> tuple[Branch, ...]:
     """The linear forms whose maximum is the step time (docs/model.md §6).
 
     Eq. 21 = t_lat + t_DP,n + max(t_DP,y, max(t_matmul, t_TP + t_P2P) / (1 - f_b)) with t_lat = DP latency +
@@ -860,7 +1017,7 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER) 
     branch but the network's, which already counts the whole transfer), the exposed share of an overlapped DP phase
     and the optimizer step to every branch.
     """
-    terms = group_terms(wl, profile)
+    terms = group_terms(wl, profile, folded)
     paths = tuple(t.name for t in terms if t.kind == "path")
     bws = tuple(t.name for t in terms if t.kind in ("bw", "zero_bw"))
     cps = tuple(t.name for t in terms if t.kind == "cp_bw")
@@ -884,10 +1041,10 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER) 
     return tuple(out)
 
 
-def network_form(wl: Workload, profile: ExecutionProfile = PAPER) -> Branch:
+def network_form(wl: Workload, profile: ExecutionProfile = PAPER, folded: bool = False) -> Branch:
     """The paper's tie-break: all network time, hidden or not (bandwidth of every group, DP latency, and m / N_PP
     times the latency path)."""
-    terms = group_terms(wl, profile)
+    terms = group_terms(wl, profile, folded)
     return Branch("network_all", tuple(("one", t.name) for t in terms
                                        if t.kind in ("bw", "zero_bw", "cp_bw", "dp_bw", "dp_lat"))
                   + tuple(("m_over_pp", t.name) for t in terms if t.kind == "path"))
@@ -910,11 +1067,14 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
           quantities: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Step time and its breakdown for every row (a degree tuple and its factor vectors)."""
     q = dict(quantities) if quantities is not None else tuple_quantities(hw, wl, cols)
-    terms = group_terms(wl, hw.profile)
+    folded = is_folded(cols)
+    if folded:
+        factors = {**factors, **fold_factors(cols, factors)}
+    terms = group_terms(wl, hw.profile, folded)
     values = dict(q)
     for t in terms:
         values[t.name] = t.scale(hw, wl, cols) * t.feature(hw, wl, cols, factors)
-    forms = branches(wl, dp_overlap, hw.profile)
+    forms = branches(wl, dp_overlap, hw.profile, folded)
     by_branch = {b.name: combine(b, values) for b in forms}
     eq21 = np.max([by_branch[b.name] for b in forms if b.eq21], axis=0)
     floor = np.max([by_branch[b.name] for b in forms if not b.eq21], axis=0)
@@ -939,7 +1099,7 @@ def price(hw: Hardware, wl: Workload, cols: Cols, factors: Factors, dp_overlap: 
         "latency_s": latency_dp + q["lat_share"] * lat_path, "latency_dp_s": latency_dp,
         "bubble_fraction": q["bubble_fraction"], "bubble_s": busy * q["stretch"] - busy,
         "critical_path_s": q["critical_mm_s"] + lat_path, "eq21_s": eq21, "floor_s": floor,
-        "step_s": np.maximum(eq21, floor), "network_s": combine(network_form(wl, hw.profile), values),
+        "step_s": np.maximum(eq21, floor), "network_s": combine(network_form(wl, hw.profile, folded), values),
         "nanobatch": q["nanobatch"],
         **{f"branch_{k}": v for k, v in by_branch.items()},
     }

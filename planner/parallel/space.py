@@ -72,12 +72,15 @@ class Tuples(Mapping[str, np.ndarray]):
     (planner.parallel.dimensions) plus 'zero_bubble' (the schedule, bool)."""
 
     COLUMNS: tuple[str, ...] = (*DEGREES, *OPTIONS, "zero_bubble")
+    EXTRA: tuple[str, ...] = ("expert_ep", "etp", "first_layers", "last_layers")
+    """Optional columns of given layouts that the search never sets: a folded expert layout (expert_ep, etp; both or
+    neither) and custom end stages (first_layers, last_layers; -1 for the automatic split)."""
 
     def __init__(self, cols: Mapping[str, np.ndarray]):
         missing = set(self.COLUMNS) - set(cols)
         if missing:
             raise ValueError(f"degree tuples need columns {sorted(missing)}")
-        self.cols = {k: np.asarray(cols[k]) for k in self.COLUMNS}
+        self.cols = {k: np.asarray(cols[k]) for k in (*self.COLUMNS, *self.EXTRA) if k in cols}
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cols[name]
@@ -110,6 +113,13 @@ class Tuples(Mapping[str, np.ndarray]):
     def from_layouts(cls, layouts: list[Layout]) -> Tuples:
         cols = {d: np.array([lay.degree(d) for lay in layouts], dtype=np.int64) for d in (*DEGREES, *OPTIONS)}
         cols["zero_bubble"] = np.array([lay.schedule == "zb-h2" for lay in layouts], dtype=bool)
+        if any(lay.folded for lay in layouts):
+            cols["expert_ep"] = np.array([lay.expert_degrees[0] for lay in layouts], dtype=np.int64)
+            cols["etp"] = np.array([lay.expert_degrees[1] for lay in layouts], dtype=np.int64)
+        if any(lay.custom_stages for lay in layouts):
+            for key, field in (("first_layers", "first_stage_layers"), ("last_layers", "last_stage_layers")):
+                cols[key] = np.array([-1 if getattr(lay, field) is None else getattr(lay, field)
+                                      for lay in layouts], dtype=np.int64)
         return cls(cols)
 
 
@@ -384,6 +394,10 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
     if hw.gpu.at_precision(wl.precision) is None:
         return [f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file: use precision bf16"]
     problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
+    if layout.custom_stages and layout.pp > 1:  # custom ends replace the automatic split's rule
+        uniform = stage_problem(wl, layout.pp, layout.interleave)
+        problems = [p for p in problems if p != uniform]
+    problems += folding_problems(wl, layout) + custom_stage_problems(wl, layout)
     if layout.schedule == "zb-h2":
         if layout.interleave != 1:
             problems.append("zb-h2 is modelled without interleaving (interleave must be 1)")
@@ -399,3 +413,53 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
             if got != prods[0][h]:
                 problems.append(f"factors on level {h + 1} ({lvl.name}) multiply to {got}, need {prods[0][h]}")
     return problems
+
+
+def folding_problems(wl: Workload, layout: Layout) -> list[str]:
+    """The rules of a folded expert layout (Megatron's parallel folding, docs/model.md §1c), in words."""
+    if not layout.folded:
+        return []
+    tr = wl.transformer
+    if tr is None or wl.experts == 1:
+        return ["etp / expert_ep (a folded expert layout) need a transformer with experts"]
+    eep, etp = layout.expert_degrees
+    out = []
+    if layout.ep != 1:
+        out.append(f"a folded expert layout gives expert parallelism as expert_ep: the placed ep must be 1, got "
+                   f"{layout.ep}")
+    if layout.tp_model != 1:
+        out.append(f"a folded expert layout needs tp_model = 1 (Megatron has one TP axis), got {layout.tp_model}")
+    if wl.experts % eep:
+        out.append(f"expert_ep={eep} does not divide experts={wl.experts}")
+    width = tr.expert_d_ff or wl.d_ff
+    if width % etp:
+        out.append(f"etp={etp} does not divide the expert width {width}")
+    block = layout.dp * layout.ep * layout.cp * layout.tp_ff * layout.tp_model
+    if block % (eep * etp):
+        out.append(f"expert_ep({eep}) * etp({etp}) = {eep * etp} does not divide dp({layout.dp}) * cp({layout.cp}) "
+                   f"* tp_ff({layout.tp_ff}) = {block}, the ranks of a pipeline stage the experts fold over")
+    return out
+
+
+def custom_stage_problems(wl: Workload, layout: Layout) -> list[str]:
+    """The rules of custom first / last virtual-stage layer counts, in words."""
+    if not layout.custom_stages:
+        return []
+    if wl.transformer is None:
+        return ["first_stage_layers / last_stage_layers need a transformer workload"]
+    v = layout.pp * layout.interleave
+    if v < 2:
+        return ["first_stage_layers / last_stage_layers need pipeline parallelism (pp * interleave >= 2)"]
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    given = [x for x in (first, last) if x is not None]
+    rest = wl.layers - sum(given)
+    left = v - len(given)
+    if rest < 0:
+        return [f"first and last stages hold {sum(given)} layers, more than the model's {wl.layers}"]
+    if left == 0:
+        return [] if rest == 0 else [f"pp({layout.pp}) * interleave({layout.interleave}) = 2 virtual stages hold "
+                                     f"{sum(given)} layers, the model has {wl.layers}"]
+    if rest % left or rest // left < 1:
+        return [f"the {rest} layers left after the custom end stages do not split evenly over the other {left} "
+                f"virtual stages (pp({layout.pp}) * interleave({layout.interleave}) = {v}), at least one each"]
+    return []

@@ -332,6 +332,10 @@ def layout_table(plan: Plan) -> Table:
     return table
 
 
+def _auto(value: int | None) -> str:
+    return "auto" if value is None else str(value)
+
+
 def schedule_table(plan: Plan) -> Table:
     lay = _part(plan.layout, "layout")
     bubble_note = ("zero bubble" if lay.schedule == "zb-h2" else "interleaved one-forward-one-backward"
@@ -350,10 +354,20 @@ def schedule_table(plan: Plan) -> Table:
              + f" sharded over {_shard_ranks(lay)})"),
             ("precision", _precision_text(plan.workload.precision, plan.workload.recipe)),
         ]
+    extra: list[tuple[str, RenderableType]] = []
+    if lay.etp is not None or lay.expert_ep is not None:  # Megatron's parallel folding (docs/model.md §1c)
+        eep, etp = lay.expert_ep or 1, lay.etp if lay.etp is not None else lay.tp_ff
+        edp = lay.dp * lay.ep * lay.cp * lay.tp_ff * lay.tp_model // (eep * etp)
+        extra.append(("expert layout (folded)", f"ep {eep} x etp {etp} x expert-dp {edp} over each stage's dp x cp "
+                      "x tp ranks"))
+    if lay.first_stage_layers is not None or lay.last_stage_layers is not None:
+        extra.append(("end stages (layers)", f"first {_auto(lay.first_stage_layers)}, last "
+                      f"{_auto(lay.last_stage_layers)} (virtual stages; the others split the rest evenly)"))
     return _kv_table("Pipeline schedule and memory savers" if savers else "Pipeline schedule", [
         *savers,
         ("schedule", f"{lay.schedule} ({bubble_note})"),
         ("interleave i", str(lay.interleave)),
+        *extra,
         ("microbatches m (per DP rank)", str(lay.microbatches)),
         (("microbatch b / (N_DP N_EP N_CP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
          else ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens")),

@@ -79,6 +79,8 @@ class AllReduce:
     passes: int = 2
     copies: int = 1
     """Token copies it runs on: top-k for a routed expert's all-reduces, 1 otherwise."""
+    routed: bool = False
+    """A routed expert's (a folded expert layout reduces it over N_ETP instead of the attention's TP ranks)."""
 
 
 @dataclass(frozen=True)
@@ -213,10 +215,13 @@ class LayerOps:
         items = self.routed_saved if routed else self.saved
         return sum((s.bytes_per_gpu(degrees, fp8) for s in items if s.role in roles), np.zeros(1))
 
-    def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str) -> np.ndarray:
-        """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted."""
+    def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str, routed: bool | None = None
+                        ) -> np.ndarray:
+        """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted
+        (`routed` True / False: only the routed experts' / only the others; None: all)."""
         return sum((a.passes * a.copies * np.asarray(a.words.per_gpu(degrees), dtype=np.float64)
-                    for a in self.allreduces if a.group == group), np.zeros(1))
+                    for a in self.allreduces if a.group == group and (routed is None or a.routed == routed)),
+                   np.zeros(1))
 
     def split_params(self, degrees: Mapping[str, np.ndarray], experts_here) -> tuple[np.ndarray, np.ndarray]:
         """(dense, expert) parameters of one layer on one GPU: the once-per-token GEMMs' shards and the routed
@@ -295,8 +300,8 @@ def _mlp(name: str, d_model: int, width: int, ffn: str, routed: bool, copies: in
     dm, hid, up = Dim(d_model, "tp_model"), Dim(width, "tp_ff"), Dim(up_rows, "tp_ff")
     gemms = (Gemm(f"{name} up" + (" + gate" if ffn == "swiglu" else ""), out=up, inp=dm, routed=routed),
              Gemm(f"{name} down", out=dm, inp=hid, routed=routed))
-    ars = (AllReduce(f"{name} up partial output", words=up, group="tp_model", copies=copies),
-           AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies))
+    ars = (AllReduce(f"{name} up partial output", words=up, group="tp_model", copies=copies, routed=routed),
+           AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies, routed=routed))
     # Kept for backward: the up (and gate) output (the activation's input) and the activation's output (the down
     # GEMM's input).
     saved = (Saved(f"{name} up output", up), Saved(f"{name} hidden", hid, "gemm_input"))
