@@ -677,6 +677,14 @@ class Plan(_Frozen):
     dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
     gpus: int | None
     nodes: int | None
+    racks: int | None = Field(None, description="Groups of the lowest bounded network level the cluster touches "
+                              "(NVLink domains: racks on GB200 NVL72, nodes on DGX systems); each is bought whole.")
+    rack_level: str | None = Field(None, description="The network level whose groups `racks` counts.")
+    gpus_per_rack: int | None = Field(None, description="GPUs the job uses in each of those racks (the same in every "
+                                      "one; docs/model.md, 'The search space').")
+    spare_gpus: int | None = Field(None, description="GPUs in the racks bought that the job leaves idle: racks x rack "
+                                   "size - gpus (GB200 NVL72 at 64 of 72 per rack: 8 per rack; 0 on whole DGX nodes). "
+                                   "Not in gpu_hours or cost_usd.")
     gpu_hours: float | None
     cost_usd: float | None = None
     mfu: float | None

@@ -135,6 +135,8 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
+    if plan.spare_gpus:  # racks used in part (GB200 NVL72): say what is bought
+        nodes += f" in {plan.racks:,} rack{'s' if plan.racks != 1 else ''}, {plan.spare_gpus:,} spare GPUs"
     g = plan.goodput
     wall = ("" if g is None else f" ({fmt_days(plan.wall_clock_days)} wall-clock at {fmt_pct(g.goodput)} goodput)")
     return Text.assemble(
@@ -279,8 +281,13 @@ def cluster_table(plan: Plan) -> Table:
     rows = [
         ("GPUs", f"{plan.gpus:,} x {plan.gpu}"),
         ("nodes", f"{plan.nodes:,}"),
-        ("GPU-hours", fmt_count(plan.gpu_hours)),
     ]
+    if plan.racks is not None:
+        per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
+        rows.append((f"racks ({plan.rack_level})", f"{plan.racks:,}{per}"))
+        rows.append(("spare GPUs", f"{plan.spare_gpus:,} (bought with the racks, idle; not in GPU-hours or cost)"
+                     if plan.spare_gpus else "0"))
+    rows.append(("GPU-hours", fmt_count(plan.gpu_hours)))
     if plan.cost_usd is not None:
         rows.append(("cost", f"${plan.cost_usd:,.0f}" if plan.cost_usd >= 1000 else f"${plan.cost_usd:,.2f}"))
     if plan.deadline_days is not None:
