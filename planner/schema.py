@@ -132,6 +132,7 @@ class NetworkLevel(_Frozen):
 
     @property
     def unit_gpus(self) -> int:
+        """GPUs a job takes whole in one group: `unit`, else 1."""
         return self.unit or 1
 
     @property
