@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import oracle
 import pytest
 from cli_helpers import invoke
@@ -20,7 +21,14 @@ from planner.errors import InvalidInput
 from planner.hardware import get_hardware
 from planner.overrides import parse_overrides
 from planner.parallel.placement import greedy_placement
-from planner.parallel.space import SearchOptions, check_layout, fill_levels, nearest_cluster_sizes, rack_use
+from planner.parallel.space import (
+    SearchOptions,
+    check_layout,
+    fill_levels,
+    level_products,
+    nearest_cluster_sizes,
+    rack_use,
+)
 from planner.schema import NetworkLevel
 from planner.search.cpsat import solve_cpsat
 from planner.search.exhaustive import solve_exhaustive
@@ -114,6 +122,17 @@ def test_level_rule_agrees_with_the_oracle(hw):
         else:
             assert theirs is not None, n
             assert [math.prod(mine[:h + 1]) for h in range(len(mine))] == theirs, n
+
+
+@pytest.mark.parametrize("hw", [GB200, TRAY, POD, H100, get_hardware("h100-superpod")], ids=lambda h: h.name)
+def test_vectorised_rule_is_the_scalar_rule(hw):
+    counts = np.arange(1, 5000)
+    prods, valid = level_products(hw, counts)
+    for n, p, ok in zip(counts.tolist(), prods.tolist(), valid.tolist(), strict=True):
+        fill = fill_levels(hw.levels, n)
+        assert ok == (fill is not None), n
+        if ok:
+            assert tuple(p) == fill, n
 
 
 def _fills(targets, n, hw) -> bool:

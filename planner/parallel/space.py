@@ -301,23 +301,54 @@ def _fill_above(levels: tuple[NetworkLevel, ...], n: int, used: int, size: int) 
 
 
 def level_products(hw: Hardware, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Required product of the degrees' factors at each level (`fill_levels`, per GPU count), and validity.
+    """Required product of the degrees' factors at each level, and validity: `fill_levels` for many GPU counts at
+    once (vectorised; tests/test_racks.py checks the two agree count by count).
 
     Returns (products of shape (n, H), valid of shape (n,)). Invalid: the cluster spans a level but is not a
     whole number of its groups (of a whole number of units per group on a lowest level with `unit`), or it exceeds
     the top level's size.
     """
     gpus = np.asarray(gpus, dtype=np.int64)
-    H = len(hw.levels)
-    uniq, inverse = np.unique(gpus, return_inverse=True)
-    prods = np.ones((len(uniq), H), dtype=np.int64)
-    valid = np.zeros(len(uniq), dtype=bool)
-    for k, n in enumerate(uniq.tolist()):
-        fill = fill_levels(hw.levels, n)
-        if fill is not None:
-            prods[k] = fill
-            valid[k] = True
-    return prods[inverse].reshape(len(gpus), H), valid[inverse].reshape(len(gpus))
+    first = hw.levels[0]
+    if not (first.subdivided and first.size is not None):
+        return _fill_above_arrays(hw.levels, gpus, np.ones(len(gpus), dtype=np.int64), 1)
+    unit, usable = first.unit_gpus, first.usable_gpus
+    assert usable is not None
+    per_unit = np.clip(gpus, 1, unit)
+    whole_units = (gpus >= 1) & (gpus % per_unit == 0)
+    prods = np.ones((len(gpus), len(hw.levels)), dtype=np.int64)
+    valid = np.zeros(len(gpus), dtype=bool)
+    for units in range(usable // unit, 0, -1):  # the largest per-group count first: fewest groups
+        c = per_unit * units
+        try_c = whole_units & ~valid & (c <= gpus) & (gpus % c == 0)
+        if not try_c.any():
+            continue
+        above, ok = _fill_above_arrays(hw.levels[1:], gpus, c, first.size)
+        take = try_c & ok
+        prods[take, 0] = c[take]
+        prods[take, 1:] = above[take]
+        valid |= take
+    return prods, valid
+
+
+def _fill_above_arrays(levels: tuple[NetworkLevel, ...], gpus: np.ndarray, used: np.ndarray, size: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """`_fill_above` for arrays of GPU counts (`used` GPUs of each group of `size`)."""
+    out = np.ones((len(gpus), len(levels)), dtype=np.int64)
+    valid = gpus >= 1
+    for j, lvl in enumerate(levels):
+        if lvl.size is None:
+            cum = gpus
+        else:
+            k = lvl.size // size
+            spills = used > gpus // k  # k x used > gpus, computed without overflowing int64
+            cum = np.where(spills, gpus, k * np.where(spills, 1, used))
+        used_safe = np.maximum(used, 1)
+        valid &= cum % used_safe == 0
+        out[:, j] = cum // used_safe
+        used, size = cum, lvl.size or size
+    valid &= used == gpus
+    return out, valid
 
 
 @dataclass(frozen=True)

@@ -572,6 +572,9 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     gpu.add_column("source")
     for key, (field, scale) in GPU_KEYS.items():
         raw = getattr(hw.gpu, field)
+        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
+            gpu.add_row(key, "none", hw.sources.get(f"gpu.{key}", "not in the file"))
+            continue
         value = raw if scale in (None, 1) else raw / scale
         gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
     g = hw.gpu
@@ -591,6 +594,11 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
             levels.add_section()
         for key, (field, scale) in LEVEL_KEYS.items():
             raw = getattr(lvl, field)
+            if raw is None and field in ("unit", "usable"):
+                if lvl.subdivided:  # the other one is set: this one takes its default
+                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
+                    levels.add_row(lvl.name, key, str(derived), "default (from the other of unit / usable)")
+                continue  # neither set: the level is filled exactly, nothing to show
             if raw is None:
                 levels.add_row(lvl.name, key, "unbounded", "top level")
                 continue
