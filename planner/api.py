@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
@@ -16,7 +17,7 @@ from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
-from planner.parallel.space import SearchOptions, check_layout, divisors
+from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
 from planner.profile import get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
@@ -124,6 +125,15 @@ def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap
     return _evaluate(hw, workload, layout, dp_overlap=dp_overlap)
 
 
+def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:
+    """The Plan's racks, rack_level, gpus_per_rack and spare_gpus (planner.parallel.space.rack_use)."""
+    use = rack_use(hw, gpus)
+    if use is None:
+        return {}
+    return {"racks": use.groups, "rack_level": use.level, "gpus_per_rack": use.gpus_per_group,
+            "spare_gpus": use.spare_gpus}
+
+
 def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: SearchResult,
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
                          notes: list[str] | None = None, dp_overlap: bool = False,
@@ -144,6 +154,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         hardware=hw.name, gpu=hw.gpu.name, profile=hw.profile.name, peak_flops=peak_flops(hw, wl),
         deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
+        **_rack_fields(hw, ev.gpus),
         cost_usd=cost,
         mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
         step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,

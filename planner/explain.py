@@ -39,7 +39,7 @@ from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
-from planner.parallel.space import SearchOptions, divisors
+from planner.parallel.space import SearchOptions, divisors, fill_levels, level_rule
 from planner.schema import Hardware, Workload
 from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
 from planner.search.result import SearchResult
@@ -155,13 +155,7 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
 
 def levels_allow(hw: Hardware, n: int) -> bool:
     """Whether n GPUs fill `hw`'s network levels bottom-up (and do not exceed the top level); as level_products."""
-    prev = 1
-    for lvl in hw.levels:
-        cum = n if lvl.size is None else min(n, lvl.size)
-        if cum % prev:
-            return False
-        prev = cum
-    return prev == n
+    return fill_levels(hw.levels, n) is not None
 
 
 def _split_dims(wl: Workload) -> tuple[int, ...]:
@@ -368,13 +362,9 @@ def _fmt_days(d: float) -> str:
 
 
 def _level_rule(hw: Hardware) -> str:
-    sizes = [lvl.size for lvl in hw.levels if lvl.size]
-    names = [lvl.name for lvl in hw.levels if lvl.size]
-    if not sizes:
+    if all(lvl.size is None for lvl in hw.levels):
         return "its network levels"
-    groups = ", ".join(f"{s} ({nm})" for s, nm in zip(sizes, names, strict=True))
-    return (f"its network levels bottom-up (groups of {groups}): "
-            "a cluster larger than a group must be a whole number of groups"
+    return (f"its network levels bottom-up ({level_rule(hw)})"
             + ("" if hw.max_gpus is None else f", and at most {hw.max_gpus} GPUs"))
 
 

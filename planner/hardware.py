@@ -14,6 +14,8 @@ File format (units live in the keys and are converted once, here)::
     [[levels]]
     name = "NVLink"
     size = { value = 8, source = "..." }          # omitted on the unbounded top level
+    unit = { value = 4, source = "..." }          # optional, lowest level: GPUs a job takes whole (a tray)
+    usable = { value = 64, source = "..." }       # optional, lowest level: most GPUs a job uses per group
     bw_bidir_GBps = { value = 900, source = "..." }
     lat_us = { value = 1.125, source = "..." }
 
@@ -59,13 +61,16 @@ GPU_KEYS: dict[str, tuple[str, float | None]] = {
     "dsmem": ("dsmem", None),
     "word_bytes": ("word_bytes", 1),
     "fp8_flop_per_clock_per_thread": ("fp8_flop_per_clock_per_thread", 1),
+    "fp4_flop_per_clock_per_thread": ("fp4_flop_per_clock_per_thread", 1),
 }
 LEVEL_KEYS: dict[str, tuple[str, float | None]] = {
     "size": ("size", 1),
     "bw_bidir_GBps": ("bw_bidir_Bps", 1e9),
     "lat_us": ("lat_s", 1e-6),
+    "unit": ("unit", 1),
+    "usable": ("usable", 1),
 }
-INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes"}
+INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes", "unit", "usable"}
 MAX_INT_FIELD = 2**40
 """Largest whole-number field (SM count, group size, ...) accepted; larger ones overflow the int64 search arrays."""
 MAX_LEVELS = 8

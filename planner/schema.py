@@ -88,9 +88,9 @@ class Gpu(_Frozen):
     word_bytes: int = Field(2, gt=0, description="Bytes per word; 2 for the 16-bit training the paper models.")
     fp8_flop_per_clock_per_thread: float | None = Field(
         None, gt=0, description="Dense FP8 FLOP per clock per thread; None: no FP8 tensor cores.")
-
     fp4_flop_per_clock_per_thread: float | None = Field(
-        None, gt=0, description="Dense FP4 (NVFP4) FLOP per clock per thread; None: no FP4 tensor cores.")
+        None, gt=0, description="Dense FP4 (NVFP4) FLOP per clock per thread, not the 2:4 sparse headline; None: no "
+        "FP4 tensor cores.")
 
     @property
     def fp8(self) -> Gpu | None:
@@ -103,9 +103,11 @@ class Gpu(_Frozen):
 
     @property
     def fp4(self) -> Gpu | None:
-        """The same GPU running FP4 GEMMs: FP4 FLOP rate; operands counted as 1-byte words (half a byte plus block
-        scales, rounded up: the roofline's HBM term is a bound, not the binding term at these sizes). None without
-        FP4 tensor cores."""
+        """The same GPU running FP4 (NVFP4) GEMMs at its dense FP4 FLOP rate (None without FP4 tensor cores).
+
+        Operands stay 1 byte in the GEMM byte model: `word_bytes` counts whole bytes, and an NVFP4 operand is 4 bits
+        plus one 8-bit scale per 16 elements (0.5625 byte); large GEMMs are FLOP-bound, so the over-count rarely
+        binds. The recipe (planner.profile.Recipe) prices the quantization itself."""
         if self.fp4_flop_per_clock_per_thread is None:
             return None
         return self.model_copy(update={"flop_per_clock_per_thread": self.fp4_flop_per_clock_per_thread,
@@ -156,10 +158,33 @@ class NetworkLevel(_Frozen):
     bw_bidir_Bps: float = Field(gt=0, description="Per-GPU bidirectional bandwidth; the cost model "
         "uses half per direction. May be inf.")
     lat_s: float = Field(ge=0, description="One-way latency of one message at this level.")
+    unit: int | None = Field(
+        None, gt=0, description="Lowest level only: GPUs per unit that a job takes whole inside one group (4 for a "
+        "GB200 NVL72 compute tray). Set (or `usable` set): a job uses the same number of GPUs, a multiple of the unit, "
+        "in each group it touches, up to `usable` (docs/model.md, 'The search space'); None: 1 when `usable` is set.")
+    usable: int | None = Field(
+        None, gt=0, description="Lowest level only: the most GPUs a job uses in one group (64 = 16 of a GB200 NVL72 "
+        "rack's 18 trays; the rest are spares). A multiple of the unit, at most `size`; None: `size` when `unit` is "
+        "set. Neither set: the group is filled exactly, as every other level.")
 
     @property
     def bw_unidir_Bps(self) -> float:
         return self.bw_bidir_Bps / 2
+
+    @property
+    def subdivided(self) -> bool:
+        """Whether a job may use part of each group (in whole units, up to `usable`) instead of filling it."""
+        return self.unit is not None or self.usable is not None
+
+    @property
+    def unit_gpus(self) -> int:
+        """GPUs a job takes whole in one group: `unit`, else 1."""
+        return self.unit or 1
+
+    @property
+    def usable_gpus(self) -> int | None:
+        """The most GPUs a job uses in one group: `usable`, else the group size (None: unbounded)."""
+        return self.usable if self.usable is not None else self.size
 
 
 class Hardware(_Frozen):
@@ -180,6 +205,17 @@ class Hardware(_Frozen):
         prev = 1
         for k, lvl in enumerate(self.levels):
             last = k == len(self.levels) - 1
+            if lvl.subdivided:
+                if k > 0:
+                    raise ValueError(f"network level '{lvl.name}': unit and usable are for the lowest level only (the "
+                                     "NVLink domain a job uses in whole trays)")
+                if lvl.size is None:
+                    raise ValueError(f"network level '{lvl.name}' is unbounded: unit and usable need a size")
+                usable = lvl.usable_gpus
+                assert usable is not None
+                if usable > lvl.size or usable % lvl.unit_gpus:
+                    raise ValueError(f"network level '{lvl.name}': usable ({usable}) must be a multiple of unit "
+                                     f"({lvl.unit_gpus}) and at most size ({lvl.size})")
             if lvl.size is None:
                 if not last:
                     raise ValueError(f"network level '{lvl.name}' is unbounded but is not the top level")
@@ -194,21 +230,24 @@ class Hardware(_Frozen):
 
     @property
     def level_caps(self) -> tuple[int | None, ...]:
-        """Factor capacity of each level: size(h) / size(h-1); None for an unbounded level."""
+        """Factor capacity of each level: size(h) / size(h-1) (groups of the level below per group), the lowest
+        level's `usable` GPUs if it has one; None for an unbounded level."""
         caps: list[int | None] = []
         prev = 1
         for lvl in self.levels:
             if lvl.size is None:
                 caps.append(None)
             else:
-                caps.append(lvl.size // prev)
+                caps.append((lvl.usable_gpus if lvl.subdivided else lvl.size) // prev)  # type: ignore[operator]
                 prev = lvl.size
         return tuple(caps)
 
     @property
     def max_gpus(self) -> int | None:
-        """Largest cluster the hierarchy allows (None if the top level is unbounded)."""
-        return self.levels[-1].size
+        """Largest cluster the hierarchy allows (None if the top level is unbounded): the top group's size, less the
+        spares when the lowest level has a `usable` below its size."""
+        caps = self.level_caps
+        return None if caps[-1] is None else math.prod(c for c in caps if c is not None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -769,6 +808,14 @@ class Plan(_Frozen):
     dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
     gpus: int | None
     nodes: int | None
+    racks: int | None = Field(None, description="Groups of the lowest bounded network level the cluster touches "
+                              "(NVLink domains: racks on GB200 NVL72, nodes on DGX systems); each is bought whole.")
+    rack_level: str | None = Field(None, description="The network level whose groups `racks` counts.")
+    gpus_per_rack: int | None = Field(None, description="GPUs the job uses in each of those racks (the same in every "
+                                      "one; docs/model.md, 'The search space').")
+    spare_gpus: int | None = Field(None, description="GPUs in the racks bought that the job leaves idle: racks x rack "
+                                   "size - gpus (GB200 NVL72 at 64 of 72 per rack: 8 per rack; 0 on whole DGX nodes). "
+                                   "Not in gpu_hours or cost_usd.")
     gpu_hours: float | None
     cost_usd: float | None = None
     mfu: float | None

@@ -8,7 +8,9 @@ in "The search space" (docs/model.md, "The search space"):
 * schedules: ZB-H2 only with i = 1 and m >= 2 N_PP - 1 ('auto' offers both 1F1B and ZB-H2);
 * placement: each degree is one factor per network level, a bounded level's factor within its capacity
   size(h) / size(h-1), and the levels fill bottom-up: for every bounded level h of cumulative size s_h the
-  factors of all degrees at levels 1..h multiply to min(N_GPU, s_h);
+  factors of all degrees at levels 1..h multiply to min(N_GPU, s_h); a lowest level with `unit` / `usable` is
+  used c GPUs per group instead, c a multiple of the unit (or N_GPU below one unit), c | N_GPU, c <= usable (its
+  capacity), the largest c for which every level h above reaches min(N_GPU, s_h / s_1 x c) in whole steps;
 * memory within HBM, and in deadline mode a run time within the deadline.
 
 Only the *price* of a layout comes from the package, through one function, `_price` (the public cost model,
@@ -63,7 +65,8 @@ def level_sizes(hw: Hardware) -> list[int | None]:
 
 
 def level_capacities(hw: Hardware) -> list[int | None]:
-    """size(h) / size(h-1) per bounded level (size(0) = 1); None for an unbounded level."""
+    """size(h) / size(h-1) per bounded level (size(0) = 1), the lowest level's `usable` if it has one; None for an
+    unbounded level."""
     caps, prev = [], 1
     for size in level_sizes(hw):
         if size is None:
@@ -72,7 +75,29 @@ def level_capacities(hw: Hardware) -> list[int | None]:
             assert size % prev == 0, "level sizes must be multiples of the one below"
             caps.append(size // prev)
             prev = size
+    first = hw.levels[0]
+    if first.usable is not None or first.unit is not None:
+        caps[0] = first.usable if first.usable is not None else caps[0]
     return caps
+
+
+def level_targets(hw: Hardware, n_gpu: int) -> list[int] | None:
+    """GPUs of the cluster in one group of each level (the product the factors at levels 1..h must reach), or None
+    when n_gpu cannot fill the levels."""
+    sizes = level_sizes(hw)
+    first = hw.levels[0]
+    if first.unit is None and first.usable is None:
+        return [n_gpu if s is None else min(n_gpu, s) for s in sizes]
+    unit = first.unit or 1
+    usable = first.usable if first.usable is not None else sizes[0]
+    for c in range(min(n_gpu, usable), 0, -1):  # largest first: fewest groups
+        if n_gpu % c or (c % unit and not c == n_gpu < unit):
+            continue
+        targets = [c] + [n_gpu if s is None else min(n_gpu, s // sizes[0] * c) for s in sizes[1:]]
+        chain = [1, *targets]
+        if all(hi % lo == 0 for lo, hi in zip(chain, chain[1:])) and targets[-1] == n_gpu:
+            return targets
+    return None
 
 
 def factor_vectors(value: int, caps: list[int | None]) -> list[tuple[int, ...]]:
@@ -93,6 +118,9 @@ def placements(hw: Hardware, degrees: dict[str, int]) -> list[dict[str, tuple[in
     sizes, caps = level_sizes(hw), level_capacities(hw)
     degrees = {d: degrees.get(d, 1) for d in DEGREE_NAMES}  # a degree left out is 1
     n_gpu = math.prod(degrees.values())
+    targets = level_targets(hw, n_gpu)
+    if targets is None:
+        return []
     options = [factor_vectors(degrees[d], caps) for d in DEGREE_NAMES]
     out = []
     for combo in itertools.product(*options):
@@ -100,7 +128,7 @@ def placements(hw: Hardware, degrees: dict[str, int]) -> list[dict[str, tuple[in
         ok = True
         for h, size in enumerate(sizes):
             cumulative *= math.prod(vec[h] for vec in combo)
-            if size is not None and cumulative != min(n_gpu, size):
+            if size is not None and cumulative != targets[h]:
                 ok = False
                 break
         if ok:

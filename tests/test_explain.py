@@ -130,14 +130,29 @@ def test_fit_search_caps_are_counts():
     assert fit_search(hw, wl, SearchOptions(), max_divisors=10) == FitSearch(None, 22104, None, False)
 
 
+def _gb200_whole_racks():
+    """GB200 NVL72 used in whole 72-GPU racks (no unit / usable: the level is filled exactly, as `--set
+    levels.0.usable=72` but without trays): the shipped file's jobs take 4-GPU trays, 64 per rack."""
+    hw = get_hardware("gb200-nvl72")
+    return hw.model_copy(update={"levels": (hw.levels[0].model_copy(update={"unit": None, "usable": None}),
+                                            *hw.levels[1:])})
+
+
 def test_fit_search_proves_no_count_fits_gb200():
     """1e30 dense: d_model = 7 x 2^14, d_ff = 7 x 2^16, L = 2^10, b = 3 x 2^24, so usable counts divide
     3 x 7^2 x 2^64. Above one 72-GPU NVLink domain a count must be a multiple of 72 = 2^3 x 3^2, which no divisor is;
     at most 72 GPUs hold far less than the 9,370 the weights, gradients and optimizer state need. The old 3 s
     wall-clock scan gave up here without saying why; the divisor walk proves it (390 divisors)."""
-    hw, wl = get_hardware("gb200-nvl72"), infer_workload(1e30)
+    hw, wl = _gb200_whole_racks(), infer_workload(1e30)
     assert (wl.d_model, wl.d_ff, wl.layers, wl.experts, wl.batch_tokens) == (114688, 458752, 1024, 1, 50331648)
     assert fit_search(hw, wl, SearchOptions()) == FitSearch(None, 9370, None, True)
+
+
+def test_fit_search_on_gb200_trays_finds_whole_trays():
+    """The shipped GB200 NVL72 takes 4-GPU trays, up to 64 GPUs per rack: 2^k x 7^2 counts from 9,370 up fill racks
+    of 64 (e.g. 9,408 = 147 x 64), so a count that fits exists."""
+    got = fit_search(get_hardware("gb200-nvl72"), infer_workload(1e30), SearchOptions())
+    assert got.gpus is not None and got.gpus >= 9370 and got.gpus % 64 == 0 and got.exhaustive
 
 
 GB200_FIXED = (
@@ -160,7 +175,7 @@ H100_MEMORY = (
 
 
 def _explanations() -> list[str]:
-    gb200, wl = get_hardware("gb200-nvl72"), infer_workload(1e30)
+    gb200, wl = _gb200_whole_racks(), infer_workload(1e30)
     return [
         explain_infeasible(gb200, wl, SearchOptions(gpus=72), None, INFEASIBLE),
         explain_infeasible(gb200, wl, SearchOptions(), 90.0, INFEASIBLE),

@@ -97,8 +97,11 @@ def test_current_systems_peak_matches_datasheet(name, dense_peak):
 
 def test_gb200_nvlink_domain_is_72_gpus():
     hw = get_hardware("gb200-nvl72")
-    assert hw.level_caps == (72, None)
+    assert hw.levels[0].size == 72
     assert hw.gpus_per_node == 4
+    # A job takes 4-GPU trays, at most 16 of the 18 per rack (docs/model.md, "The search space"): 16 x 4 = 64.
+    assert (hw.levels[0].unit, hw.levels[0].usable) == (4, 64)
+    assert hw.level_caps == (64, None)
 
 
 # Paper §6.3.1: the low-latency scenarios divide every latency by ten (H100: 4.5 us matmul, 1.125 us network).

@@ -77,11 +77,12 @@ def test_nearest_cluster_sizes(sizes, n, expected):
 
 
 def test_evaluate_suggests_cluster_sizes_that_fill_the_levels(capsys):
-    code, _, err = invoke(capsys, ["evaluate", "--gpu", "gb200-nvl72", "--compute", "1e24", "--dp", "50",
+    # GB200 NVL72 jobs take 4-GPU trays (docs/model.md, "The search space"): 66 GPUs are 16.5 trays.
+    code, _, err = invoke(capsys, ["evaluate", "--gpu", "gb200-nvl72", "--compute", "1e24", "--dp", "33",
                                    "--tp-ff", "2"])
     assert code == 2
-    assert "the nearest cluster sizes that do: 72 and 144 GPUs (e.g. dp=36 or dp=72)" in err
-    code, _, err = invoke(capsys, ["evaluate", "--gpu", "gb200-nvl72", "--compute", "1e24", "--dp", "36",
+    assert "the nearest cluster sizes that do: 64 and 68 GPUs (e.g. dp=32 or dp=34)" in err
+    code, _, err = invoke(capsys, ["evaluate", "--gpu", "gb200-nvl72", "--compute", "1e24", "--dp", "32",
                                    "--tp-ff", "2"])
     assert "cannot fill" not in err  # the suggested size fills the levels (this batch then asks dp to divide it)
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import BY_NAME, DEGREES
-from planner.parallel.space import level_products, nearest_cluster_sizes
+from planner.parallel.space import level_products, level_rule, nearest_cluster_sizes
 from planner.schema import Hardware
 
 GREEDY_ORDER: tuple[str, ...] = tuple(sorted(DEGREES, key=lambda d: BY_NAME[d].greedy_rank))
@@ -24,7 +24,8 @@ def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
     """A valid placement of the given degrees on `hw`'s network levels, filled bottom-up and greedily.
 
     Levels fill bottom-up (docs/model.md, "The search space"): the factors on level h must multiply to the GPUs
-    that level contributes (8 on a DGX node once the cluster spans nodes). Walking up the levels, each degree in
+    that level contributes (8 on a DGX node once the cluster spans nodes; 64 on a GB200 NVL72 rack of which a job
+    uses 16 trays; planner.parallel.space.fill_levels). Walking up the levels, each degree in
     the order TP,ff, TP,model, CP, PP, DP, EP takes the largest factor of what is left of it that still fits what is
     left of the level (the gcd of the two): the most talkative traffic gets the fastest links. Degrees named in
     `fixed` keep their factors and the others fill the room they leave. Prime by prime, this greedy fill always
@@ -38,8 +39,7 @@ def greedy_placement(hw: Hardware, degrees: Mapping[str, int],
     sizes = [lvl.size for lvl in hw.levels if lvl.size]
     expr = " * ".join(f"{d}({degrees[d]})" for d in DEGREES)
     if not valid[0]:
-        raise InvalidInput(f"{expr} = {gpus} GPUs cannot fill {hw.name}'s network levels bottom-up (group sizes "
-                           f"{sizes}): a cluster larger than a group must be a whole number of groups; "
+        raise InvalidInput(f"{expr} = {gpus} GPUs cannot fill {hw.name}'s network levels bottom-up ({level_rule(hw)}); "
                            f"{_size_hint(gpus, degrees['dp'], nearest_cluster_sizes(hw, gpus))}")
     room = [int(p) for p in prods[0]]
     for d, factors in fixed.items():

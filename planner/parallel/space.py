@@ -8,7 +8,9 @@ degree's factor on each network level). Rules:
 - schedule: zb-h2 needs i = 1 and m >= 2 N_PP - 1;
 - levels fill bottom-up: the degrees' factors at levels 1..h multiply to min(N, size(h)) for every bounded
   level h, so a cluster larger than a node is made of whole nodes (N a multiple of 8 on DGX systems), and a
-  cluster that fits in one group sits in one group;
+  cluster that fits in one group sits in one group; a lowest level with `unit` / `usable` (GB200 NVL72: 4-GPU
+  trays, 64 of 72 GPUs per rack) is instead used c GPUs per group, c a whole number of units up to `usable`
+  (`fill_levels`);
 - memory (docs/model.md §7) is a property of the degree tuple alone (placement does not change it).
 
 GPU counts are whatever the products allow, not only powers of two.
@@ -33,7 +35,7 @@ from planner.parallel.dimensions import (
     kv_heads_ok,
     stage_problem,
 )
-from planner.schema import Hardware, Layout, Workload
+from planner.schema import Hardware, Layout, NetworkLevel, Workload
 
 
 @lru_cache(maxsize=4096)
@@ -269,36 +271,161 @@ def space_size(space: Space) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)
+def fill_levels(levels: tuple[NetworkLevel, ...], n: int) -> tuple[int, ...] | None:
+    """The product the degrees' factors must reach on each level for a cluster of n GPUs, or None if n cannot fill
+    the levels (docs/model.md, "The search space"). One rule, used by the search, the enumerator and the checks.
+
+    Each group of a level holds size(h) / size(h-1) groups of the level below, and a job uses the same number of GPUs
+    in every group it touches: min(n, groups below x GPUs used in each) at an ordinary level, so a cluster larger
+    than a group is a whole number of fully used groups. A lowest level with a `unit` / `usable` (a GB200 NVL72
+    rack of 4-GPU trays) is used in part: c GPUs per group, c a multiple of the unit (or n itself below one unit),
+    c <= usable and c | n, the largest such c for which the levels above fill (fewest racks)."""
+    if n < 1:
+        return None
+    first = levels[0]
+    if first.subdivided and first.size is not None:
+        unit, usable = first.unit_gpus, first.usable_gpus
+        assert usable is not None
+        per_unit = min(n, unit)
+        if n % per_unit:
+            return None
+        for units in range(min(n // per_unit, usable // unit), 0, -1):
+            c = per_unit * units
+            if n % c == 0 and (rest := _fill_above(levels[1:], n, c, first.size)) is not None:
+                return (c, *rest)
+        return None
+    return _fill_above(levels, n, 1, 1)
+
+
+def _fill_above(levels: tuple[NetworkLevel, ...], n: int, used: int, size: int) -> tuple[int, ...] | None:
+    """`fill_levels` for ordinary levels above a group of `size` GPUs of which the job uses `used`."""
+    out = []
+    for lvl in levels:
+        cum = n if lvl.size is None else min(n, lvl.size // size * used)
+        if cum % used:
+            return None
+        out.append(cum // used)
+        used, size = cum, lvl.size or size
+    return tuple(out) if used == n else None
+
+
 def level_products(hw: Hardware, gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Required product of the degrees' factors at each level (levels fill bottom-up), and validity.
+    """Required product of the degrees' factors at each level, and validity: `fill_levels` for many GPU counts at
+    once (vectorised; tests/test_racks.py checks the two agree count by count).
 
     Returns (products of shape (n, H), valid of shape (n,)). Invalid: the cluster spans a level but is not a
-    whole number of its groups, or it exceeds the top level's size.
+    whole number of its groups (of a whole number of units per group on a lowest level with `unit`), or it exceeds
+    the top level's size.
     """
     gpus = np.asarray(gpus, dtype=np.int64)
-    n, H = len(gpus), len(hw.levels)
-    prods = np.ones((n, H), dtype=np.int64)
-    valid = np.ones(n, dtype=bool)
-    prev_cum = np.ones(n, dtype=np.int64)
-    for h, lvl in enumerate(hw.levels):
-        cum = gpus if lvl.size is None else np.minimum(gpus, lvl.size)
-        valid &= cum % prev_cum == 0
-        prods[:, h] = cum // np.maximum(prev_cum, 1)
-        prev_cum = cum
-    valid &= prev_cum == gpus
+    first = hw.levels[0]
+    if not (first.subdivided and first.size is not None):
+        return _fill_above_arrays(hw.levels, gpus, np.ones(len(gpus), dtype=np.int64), 1)
+    unit, usable = first.unit_gpus, first.usable_gpus
+    assert usable is not None
+    per_unit = np.clip(gpus, 1, unit)
+    whole_units = (gpus >= 1) & (gpus % per_unit == 0)
+    prods = np.ones((len(gpus), len(hw.levels)), dtype=np.int64)
+    valid = np.zeros(len(gpus), dtype=bool)
+    for units in range(usable // unit, 0, -1):  # the largest per-group count first: fewest groups
+        c = per_unit * units
+        try_c = whole_units & ~valid & (c <= gpus) & (gpus % c == 0)
+        if not try_c.any():
+            continue
+        above, ok = _fill_above_arrays(hw.levels[1:], gpus, c, first.size)
+        take = try_c & ok
+        prods[take, 0] = c[take]
+        prods[take, 1:] = above[take]
+        valid |= take
     return prods, valid
+
+
+def _fill_above_arrays(levels: tuple[NetworkLevel, ...], gpus: np.ndarray, used: np.ndarray, size: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """`_fill_above` for arrays of GPU counts (`used` GPUs of each group of `size`)."""
+    out = np.ones((len(gpus), len(levels)), dtype=np.int64)
+    valid = gpus >= 1
+    for j, lvl in enumerate(levels):
+        if lvl.size is None:
+            cum = gpus
+        else:
+            k = lvl.size // size
+            spills = used > gpus // k  # k x used > gpus, computed without overflowing int64
+            cum = np.where(spills, gpus, k * np.where(spills, 1, used))
+        used_safe = np.maximum(used, 1)
+        valid &= cum % used_safe == 0
+        out[:, j] = cum // used_safe
+        used, size = cum, lvl.size or size
+    valid &= used == gpus
+    return out, valid
+
+
+@dataclass(frozen=True)
+class RackUse:
+    """How a cluster sits on the lowest bounded level's groups (NVLink domains: racks, or nodes on DGX systems)."""
+
+    level: str
+    groups: int
+    """Groups (racks) the job touches: each is bought whole."""
+    gpus_per_group: int
+    spare_gpus: int
+    """GPUs in those groups the job leaves idle: groups x size - n."""
+
+
+def rack_use(hw: Hardware, n: int) -> RackUse | None:
+    """Racks bought and spares for n GPUs (None: no bounded level, or n does not fill the levels)."""
+    fill = fill_levels(hw.levels, n)
+    h = next((k for k, lvl in enumerate(hw.levels) if lvl.size is not None), None)
+    if fill is None or h is None:
+        return None
+    per = math.prod(fill[:h + 1])
+    groups = n // per
+    size = hw.levels[h].size
+    assert size is not None
+    return RackUse(level=hw.levels[h].name, groups=groups, gpus_per_group=per, spare_gpus=groups * size - n)
+
+
+def level_rule(hw: Hardware) -> str:
+    """The level-filling rule of `hw` in words, for errors: 'groups of 8 (NVLink): a cluster larger than a group must
+    be a whole number of groups'."""
+    bounded = [lvl for lvl in hw.levels if lvl.size is not None]
+    if not bounded:
+        return "no bounded network level"
+    groups = ", ".join(f"{lvl.size} ({lvl.name})" for lvl in bounded)
+    text = f"groups of {groups}: a cluster larger than a group must be a whole number of groups"
+    first = hw.levels[0]
+    if first.subdivided:
+        text += (f", except that each {first.name} group is used in part: the same number of GPUs in each, a multiple "
+                 f"of {first.unit_gpus} and at most {first.usable_gpus}")
+    return text
 
 
 def nearest_cluster_sizes(hw: Hardware, n: int) -> tuple[int | None, int | None]:
     """The GPU counts nearest to `n` from below and above that fill `hw`'s levels bottom-up (as `level_products`
     accepts them); both are `n` when it does. Between a level's group size s and the next level's, the valid counts
     are the multiples of s (the next size is one too), so the neighbours are n rounded down and up to a multiple of the
-    largest group size below n. Above a bounded top level there is no valid count: (top, None)."""
+    largest group size below n. With a `usable` lowest level, the capacities (`Hardware.level_caps`) take the sizes'
+    place and the counts between their multiples are scanned in whole units. Above a bounded top level there is no
+    valid count: (top, None)."""
     top = hw.max_gpus
     if top is not None and n > top:
         return top, None
-    group = max((lvl.size for lvl in hw.levels if lvl.size is not None and lvl.size < n), default=1)
-    return n // group * group, -(-n // group) * group
+    caps = hw.level_caps
+    full = [math.prod(c for c in caps[:h + 1] if c is not None) for h in range(len(caps)) if caps[h] is not None]
+    group = max((g for g in full if g < n), default=1)
+    lo, hi = n // group * group, -(-n // group) * group
+    first = hw.levels[0]
+    unit = first.unit_gpus
+    if first.subdivided and n < unit:  # inside one unit
+        return n, n
+    if first.subdivided and group == 1:  # inside one group: any whole number of units up to `usable`
+        return n // unit * unit, -(-n // unit) * unit
+    if first.subdivided and group // unit <= 1 << 16:  # a nearer count in whole units, within reach
+        below = next((k for k in range(n // unit * unit, lo, -unit) if fill_levels(hw.levels, k)), lo)
+        above = next((k for k in range(-(-n // unit) * unit, hi, unit) if fill_levels(hw.levels, k)), hi)
+        lo, hi = below, above
+    return lo, hi
 
 
 @cache
@@ -405,8 +532,7 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
             problems.append(f"zb-h2 needs microbatches >= 2*pp-1 = {2 * layout.pp - 1}, got {layout.microbatches}")
     prods, valid = level_products(hw, np.array([layout.gpus]))
     if not valid[0]:
-        sizes = [lvl.size for lvl in hw.levels if lvl.size]
-        problems.append(f"{layout.gpus} GPUs cannot fill the network levels bottom-up (group sizes {sizes})")
+        problems.append(f"{layout.gpus} GPUs cannot fill the network levels bottom-up ({level_rule(hw)})")
     else:
         for h, lvl in enumerate(hw.levels):
             got = math.prod(layout.placement[d][h] for d in DEGREES)

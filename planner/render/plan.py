@@ -148,6 +148,8 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
+    if plan.spare_gpus:  # racks used in part (GB200 NVL72): say what is bought
+        nodes += f" in {plan.racks:,} rack{'s' if plan.racks != 1 else ''}, {plan.spare_gpus:,} spare GPUs"
     g = plan.goodput
     wall = ("" if g is None else f" ({fmt_days(plan.wall_clock_days)} wall-clock at {fmt_pct(g.goodput)} goodput)")
     return Text.assemble(
@@ -292,8 +294,13 @@ def cluster_table(plan: Plan) -> Table:
     rows = [
         ("GPUs", f"{plan.gpus:,} x {plan.gpu}"),
         ("nodes", f"{plan.nodes:,}"),
-        ("GPU-hours", fmt_count(plan.gpu_hours)),
     ]
+    if plan.racks is not None:
+        per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
+        rows.append((f"racks ({plan.rack_level})", f"{plan.racks:,}{per}"))
+        rows.append(("spare GPUs", f"{plan.spare_gpus:,} (bought with the racks, idle; not in GPU-hours or cost)"
+                     if plan.spare_gpus else "0"))
+    rows.append(("GPU-hours", fmt_count(plan.gpu_hours)))
     if plan.cost_usd is not None:
         rows.append(("cost", f"${plan.cost_usd:,.0f}" if plan.cost_usd >= 1000 else f"${plan.cost_usd:,.2f}"))
     if plan.deadline_days is not None:
@@ -592,6 +599,9 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     gpu.add_column("source")
     for key, (field, scale) in GPU_KEYS.items():
         raw = getattr(hw.gpu, field)
+        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
+            gpu.add_row(key, "none", hw.sources.get(f"gpu.{key}", "not in the file"))
+            continue
         value = raw if scale in (None, 1) else raw / scale
         gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
     g = hw.gpu
@@ -611,6 +621,11 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
             levels.add_section()
         for key, (field, scale) in LEVEL_KEYS.items():
             raw = getattr(lvl, field)
+            if raw is None and field in ("unit", "usable"):
+                if lvl.subdivided:  # the other one is set: this one takes its default
+                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
+                    levels.add_row(lvl.name, key, str(derived), "default (from the other of unit / usable)")
+                continue  # neither set: the level is filled exactly, nothing to show
             if raw is None:
                 levels.add_row(lvl.name, key, "unbounded", "top level")
                 continue
