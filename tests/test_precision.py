@@ -103,3 +103,34 @@ def test_weight_casts_are_priced_once_per_step_with_the_optimizer() -> None:
     with_cast = float(optimizer_s(hw, wl, cols)[0])
     without = float(optimizer_s(hw, Workload(**{**wl.model_dump(), "precision": "bf16", "recipe": None}), cols)[0])
     assert with_cast / without == pytest.approx((30.0 + 6.0) / 30.0)
+
+
+def _tiny(precision: str, recipe: str | None) -> Workload:
+    from planner.workload.scaling import transformer_workload
+
+    wl = transformer_workload(256, 512, 8, 1, 256, 64 * 256, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 512,
+                                                                   "ffn": "swiglu"}, "tiny")
+    return Workload(**{**wl.model_dump(), "precision": precision, "recipe": recipe})
+
+
+@pytest.mark.parametrize(("precision", "recipe", "gpus", "zero"), [
+    ("fp8", "current", 16, 3), ("fp8", "delayed", 8, None), ("fp8", "mxfp8", 32, None), ("fp4", "nvfp4", 16, 3),
+    ("bf16", None, 64, 3)])
+def test_cpsat_matches_the_enumerator_with_recipes_and_zero3_latency(precision: str, recipe: str | None, gpus: int,
+                                                                    zero: int | None) -> None:
+    """The recipes' quantization rows, their 16-bit layers and the ZeRO-3 ring latency are terms like any other:
+    CP-SAT proves the enumerator's optimum under the realistic profile on Blackwell (FP4 needs it)."""
+    from planner.hardware import get_hardware, with_profile
+    from planner.parallel.space import SearchOptions
+    from planner.search.cpsat import solve_cpsat
+    from planner.search.exhaustive import solve_exhaustive
+
+    hw = with_profile(get_hardware("b200"), "realistic")
+    wl = _tiny(precision, recipe)
+    opts = SearchOptions(gpus=gpus, fixed=(("zero", zero),) if zero else ())
+    ex, cp = solve_exhaustive(hw, wl, opts, None), solve_cpsat(hw, wl, opts, None)
+    assert ex.status == cp.status == "optimal" and ex.space_size == cp.space_size
+    ee, ec = api.evaluate(ex.layout, hw, wl), api.evaluate(cp.layout, hw, wl)
+    assert abs(ec.step.step_s - ee.step.step_s) <= 1e-9 * ee.step.step_s
+    if zero == 3 and ec.layout.dp > 1:  # the ring latency of the per-microbatch gathers is in the step
+        assert ec.step.exposed_comm_s > 0
