@@ -820,10 +820,11 @@ def evaluate_command(
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
-    fits = ev.memory.total_bytes <= ev.memory.capacity_bytes
+    fits = ev.memory.fits
+    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
         notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB")
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
@@ -835,7 +836,7 @@ def evaluate_command(
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
         why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
