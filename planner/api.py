@@ -72,9 +72,24 @@ def workload_report(wl: Workload) -> WorkloadReport:
     )
 
 
-def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False) -> Evaluation:
-    """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks."""
-    hw = resolve_hardware(gpu)
+def _check_headroom(gb: float) -> None:
+    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or not (math.isfinite(gb) and gb >= 0):
+        raise InvalidInput(f"memory headroom must be a finite number of GB >= 0, got {gb!r}")
+
+
+def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hardware:
+    """`hw` with its profile's headroom replaced (None: unchanged): a layout fits when total + headroom <= HBM."""
+    if memory_headroom_GB is None:
+        return hw
+    _check_headroom(memory_headroom_GB)
+    return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
+
+
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False,
+             memory_headroom_GB: float | None = None) -> Evaluation:
+    """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
+    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
+    hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
     problems = check_layout(hw, workload, layout)
     if problems:
         raise InvalidInput("impossible layout: " + "; ".join(problems))
@@ -308,6 +323,7 @@ def plan(
     goodput: bool | None = None,
     failures: str | FailureModel = "default",
     overrides: Sequence[str] = (),
+    memory_headroom_GB: float | None = None,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -320,12 +336,16 @@ def plan(
     `dp_overlap` None takes the profile's default. `goodput` (None: the profile's default, on in the realistic
     profile) plans with failures, checkpoints and restarts from `failures` (a shipped failure model, a TOML path or a
     FailureModel; planner.goodput): the deadline then bounds wall-clock time. `overrides` are --set FIELD=VALUE
-    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan. Without `gpus`,
-    `days` defaults to 90.
+    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan.
+    `memory_headroom_GB` (None: the profile's) is the HBM a layout must leave free (= profile.memory.headroom_GB).
+    Without `gpus`, `days` defaults to 90.
     With `gpus` and `days`,
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
     """
+    if memory_headroom_GB is not None:
+        _check_headroom(memory_headroom_GB)
+        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
     sets = parse_overrides(overrides)
     hw = resolve(gpu, profile, sets)
     if dp_overlap is None:

@@ -214,10 +214,16 @@ class ValidationRow(BaseModel):
     framework: str = "megatron"
     source: str
     problem: str = ""
+    predicted_peak_GiB: float | None = Field(None, description="Predicted peak of the caching allocator (what "
+                                             "torch.cuda.max_memory_reserved reads), GiB: planner.cost.memory."
+                                             "allocator_peak_bytes.")
+    reported_peak_GiB: float | None = Field(None, description="The record's peak_memory_GiB.")
+    memory_GB: float | None = Field(None, description="Predicted total per GPU (GB), headroom not included.")
 
 
 def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper") -> list[ValidationRow]:
     """Price every run's published layout under `profile` (the profile's DP overlap default applies)."""
+    from planner.cost.memory import allocator_peak_bytes
     from planner.cost.step import evaluate
     from planner.hardware import get_hardware, with_profile
     from planner.parallel.space import check_layout
@@ -230,6 +236,8 @@ def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper"
         prof = chosen.for_framework(run.framework)
         if run.tp_comm_overlap:
             prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
+        if run.compiled:
+            prof = prof.model_copy(update={"compiled": True})
         hw = with_profile(hw, prof)
         model = f"{run.layers}L d{run.d_model}" + (f" E{run.experts}" if run.experts > 1 else "")
         layout_text = (f"tp{run.tp} pp{run.pp} dp{run.dp} cp{run.cp} ep{run.ep} vpp{run.vpp} "
@@ -261,8 +269,22 @@ def validate(runs: list[PublishedRun], profile: str | ExecutionProfile = "paper"
             **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
             reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,
             predicted_mfu=predicted * wl.model_flop_per_token / peak,
-            ratio=None if reported is None else predicted / reported, fits=ev.memory.fits))
+            ratio=None if reported is None else predicted / reported, fits=ev.memory.fits,
+            predicted_peak_GiB=allocator_peak_bytes(ev.memory) / 2**30, reported_peak_GiB=run.peak_memory_GiB,
+            memory_GB=ev.memory.total_bytes / 1e9))
     return rows
+
+
+def peak_memory_summary(rows: list[ValidationRow]) -> dict[str, float]:
+    """Over the rows whose source reports a peak: how many, the mean and largest |predicted / reported - 1|, and the
+    mean predicted / reported - 1 (bias)."""
+    both = [(r.predicted_peak_GiB, r.reported_peak_GiB) for r in rows
+            if r.predicted_peak_GiB is not None and r.reported_peak_GiB is not None]
+    if not both:
+        return {"runs": 0}
+    errs = [p / q - 1.0 for p, q in both]
+    return {"runs": len(both), "mean_abs_error": sum(map(abs, errs)) / len(errs),
+            "max_abs_error": max(map(abs, errs)), "bias": sum(errs) / len(errs)}
 
 
 def _spearman(xs: list[float], ys: list[float]) -> float:

@@ -230,6 +230,10 @@ BwOpt = Annotated[list[str] | None, typer.Option(
 LatencyOpt = Annotated[float | None, _number_option(
     "--latency", help="One-way latency of every network level, µs, in the hardware file and the profile (= --set "
     "levels.*.lat_us=US profile.network.latency_us=[US]).", metavar="US", rich_help_panel=_WI, show_default=False)]
+MemoryHeadroomOpt = Annotated[float | None, _number_option(
+    "--memory-headroom", help="GB of HBM a layout must leave free: it fits when its total + headroom <= HBM (= --set "
+    "profile.memory.headroom_GB=GB; default: the profile's, 0 in the paper profile, 2 in the realistic one).",
+    metavar="GB", rich_help_panel=_WI, show_default=False)]
 ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model; the default, "
     "except for validate and for evaluate --plan, which takes the plan's) or 'realistic' (validated against "
@@ -242,12 +246,16 @@ ProfileOpt = Annotated[str | None, typer.Option(
 # --------------------------------------------------------------------------------------------------
 
 
-def _overrides(sets: list[str] | None, bw: list[str] | None, latency: float | None) -> list[str]:
+def _overrides(sets: list[str] | None, bw: list[str] | None, latency: float | None,
+               memory_headroom: float | None = None) -> list[str]:
     """--set strings, the shortcuts' expansions after them."""
     from planner.overrides import shortcuts
 
     _check_positive("--latency", latency)
-    return list(sets or []) + shortcuts(bw or [], latency)
+    if memory_headroom is not None and not (math.isfinite(memory_headroom) and memory_headroom >= 0):
+        raise InvalidInput(f"--memory-headroom must be a finite number of GB >= 0, got {memory_headroom!r}")
+    extra = [] if memory_headroom is None else [f"profile.memory.headroom_GB={memory_headroom!r}"]
+    return list(sets or []) + shortcuts(bw or [], latency) + extra
 
 
 def _check_positive(flag: str, value: float | None) -> None:
@@ -494,6 +502,7 @@ def plan_command(
     set_: SetOpt = None,
     bw: BwOpt = None,
     latency: LatencyOpt = None,
+    memory_headroom: MemoryHeadroomOpt = None,
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
         "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
@@ -561,7 +570,8 @@ def plan_command(
                   batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
                   schedule=schedule.value, gpus=gpus, dp_overlap=dp_overlap, solver=solver.value,
                   time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
-                  profile=profile, goodput=goodput, failures=failures, overrides=_overrides(set_, bw, latency))
+                  profile=profile, goodput=goodput, failures=failures,
+                  overrides=_overrides(set_, bw, latency, memory_headroom))
     try:
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(**kwargs, runs_on=emit.value if emit else None)
@@ -749,6 +759,7 @@ def evaluate_command(
     set_: SetOpt = None,
     bw: BwOpt = None,
     latency: LatencyOpt = None,
+    memory_headroom: MemoryHeadroomOpt = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     **dims: int | None,
@@ -758,7 +769,7 @@ def evaluate_command(
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     from planner.overrides import parse_overrides
 
-    sets = parse_overrides(_overrides(set_, bw, latency))
+    sets = parse_overrides(_overrides(set_, bw, latency, memory_headroom))
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
     layout_flags.update({"--schedule": schedule, "--placement": placement, "--tp": tp, "--vpp": vpp, "--mbs": mbs,
                          "--gbs": gbs, "--batch-sequences": batch_sequences})

@@ -156,11 +156,12 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     whole_layer = per_token(KEPT_ROLES[0]) * nanobatch
     # The layer being recomputed holds its whole set: under full recomputation, and under the per-op policy's.
     rebuilt = (recompute == 2) | ((recompute == 1) & (prof.selective_policy == "op"))
-    one_mb = kept * nanobatch * layers_here + np.where(rebuilt, whole_layer, 0.0)
+    one_mb = kept * nanobatch * layers_here
+    rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
     logits = sum((prof.logits_bytes * np.asarray(t.words.per_gpu(cols), dtype=np.float64) if t.name == "logits"
                   else t.bytes_per_gpu(cols) for t in mo.head.saved), np.zeros(1)) * nanobatch
-    acts = np.where(f["pp"] == 1, one_mb + logits,
-                    np.maximum(one_mb * in_flight, one_mb + logits))
+    acts = np.where(f["pp"] == 1, one_mb + rebuilding + logits,
+                    np.maximum(one_mb * in_flight, one_mb + logits) + rebuilding)
     return {
         "weights_bytes": weights,
         "grads_bytes": grads,
