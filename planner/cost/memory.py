@@ -172,15 +172,16 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
 
 def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:
     """Parameters (per GPU, before the data-parallel sharding) of what ZeRO-3 gathers at once: the largest weight
-    matrix of a layer or the LM head ('matrix'), or one whole layer with the experts this GPU holds ('layer')."""
+    matrix of a layer or the LM head ('matrix'), or the larger of one whole layer with the experts this GPU holds
+    and the LM head, which FSDP wraps as a unit of its own ('layer')."""
     mo = wl.model_ops
     assert mo is not None
+    largest = np.zeros(len(np.asarray(cols["zero"])))
+    for g in (*mo.layer.gemms, *mo.head.gemms) if prof.zero3_unit == "matrix" else mo.head.gemms:
+        largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
     if prof.zero3_unit == "layer":
         dense, expert = mo.layer.split_params(cols, wl.experts / np.asarray(cols["ep"], dtype=np.float64))
-        return np.asarray(dense + expert, dtype=np.float64)
-    largest = np.zeros(len(np.asarray(cols["zero"])))
-    for g in (*mo.layer.gemms, *mo.head.gemms):
-        largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
+        largest = np.maximum(largest, dense + expert)
     return largest
 
 
