@@ -105,7 +105,7 @@ class ExecutionProfile(BaseModel):
                                           "(bytes; TOML GB).")
     nccl_buffer_bytes: float = Field(0.0, ge=0, description="NCCL_BUFFSIZE: one protocol buffer per channel and "
                                      "peer connection (bytes; TOML MiB; 0: NCCL buffers not counted).")
-    nccl_channels: int = Field(0, ge=0, description="Channels NCCL opens per communicator.")
+    nccl_channels: float = Field(0.0, ge=0, description="Channels NCCL opens per communicator.")
     nccl_buffers_per_channel: float = Field(0.0, ge=0, description="Buffers of NCCL_BUFFSIZE per channel (peer "
                                             "connections x protocols, LL / LL128 counted in buffer equivalents).")
     memory_fragmentation: float = Field(0.0, ge=0, le=1, description="The caching allocator's reserved / allocated "

@@ -74,7 +74,8 @@ def communicators(cols: Mapping[str, np.ndarray]) -> np.ndarray:
     """NCCL communicators a rank opens for its layout: one per parallel group of more than one rank (tp_ff, tp_model,
     pp, cp, ep, dp), and one more for the dense weights' gradient group N_DP N_EP N_CP when it differs from the
     data-parallel group (`sharding_degrees`)."""
-    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("tp_ff", "tp_model", "pp", "cp", "ep", "dp")}
+    f = {k: np.asarray(cols[k] if k in cols else 1, dtype=np.float64)  # a toy space may lack cp or tp_model
+         for k in ("tp_ff", "tp_model", "pp", "cp", "ep", "dp")}
     n = sum(((f[k] > 1).astype(np.float64) for k in f), np.zeros(1))
     return n + ((f["ep"] * f["cp"] > 1) & (f["dp"] * f["ep"] * f["cp"] > f["dp"])).astype(np.float64)
 
