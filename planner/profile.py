@@ -129,6 +129,8 @@ class ExecutionProfile(BaseModel):
         "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
         "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "
         "output).")
+    mla_recompute_up_proj: bool = Field(False, description="MLA's up-projected per-head q, k and v are rebuilt from "
+                                        "the kept latents in the backward pass instead of kept (DeepSeek-V3).")
     compiled: bool = Field(False, description="The model runs compiled (torch.compile, fused kernels): "
                            "`compiled_fuses` applies.")
     compiled_fuses: bool = Field(False, description="Compiled kernels recompute the fusible element-wise outputs "
@@ -199,6 +201,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.logits_bytes": "logits_bytes",
     "memory.selective_policy": "selective_policy",
+    "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
     "memory.compiled": "compiled",
     "memory.compiled_fuses": "compiled_fuses",
 }

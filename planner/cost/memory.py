@@ -145,16 +145,20 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
 
     fused = prof.compiled and prof.compiled_fuses
 
-    def per_token(roles: tuple[str, ...]) -> np.ndarray:
-        return (mo.layer.saved_bytes_per_token(cols, roles, fp8, fused=fused)
-                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True, fused=fused))
+    up_proj = prof.mla_recompute_up_proj
+
+    def per_token(roles: tuple[str, ...], rebuilt: bool = False) -> np.ndarray:
+        """Kept bytes per token and layer (rebuilt: the set of the layer being recomputed, MLA's q, k, v included)."""
+        drop = up_proj and not rebuilt
+        return (mo.layer.saved_bytes_per_token(cols, roles, fp8, fused=fused, up_proj=drop)
+                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True, fused=fused, up_proj=drop))
 
     kept = np.zeros(len(zero))
     for level, roles in KEPT_ROLES.items():
         kept = np.where(recompute == level, per_token(roles), kept)
     if prof.selective_policy == "op":
         kept = np.where(recompute == 1, op_policy_bytes_per_token(mo, cols), kept)
-    whole_layer = per_token(KEPT_ROLES[0]) * nanobatch
+    whole_layer = per_token(KEPT_ROLES[0], rebuilt=True) * nanobatch
     # The layer being recomputed holds its whole set: under full recomputation, and under the per-op policy's.
     rebuilt = (recompute == 2) | ((recompute == 1) & (prof.selective_policy == "op"))
     one_mb = kept * nanobatch * layers_here

@@ -136,6 +136,9 @@ class Saved:
     fusible: bool = False
     """An element-wise output (a norm's, the SwiGLU product) that compiled, fused kernels recompute in the backward
     pass from another kept tensor instead of keeping (planner.profile: compiled_fuses)."""
+    up_projected: bool = False
+    """MLA's per-head q, k or v, which a framework may rebuild from the kept latents in the backward pass instead of
+    keeping (planner.profile: mla_recompute_up_proj; DeepSeek-V3 §3.2.3)."""
 
     def bytes_per_gpu(self, degrees: Mapping[str, np.ndarray], fp8: bool = False) -> np.ndarray:
         w = np.asarray(self.words.per_gpu(degrees), dtype=np.float64)
@@ -211,11 +214,13 @@ class LayerOps:
         return sum((np.asarray(d.per_gpu(degrees), dtype=np.float64) for d in self.saved_words), np.zeros(1))
 
     def saved_bytes_per_token(self, degrees: Mapping[str, np.ndarray], roles: tuple[str, ...] = SAVED_ROLES,
-                              fp8: bool = False, routed: bool = False, fused: bool = False) -> np.ndarray:
+                              fp8: bool = False, routed: bool = False, fused: bool = False,
+                              up_proj: bool = False) -> np.ndarray:
         """Bytes per token (routed: per routed token copy) of the kept tensors whose role is in `roles` (fused: not
-        the fusible ones)."""
+        the fusible ones; up_proj: not MLA's up-projected q, k, v)."""
         items = self.routed_saved if routed else self.saved
-        return sum((s.bytes_per_gpu(degrees, fp8) for s in items if s.role in roles and not (fused and s.fusible)),
+        return sum((s.bytes_per_gpu(degrees, fp8) for s in items
+                    if s.role in roles and not (fused and s.fusible) and not (up_proj and s.up_projected)),
                    np.zeros(1))
 
     def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str) -> np.ndarray:
@@ -349,8 +354,8 @@ def transformer_ops(wl: Workload) -> ModelOps:
                   Gemm("o", out=dm, inp=Dim(tr.heads * v, "tp_ff"))]
         ars += [AllReduce("kv down partial output", words=kv_lat, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]
-        saved += [Saved("kv latent", kv_lat, "gemm_input"), Saved("q", q_heads), Saved("k", q_heads),
-                  Saved("v", Dim(tr.heads * v, "tp_ff")),
+        saved += [Saved("kv latent", kv_lat, "gemm_input"), Saved("q", q_heads, up_projected=True),
+                  Saved("k", q_heads, up_projected=True), Saved("v", Dim(tr.heads * v, "tp_ff"), up_projected=True),
                   Saved("attention output", Dim(tr.heads * v, "tp_ff"), "gemm_input")]
         rope_words = 2 * tr.heads * tr.rope_head_dim
         kv_exchange = Dim(tr.heads * (qk + v), "tp_ff")
