@@ -123,6 +123,9 @@ class ExecutionProfile(BaseModel):
     zero3_pp_unsharded: bool = Field(False, description="With pipeline parallelism ZeRO-3 keeps the stage's weights "
                                      "gathered after the forward pass and their gradients unsharded until the last "
                                      "microbatch (torchtitan: reshard_after_forward = not pp_enabled).")
+    zero3_pp_grad_bytes: float = Field(2.0, gt=0, description="Bytes per parameter of the unsharded gradients "
+                                       "held across the microbatches under zero3_pp_unsharded (FSDP2 accumulates "
+                                       "them in its reduce dtype: 4 for fp32).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
     selective_policy: Literal["megatron", "op"] = Field(
@@ -199,6 +202,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_live_units": "zero3_live_units",
     "memory.zero3_max_live_params": "zero3_max_live_params",
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
+    "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
     "memory.selective_policy": "selective_policy",
     "memory.mla_recompute_up_proj": "mla_recompute_up_proj",

@@ -141,7 +141,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     if prof.zero3_pp_unsharded:  # the stage's weights stay gathered and its gradients unsharded over the microbatches
         pp_held = (zero >= 3) & (f["pp"] > 1)
         weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
-        grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * (shard + p), grads)
+        grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
 
     fused = prof.compiled and prof.compiled_fuses
 
