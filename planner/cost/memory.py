@@ -98,13 +98,6 @@ KEPT_ROLES: dict[int, tuple[str, ...]] = {
 }
 """Roles of the kept tensors (planner.workload.ops.Saved) each recomputation level keeps, by its value."""
 
-ZERO_TRANSIENT_WEIGHTS = 2
-"""The paper profile's ZeRO-3 gather (ExecutionProfile.zero3_live_units with zero3_unit 'matrix'): each weight matrix
-is gathered just before its GEMM while the next one is prefetched, so two of the layer's largest weight shards,
-unsharded over the data-parallel ranks, are resident at once (DeepSpeed, capped by stage3_max_live_parameters).
-FSDP gathers a whole block ('layer'). ZeRO-2 and -3 also hold one unit's full gradient before its reduce-scatter
-(docs/model.md §7b)."""
-
 
 def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
     """(dense, expert) data-parallel ranks a weight's optimizer state (and, under ZeRO-2/3, gradients and weights) is
@@ -117,11 +110,13 @@ def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
 def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, f, layers_here, params):
     """A transformer's busiest device (docs/model.md §7b): its i c layers (an end stage holds no more), the larger
     of the embedding and LM-head shards. ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3 also
-    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one weight matrix's full
-    gradient and ZeRO-3 two full weight matrices transiently (ZERO_TRANSIENT_WEIGHTS). Activations: the tensors the
-    recomputation level keeps (KEPT_ROLES), each per token (sequence parallelism shards those outside the TP
-    regions, FP8 keeps GEMM inputs in one byte); the first stage holds the most microbatches in flight, the last one
-    microbatch plus the logits; full recomputation adds one layer's whole set for the layer being recomputed."""
+    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one gathered unit's full
+    gradient and ZeRO-3 the profile's live units of gathered weights (`zero3_unit_params`: the paper's two largest
+    matrices, FSDP's blocks), or, under pipeline parallelism when the profile says so, the whole stage.
+    Activations: the tensors the recomputation level keeps (KEPT_ROLES, or torchtitan's per-op policy), each per
+    token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in one byte, compiled
+    kernels drop the fusible ones); the first stage holds the most microbatches in flight, the last one microbatch
+    plus the loss's bytes over the vocabulary; a recomputing policy adds one layer's whole set, once."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
