@@ -113,12 +113,27 @@ def workload_report(wl: Workload) -> WorkloadReport:
     )
 
 
-def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False) -> Evaluation:
-    """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks."""
+def _check_headroom(gb: float) -> None:
+    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or not (math.isfinite(gb) and gb >= 0):
+        raise InvalidInput(f"memory headroom must be a finite number of GB >= 0, got {gb!r}")
+
+
+def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hardware:
+    """`hw` with its profile's headroom replaced (None: unchanged): a layout fits when total + headroom <= HBM."""
+    if memory_headroom_GB is None:
+        return hw
+    _check_headroom(memory_headroom_GB)
+    return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
+
+
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False,
+             memory_headroom_GB: float | None = None) -> Evaluation:
+    """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
+    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
     _check_type("layout", layout, (Layout,), "a Layout")
     _check_type("workload", workload, (Workload,), "a Workload")
     _check_type("dp_overlap", dp_overlap, (bool,), "true or false")
-    hw = resolve_hardware(gpu)
+    hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
     problems = check_layout(hw, workload, layout)
     if problems:
         raise InvalidInput("impossible layout: " + "; ".join(problems))
@@ -166,10 +181,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
             placement={k: list(v) for k, v in lay.placement.items()}, levels=[lv.name for lv in hw.levels],
         ),
         breakdown=ev.step,
-        memory=MemoryReport(weights_bytes=mem.weights_bytes, grads_bytes=mem.grads_bytes,
-                            optimizer_bytes=mem.optimizer_bytes, activations_bytes=mem.activations_bytes,
-                            reserve_bytes=mem.reserve_bytes, total_bytes=mem.total_bytes,
-                            capacity=mem.capacity_bytes),
+        memory=MemoryReport(**mem.model_dump(exclude={"capacity_bytes"}), capacity=mem.capacity_bytes),
         solver=solver_report(result),
         ops=ev.ops,
         notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
@@ -374,6 +386,7 @@ def plan(
     goodput: bool | None = None,
     failures: str | FailureModel = "default",
     overrides: Sequence[str] = (),
+    memory_headroom_GB: float | None = None,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -386,8 +399,9 @@ def plan(
     `dp_overlap` None takes the profile's default. `goodput` (None: the profile's default, on in the realistic
     profile) plans with failures, checkpoints and restarts from `failures` (a shipped failure model, a TOML path or a
     FailureModel; planner.goodput): the deadline then bounds wall-clock time. `overrides` are --set FIELD=VALUE
-    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan. Without `gpus`,
-    `days` defaults to 90.
+    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan.
+    `memory_headroom_GB` (None: the profile's) is the HBM a layout must leave free (= profile.memory.headroom_GB).
+    Without `gpus`, `days` defaults to 90.
     With `gpus` and `days`,
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
@@ -409,6 +423,9 @@ def plan(
             ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None")):
         _check_type(name, value, types, what)
     _check_workers(workers)
+    if memory_headroom_GB is not None:
+        _check_headroom(memory_headroom_GB)
+        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
     sets = parse_overrides(overrides)
     profile = default_profile(gpu, profile, workload, runs_on is not None)
     hw = resolve(gpu, profile, sets)

@@ -251,7 +251,7 @@ def min_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int,
 
 def fits_memory_on(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> bool:
     fit = min_memory_on(hw, wl, options, n)
-    return fit is not None and fit.total_bytes <= hw.gpu.hbm_bytes
+    return fit is not None and fit.total_bytes <= mem.usable_bytes(hw)
 
 
 def _prime_factors(k: int) -> dict[int, int]:
@@ -317,7 +317,7 @@ def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
     mem.STATE_BYTES_PER_PARAM = 16 bytes per parameter,
     spread over n GPUs) up to the top level's size. It stops at the first count on which some degree tuple fits,
     or after `max_divisors` divisors or `max_priced` priced counts, whichever comes first (a deterministic bound)."""
-    room = hw.gpu.hbm_bytes - mem.RESERVE_BYTES
+    room = mem.usable_bytes(hw) - hw.profile.memory_reserve_bytes
     if room <= 0 or wl.batch_tokens % wl.experts:
         return FitSearch(None, 1, None, True)
     start = max(1, math.ceil(mem.STATE_BYTES_PER_PARAM * wl.params / room))
@@ -338,7 +338,7 @@ def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
         priced += 1
         last = n
         fit = min_memory_on(hw, wl, options, n)
-        if fit is not None and fit.total_bytes <= hw.gpu.hbm_bytes:
+        if fit is not None and fit.total_bytes <= mem.usable_bytes(hw):
             return FitSearch(n, start, n, complete)
         complete = complete and (fit is None or fit.complete)
     walked_all = math.prod(e + 1 for e in factors.values()) <= max_divisors  # Q has no divisor left unwalked
@@ -504,11 +504,13 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
         in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
         total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
         k = int(np.argmin(total))
-        if total[k] > hw.gpu.hbm_bytes:
+        if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
             return (f"the model does not fit in the memory of {n} GPUs of {hw.name}: the least any layout needs is "
-                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB; use more "
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB"
+                    + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
+                       if hw.profile.memory_headroom_bytes else "") + "; use more "
                     "GPUs or a smaller batch (--batch-sequences)")
         return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
                 "tuple fits in memory, but no placement fills the network levels)")
@@ -536,7 +538,7 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, r
     if fit is None:
         return (f"no layout with the {options.schedule} schedule uses exactly {n} GPUs (zb-h2 needs microbatches "
                 f">= 2 pp - 1)\n{_nearby_text(hw, wl, options, n)}")
-    if fit.total_bytes > hw.gpu.hbm_bytes:
+    if fit.total_bytes > mem.usable_bytes(hw):
         return _memory_line(hw, wl, options, n, fit)
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on "
@@ -591,8 +593,10 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
             fit = min_memory_on(hw, wl, options, hw.max_gpus)
             got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
             return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
-                    f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB)\n"
-                    f"use hardware with a larger top network level or more HBM")
+                    f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB"
+                    + (f" less {hw.profile.memory_headroom_bytes / GB:.4g} GB of headroom"
+                       if hw.profile.memory_headroom_bytes else "") + ")\n"
+                    "use hardware with a larger top network level or more HBM")
         return (f"the model does not fit in memory on any cluster of {hw.name} it can be split over (every usable "
                 f"GPU count from {scan.start:,} up was checked; fewer GPUs cannot hold the weights, gradients and "
                 f"optimizer state, 16 bytes per parameter)\n"

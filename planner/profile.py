@@ -153,6 +153,49 @@ class ExecutionProfile(BaseModel):
         "`gemm_sustained_factor` (e.g. Blackwell under a full rack's power draw).")
     goodput: bool = Field(False, description="Plan with failures, checkpoints and restarts (planner.goodput): the "
                           "deadline is wall-clock time, compute time / goodput.")
+    # [memory] (docs/model.md §7b): what a GPU holds beside the model state and activations, how ZeRO-3 gathers, and
+    # what compiled kernels save. The paper's values keep its 2 GB reserve and nothing else.
+    memory_reserve_bytes: float = Field(2e9, ge=0, description="Fixed reserve per GPU (bytes; TOML GB) for whatever "
+                                        "the components below leave out (the paper's profile: 2 GB for all of it).")
+    memory_context_bytes: float = Field(0.0, ge=0, description="CUDA context and the framework's per-process "
+                                        "baseline (bytes; TOML GB): outside the caching allocator.")
+    memory_workspace_bytes: float = Field(0.0, ge=0, description="cuBLAS / Transformer Engine GEMM workspaces "
+                                          "(bytes; TOML GB).")
+    nccl_buffer_bytes: float = Field(0.0, ge=0, description="NCCL_BUFFSIZE: one protocol buffer per channel and "
+                                     "peer connection (bytes; TOML MiB; 0: NCCL buffers not counted).")
+    nccl_channels: float = Field(0.0, ge=0, description="Channels NCCL opens per communicator.")
+    nccl_buffers_per_channel: float = Field(0.0, ge=0, description="Buffers of NCCL_BUFFSIZE per channel (peer "
+                                            "connections x protocols, LL / LL128 counted in buffer equivalents).")
+    memory_fragmentation: float = Field(0.0, ge=0, le=1, description="The caching allocator's reserved / allocated "
+                                        "- 1: a fraction of what it serves (weights, gradients, optimizer state, "
+                                        "activations).")
+    memory_headroom_bytes: float = Field(0.0, ge=0, description="Memory a plan must leave free (bytes; TOML GB): a "
+                                         "layout fits when total + headroom <= HBM (--memory-headroom).")
+    zero3_unit: Literal["matrix", "layer"] = Field(
+        "matrix", description="What ZeRO-3 gathers at once: 'matrix' (DeepSpeed: per parameter, the largest weight "
+        "matrices) or 'layer' (FSDP: a whole transformer block).")
+    zero3_live_units: float = Field(2.0, ge=1, description="Gathered units resident at once (the one computing and "
+                                    "the one prefetched); ZeRO-2/3 also hold one unit's full gradient.")
+    zero3_max_live_params: float | None = Field(None, gt=0, description="Cap on gathered parameters resident at once "
+                                                "(DeepSpeed stage3_max_live_parameters; None: no cap).")
+    zero3_pp_unsharded: bool = Field(False, description="With pipeline parallelism ZeRO-3 keeps the stage's weights "
+                                     "gathered after the forward pass and their gradients unsharded until the last "
+                                     "microbatch (torchtitan: reshard_after_forward = not pp_enabled).")
+    zero3_pp_grad_bytes: float = Field(2.0, gt=0, description="Bytes per parameter of the unsharded gradients "
+                                       "held across the microbatches under zero3_pp_unsharded (FSDP2 accumulates "
+                                       "them in its reduce dtype: 4 for fp32).")
+    logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
+                                "hold at their peak (logits, their fp32 copy, softmax, gradient).")
+    selective_policy: Literal["megatron", "op"] = Field(
+        "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
+        "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "
+        "output).")
+    mla_recompute_up_proj: bool = Field(False, description="MLA's up-projected per-head q, k and v are rebuilt from "
+                                        "the kept latents in the backward pass instead of kept (DeepSeek-V3).")
+    compiled: bool = Field(False, description="The model runs compiled (torch.compile, fused kernels): "
+                           "`compiled_fuses` applies.")
+    compiled_fuses: bool = Field(False, description="Compiled kernels recompute the fusible element-wise outputs "
+                                 "(norm outputs, the SwiGLU product) in the backward pass instead of keeping them.")
     frameworks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
@@ -223,8 +266,27 @@ FIELDS: dict[str, str] = {
     "overlap.zero_gather_unit": "zero_gather_unit",
     "gemm.sustained_factor": "gemm_sustained_factor",
     "goodput.enabled": "goodput",
+    "memory.reserve_GB": "memory_reserve_bytes",
+    "memory.cuda_context_GB": "memory_context_bytes",
+    "memory.workspace_GB": "memory_workspace_bytes",
+    "memory.nccl_buffsize_MiB": "nccl_buffer_bytes",
+    "memory.nccl_channels": "nccl_channels",
+    "memory.nccl_buffers_per_channel": "nccl_buffers_per_channel",
+    "memory.fragmentation": "memory_fragmentation",
+    "memory.headroom_GB": "memory_headroom_bytes",
+    "memory.zero3_unit": "zero3_unit",
+    "memory.zero3_live_units": "zero3_live_units",
+    "memory.zero3_max_live_params": "zero3_max_live_params",
+    "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
+    "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
+    "memory.logits_bytes": "logits_bytes",
+    "memory.selective_policy": "selective_policy",
+    "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
+    "memory.compiled": "compiled",
+    "memory.compiled_fuses": "compiled_fuses",
 }
-"""TOML key (section.key) -> field. Keys ending in _us are microseconds. [gemm.peak_fraction] and
+"""TOML key (section.key) -> field. Keys ending in _us are microseconds, _GB gigabytes (1e9 bytes), _MiB
+mebibytes. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
@@ -261,7 +323,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             fields[key] = doc[key]
     if "name" not in doc:
         raise InvalidInput(f"{origin}: missing required 'name'")
-    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput", "moe"}
+    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput", "moe", "memory"}
     frameworks = doc.get("framework", {})
     if not isinstance(frameworks, dict):
         raise InvalidInput(f"{origin}: [framework] must hold one table per framework")
@@ -296,6 +358,8 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             value = _leaf(raw, path, sources, require_source)
             if path.endswith("_us") and value is not None:
                 value = [v * 1e-6 for v in value] if isinstance(value, list) else value * 1e-6
+            elif path.endswith(("_GB", "_MiB")) and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             fields[FIELDS[path]] = value
     try:
         return ExecutionProfile(**fields, sources=sources)

@@ -371,7 +371,8 @@ def profile_page() -> str:
     rows = [_row("name", ExecutionProfile, "name", 1, unit="text", meaning="The profile's name, as plans report it."),
             _row("description", ExecutionProfile, "description", 1, unit="text", meaning="What the profile is.")]
     for key, field in FIELDS.items():
-        scale = 1e-6 if key.endswith("_us") else 1.0
+        scale = 1e-6 if key.endswith("_us") else 1e9 if key.endswith("_GB") else 2.0**20 if key.endswith("_MiB") \
+            else 1.0
         rows.append(_row(key, ExecutionProfile, field, scale))
     for key, field in TABLES.items():
         rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit="table: GPU family = fraction"))
@@ -388,7 +389,8 @@ def profile_page() -> str:
         "are `profiles/paper.toml` (the paper's idealised model, the default) and `profiles/realistic.toml` "
         "(validated against published runs, docs/validation.md); `--profile FILE.toml` takes your own.\n\n"
         + f"Keys are grouped in the sections {', '.join(f'`[{s}]`' for s in sections)}; the key column gives "
-        "`section.key`. Keys ending in `_us` are in **microseconds** and are stored in seconds (`_s` fields). A "
+        "`section.key`. Keys ending in `_us` are in **microseconds** and are stored in seconds (`_s` fields); keys "
+        "ending in `_GB` (10^9 bytes) and `_MiB` (2^20 bytes) are stored in bytes (`_bytes` fields). A "
         "field left out keeps the default shown, which is the paper's model.\n\n"
         + _SOURCED.format(key="tp", value=0.0, shipped="every value in a shipped profile must carry a `source`")
         + "\n## Keys\n\n" + _table(rows)

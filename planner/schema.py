@@ -649,13 +649,23 @@ class MemoryBreakdown(_Frozen):
     grads_bytes: float
     optimizer_bytes: float
     activations_bytes: float
-    reserve_bytes: float
-    total_bytes: float
+    fragmentation_bytes: float = Field(0.0, description="Bytes the caching allocator reserves beyond what it "
+                                       "serves (the profile's fragmentation x weights, gradients, optimizer state "
+                                       "and activations).")
+    workspace_bytes: float = Field(0.0, description="cuBLAS / Transformer Engine GEMM workspaces, bytes.")
+    nccl_bytes: float = Field(0.0, description="NCCL communicator buffers, bytes: communicators the layout opens x "
+                              "channels x buffers per channel x NCCL_BUFFSIZE.")
+    context_bytes: float = Field(0.0, description="CUDA context and the framework's per-process baseline, bytes.")
+    reserve_bytes: float = Field(description="The profile's fixed reserve, bytes (the paper profile's 2 GB for "
+                                 "everything above).")
+    total_bytes: float = Field(description="Sum of the components above, bytes per GPU (headroom not included).")
+    headroom_bytes: float = Field(0.0, description="Bytes a plan must leave free: it fits when total + headroom <= "
+                                  "capacity (the profile's memory.headroom_GB or --memory-headroom).")
     capacity_bytes: float
 
     @property
     def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
+        return self.total_bytes + self.headroom_bytes <= self.capacity_bytes
 
 
 class OpTime(_Frozen):
@@ -749,8 +759,18 @@ class MemoryReport(_Frozen):
     grads_bytes: float
     optimizer_bytes: float
     activations_bytes: float
-    reserve_bytes: float
-    total_bytes: float
+    fragmentation_bytes: float = Field(0.0, description="Bytes the caching allocator reserves beyond what it "
+                                       "serves (the profile's fragmentation x weights, gradients, optimizer state "
+                                       "and activations).")
+    workspace_bytes: float = Field(0.0, description="cuBLAS / Transformer Engine GEMM workspaces, bytes.")
+    nccl_bytes: float = Field(0.0, description="NCCL communicator buffers, bytes: communicators the layout opens x "
+                              "channels x buffers per channel x NCCL_BUFFSIZE.")
+    context_bytes: float = Field(0.0, description="CUDA context and the framework's per-process baseline, bytes.")
+    reserve_bytes: float = Field(description="The profile's fixed reserve, bytes (the paper profile's 2 GB for "
+                                 "everything above).")
+    total_bytes: float = Field(description="Sum of the components above, bytes per GPU (headroom not included).")
+    headroom_bytes: float = Field(0.0, description="Bytes a plan must leave free: it fits when total + headroom <= "
+                                  "capacity (the profile's memory.headroom_GB or --memory-headroom).")
     capacity: float = Field(description="HBM bytes per GPU.")
 
 

@@ -230,6 +230,11 @@ class ValidationRow(BaseModel):
     problem: str = ""
     assumed: str = Field("", description="Values taken for the fields the source does not give (the fastest that "
                          "fits), e.g. 'vpp=4, sp=on'.")
+    predicted_peak_GiB: float | None = Field(None, description="Predicted peak of the caching allocator (what "
+                                             "torch.cuda.max_memory_reserved reads), GiB: planner.cost.memory."
+                                             "allocator_peak_bytes.")
+    reported_peak_GiB: float | None = Field(None, description="The record's peak_memory_GiB.")
+    memory_GB: float | None = Field(None, description="Predicted total per GPU (GB), headroom not included.")
 
 
 UNKNOWN_CHOICES: dict[str, tuple[object, ...]] = {
@@ -348,6 +353,7 @@ def _unpriced(base: dict, problem: str) -> ValidationRow:
 
 def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict, assumed: str) -> ValidationRow:
     """One run with every layout field known, priced."""
+    from planner.cost.memory import allocator_peak_bytes
     from planner.cost.step import evaluate, peak_flops
     from planner.hardware import with_profile
     from planner.parallel.space import check_layout
@@ -355,6 +361,8 @@ def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict
     prof = chosen.for_framework(run.framework)
     if run.tp_comm_overlap:
         prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
+    if run.compiled:
+        prof = prof.model_copy(update={"compiled": True})
     hw = with_profile(hw, prof)
     try:
         wl = workload_of(run)
@@ -375,7 +383,21 @@ def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict
         **base, reported_tokens_per_s=reported, predicted_tokens_per_s=predicted,
         reported_mfu=None if reported is None else reported * wl.model_flop_per_token / peak,
         predicted_mfu=predicted * wl.model_flop_per_token / peak,
-        ratio=None if reported is None else predicted / reported, fits=ev.memory.fits, assumed=assumed)
+        ratio=None if reported is None else predicted / reported, fits=ev.memory.fits, assumed=assumed,
+        predicted_peak_GiB=allocator_peak_bytes(ev.memory) / 2**30, reported_peak_GiB=run.peak_memory_GiB,
+        memory_GB=ev.memory.total_bytes / 1e9)
+
+
+def peak_memory_summary(rows: list[ValidationRow]) -> dict[str, float]:
+    """Over the rows whose source reports a peak: how many, the mean and largest |predicted / reported - 1|, and the
+    mean predicted / reported - 1 (bias)."""
+    both = [(r.predicted_peak_GiB, r.reported_peak_GiB) for r in rows
+            if r.predicted_peak_GiB is not None and r.reported_peak_GiB is not None]
+    if not both:
+        return {"runs": 0}
+    errs = [p / q - 1.0 for p, q in both]
+    return {"runs": len(both), "mean_abs_error": sum(map(abs, errs)) / len(errs),
+            "max_abs_error": max(map(abs, errs)), "bias": sum(errs) / len(errs)}
 
 
 def _spearman(xs: list[float], ys: list[float]) -> float:

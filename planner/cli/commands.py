@@ -232,6 +232,10 @@ BwOpt = Annotated[list[str] | None, typer.Option(
 LatencyOpt = Annotated[float | None, _number_option(
     "--latency", help="One-way latency of every network level, µs, in the hardware file and the profile (= --set "
     "levels.*.lat_us=US profile.network.latency_us=[US]).", metavar="US", rich_help_panel=_WI, show_default=False)]
+MemoryHeadroomOpt = Annotated[float | None, _number_option(
+    "--memory-headroom", help="GB of HBM a layout must leave free: it fits when its total + headroom <= HBM (= --set "
+    "profile.memory.headroom_GB=GB; default: the profile's, 0 in the paper profile, 2 in the realistic one).",
+    metavar="GB", rich_help_panel=_WI, show_default=False)]
 ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model) or 'realistic' "
     "(validated against published runs, docs/validation.md), or a profile TOML file. Default: 'paper' for the "
@@ -245,12 +249,16 @@ ProfileOpt = Annotated[str | None, typer.Option(
 # --------------------------------------------------------------------------------------------------
 
 
-def _overrides(sets: list[str] | None, bw: list[str] | None, latency: float | None) -> list[str]:
+def _overrides(sets: list[str] | None, bw: list[str] | None, latency: float | None,
+               memory_headroom: float | None = None) -> list[str]:
     """--set strings, the shortcuts' expansions after them."""
     from planner.overrides import shortcuts
 
     _check_positive("--latency", latency)
-    return list(sets or []) + shortcuts(bw or [], latency)
+    if memory_headroom is not None and not (math.isfinite(memory_headroom) and memory_headroom >= 0):
+        raise InvalidInput(f"--memory-headroom must be a finite number of GB >= 0, got {memory_headroom!r}")
+    extra = [] if memory_headroom is None else [f"profile.memory.headroom_GB={memory_headroom!r}"]
+    return list(sets or []) + shortcuts(bw or [], latency) + extra
 
 
 def _check_positive(flag: str, value: float | None) -> None:
@@ -502,6 +510,7 @@ def plan_command(
     set_: SetOpt = None,
     bw: BwOpt = None,
     latency: LatencyOpt = None,
+    memory_headroom: MemoryHeadroomOpt = None,
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
         "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
@@ -570,7 +579,8 @@ def plan_command(
                   batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value,
                   schedule=schedule.value, gpus=gpus, dp_overlap=dp_overlap, solver=solver.value,
                   time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
-                  profile=profile, goodput=goodput, failures=failures, overrides=_overrides(set_, bw, latency))
+                  profile=profile, goodput=goodput, failures=failures,
+                  overrides=_overrides(set_, bw, latency, memory_headroom))
     try:
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(**kwargs, runs_on=emit.value if emit else None)
@@ -646,7 +656,7 @@ def validate_command(
     """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
     from planner.files import check_output
     from planner.profile import get_profile
-    from planner.validation import RUNS_PATH, load_runs, summary, validate, write_docs
+    from planner.validation import RUNS_PATH, load_runs, peak_memory_summary, summary, validate, write_docs
 
     folder = _docs_dir(write, out, SCHEMA_PATH.parent)
     if folder is not None:
@@ -661,23 +671,33 @@ def validate_command(
     rows = validate(published, prof)
     if json_out:
         _emit_json(json.dumps({"profile": prof.name, "summary": summary(rows),
+                               "peak_memory": peak_memory_summary(rows),
                                "runs": [r.model_dump() for r in rows]}, indent=2))
     else:
         from rich.table import Table
 
         table = Table(title=f"Published runs: predicted ({prof.name} profile) vs reported", title_justify="left")
-        for col in ("run", "split", "GPUs", "reported MFU", "predicted MFU", "ratio", "fits"):
+        for col in ("run", "split", "GPUs", "reported MFU", "predicted MFU", "ratio", "fits", "memory",
+                    "peak GiB (pred. / rep.)"):
             table.add_column(col, justify="left" if col in ("run", "split") else "right")
         for r in rows:
             table.add_row(r.id, r.split, f"{r.gpus} {r.gpu}",
                           "—" if r.reported_mfu is None else f"{r.reported_mfu:.1%}",
                           "—" if r.predicted_mfu is None else f"{r.predicted_mfu:.1%}",
-                          "—" if r.ratio is None else f"{r.ratio:.2f}", {None: "—", True: "yes", False: "NO"}[r.fits])
+                          "—" if r.ratio is None else f"{r.ratio:.2f}", {None: "—", True: "yes", False: "NO"}[r.fits],
+                          "—" if r.memory_GB is None else f"{r.memory_GB:.1f} GB",
+                          "—" if r.reported_peak_GiB is None or r.predicted_peak_GiB is None
+                          else f"{r.predicted_peak_GiB:.1f} / {r.reported_peak_GiB:.1f}")
         console = _stdout_console()
         console.print(table)
         for split, a in summary(rows).items():
             console.print(f"{split}: {int(a['runs'])} runs, mean abs. error {a['mean_abs_error']:.1%}, median "
                           f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
+        peak = peak_memory_summary(rows)
+        if peak["runs"]:
+            console.print(f"peak memory: {int(peak['runs'])} runs report one; predicted allocator peak vs reported: "
+                          f"mean abs. error {peak['mean_abs_error']:.1%}, largest {peak['max_abs_error']:.1%}, bias "
+                          f"{peak['bias']:+.1%}")
     if folder is not None:
         write_docs(published, prof, folder, rows=rows)
 
@@ -784,6 +804,7 @@ def evaluate_command(
     set_: SetOpt = None,
     bw: BwOpt = None,
     latency: LatencyOpt = None,
+    memory_headroom: MemoryHeadroomOpt = None,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     **dims: int | None,
@@ -793,7 +814,7 @@ def evaluate_command(
     _check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     from planner.overrides import parse_overrides
 
-    sets = parse_overrides(_overrides(set_, bw, latency))
+    sets = parse_overrides(_overrides(set_, bw, latency, memory_headroom))
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}
     layout_flags.update({"--schedule": schedule, "--placement": placement, "--tp": tp, "--vpp": vpp, "--mbs": mbs,
                          "--gbs": gbs, "--batch-sequences": batch_sequences, "--etp": etp,
@@ -865,10 +886,11 @@ def evaluate_command(
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
-    fits = ev.memory.total_bytes <= ev.memory.capacity_bytes
+    fits = ev.memory.fits
+    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
         notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB")
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
@@ -880,7 +902,7 @@ def evaluate_command(
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
         why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM")
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "

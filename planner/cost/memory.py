@@ -9,10 +9,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from planner.profile import ExecutionProfile
 from planner.schema import Hardware, Workload
 
 RESERVE_BYTES = 2e9
-"""Fixed reserve per GPU for the CUDA context, communication buffers and GEMM workspace."""
+"""The paper profile's fixed reserve per GPU for the CUDA context, communication buffers and GEMM workspace
+(ExecutionProfile.memory_reserve_bytes; the realistic profile prices each of them instead)."""
+
+ALLOCATOR_COMPONENTS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes")
+"""What the framework's caching allocator serves (and fragments): torch.cuda.max_memory_reserved measures these plus
+the fragmentation; the CUDA context and NCCL's buffers lie outside it."""
 
 WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
 GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
@@ -46,9 +52,43 @@ def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], na
     else:
         comp = _transformer_memory(hw, wl, cols, nanobatch, in_flight, f, device_layers(wl, cols),
                                    split_params_per_gpu(wl, cols))
-    comp["reserve_bytes"] = np.full_like(comp["weights_bytes"], RESERVE_BYTES)
+    prof = hw.profile
+    ones = np.ones_like(comp["weights_bytes"])
+    comp["fragmentation_bytes"] = prof.memory_fragmentation * functools.reduce(
+        operator.add, (comp[k] for k in ALLOCATOR_COMPONENTS))
+    comp["workspace_bytes"] = prof.memory_workspace_bytes * ones
+    comp["nccl_bytes"] = nccl_bytes(prof, cols) * ones
+    comp["context_bytes"] = prof.memory_context_bytes * ones
+    comp["reserve_bytes"] = prof.memory_reserve_bytes * ones
     comp["total_bytes"] = functools.reduce(operator.add, comp.values())
+    comp["headroom_bytes"] = prof.memory_headroom_bytes * ones
     return comp
+
+
+def usable_bytes(hw: Hardware) -> float:
+    """HBM a plan may fill: a layout fits when its total <= HBM - the profile's headroom."""
+    return hw.gpu.hbm_bytes - hw.profile.memory_headroom_bytes
+
+
+def communicators(cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """NCCL communicators a rank opens for its layout: one per parallel group of more than one rank (tp_ff, tp_model,
+    pp, cp, ep, dp), and one more for the dense weights' gradient group N_DP N_EP N_CP when it differs from the
+    data-parallel group (`sharding_degrees`)."""
+    f = {k: np.asarray(cols[k] if k in cols else 1, dtype=np.float64)  # a toy space may lack cp or tp_model
+         for k in ("tp_ff", "tp_model", "pp", "cp", "ep", "dp")}
+    n = sum(((f[k] > 1).astype(np.float64) for k in f), np.zeros(1))
+    return n + ((f["ep"] * f["cp"] > 1) & (f["dp"] * f["ep"] * f["cp"] > f["dp"])).astype(np.float64)
+
+
+def nccl_bytes(prof: ExecutionProfile, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """NCCL's buffers per GPU: communicators x channels x buffers per channel x NCCL_BUFFSIZE."""
+    return communicators(cols) * prof.nccl_channels * prof.nccl_buffers_per_channel * prof.nccl_buffer_bytes
+
+
+def allocator_peak_bytes(m) -> float:
+    """What torch.cuda.max_memory_reserved would read for a MemoryBreakdown: the caching allocator's components, its
+    fragmentation and the GEMM workspaces (which it also serves), not the CUDA context or NCCL's buffers."""
+    return (sum(getattr(m, k) for k in ALLOCATOR_COMPONENTS) + m.fragmentation_bytes + m.workspace_bytes)
 
 
 KEPT_ROLES: dict[int, tuple[str, ...]] = {
@@ -57,13 +97,6 @@ KEPT_ROLES: dict[int, tuple[str, ...]] = {
     2: ("input",),  # full: only each layer's input
 }
 """Roles of the kept tensors (planner.workload.ops.Saved) each recomputation level keeps, by its value."""
-
-ZERO_TRANSIENT_WEIGHTS = 2
-"""ZeRO-3 gathers each weight matrix just before its GEMM while the next one is prefetched: two of the layer's
-largest weight shards, unsharded over the data-parallel ranks, are resident at once (DeepSpeed gathers per
-parameter, capped by stage3_max_live_parameters; FSDP per wrapped block holds more, so this is the lighter
-convention: docs/model.md §7b). ZeRO-2 and -3 also hold one such matrix's full gradient before its
-reduce-scatter."""
 
 
 def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
@@ -81,11 +114,13 @@ def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
 def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, f, layers_here, params):
     """A transformer's busiest device (docs/model.md §7b): its i c layers (an end stage holds no more), the larger
     of the embedding and LM-head shards. ZeRO-1 shards the optimizer state, ZeRO-2 also the gradients, ZeRO-3 also
-    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one weight matrix's full
-    gradient and ZeRO-3 two full weight matrices transiently (ZERO_TRANSIENT_WEIGHTS). Activations: the tensors the
-    recomputation level keeps (KEPT_ROLES), each per token (sequence parallelism shards those outside the TP
-    regions, FP8 keeps GEMM inputs in one byte); the first stage holds the most microbatches in flight, the last one
-    microbatch plus the logits; full recomputation adds one layer's whole set for the layer being recomputed."""
+    the weights, over each weight's data-parallel ranks (`sharding_degrees`); ZeRO-2/3 hold one gathered unit's full
+    gradient and ZeRO-3 the profile's live units of gathered weights (`zero3_unit_params`: the paper's two largest
+    matrices, FSDP's blocks), or, under pipeline parallelism when the profile says so, the whole stage.
+    Activations: the tensors the recomputation level keeps (KEPT_ROLES, or torchtitan's per-op policy), each per
+    token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in one byte, compiled
+    kernels drop the fusible ones); the first stage holds the most microbatches in flight, the last one microbatch
+    plus the loss's bytes over the vocabulary; a recomputing policy adds one layer's whole set, once."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
@@ -95,28 +130,72 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
     fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
     shard = dense / n_dense + expert / n_expert
-    largest = np.zeros(len(zero))
-    for g in (*mo.layer.gemms, *mo.head.gemms):
-        largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
-    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + ZERO_TRANSIENT_WEIGHTS * largest),
-                       WEIGHT_BYTES_PER_PARAM * p)
-    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + largest), GRAD_BYTES_PER_PARAM * p)
+    prof = hw.profile
+    unit = zero3_unit_params(wl, cols, prof)
+    live = prof.zero3_live_units * unit
+    if prof.zero3_max_live_params is not None:
+        live = np.minimum(live, np.maximum(prof.zero3_max_live_params, unit))
+    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + live), WEIGHT_BYTES_PER_PARAM * p)
+    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + unit), GRAD_BYTES_PER_PARAM * p)
+    if prof.zero3_pp_unsharded:  # the stage's weights stay gathered and its gradients unsharded over the microbatches
+        pp_held = (zero >= 3) & (f["pp"] > 1)
+        weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
+        grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
 
-    def per_token(roles: tuple[str, ...]) -> np.ndarray:
-        return (mo.layer.saved_bytes_per_token(cols, roles, fp8)
-                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True))
+    fused = prof.compiled and prof.compiled_fuses
+
+    up_proj = prof.mla_recompute_up_proj
+
+    def per_token(roles: tuple[str, ...], rebuilt: bool = False) -> np.ndarray:
+        """Kept bytes per token and layer (rebuilt: the set of the layer being recomputed, MLA's q, k, v included)."""
+        drop = up_proj and not rebuilt
+        return (mo.layer.saved_bytes_per_token(cols, roles, fp8, fused=fused, up_proj=drop)
+                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True, fused=fused, up_proj=drop))
 
     kept = np.zeros(len(zero))
     for level, roles in KEPT_ROLES.items():
         kept = np.where(recompute == level, per_token(roles), kept)
-    whole_layer = per_token(KEPT_ROLES[0]) * nanobatch
-    one_mb = kept * nanobatch * layers_here + np.where(recompute == 2, whole_layer, 0.0)
-    logits = mo.head.saved_bytes_per_token(cols) * nanobatch
-    acts = np.where(f["pp"] == 1, one_mb + logits,
-                    np.maximum(one_mb * in_flight, one_mb + logits))
+    if prof.selective_policy == "op":
+        kept = np.where(recompute == 1, op_policy_bytes_per_token(mo, cols), kept)
+    whole_layer = per_token(KEPT_ROLES[0], rebuilt=True) * nanobatch
+    # The layer being recomputed holds its whole set: under full recomputation, and under the per-op policy's.
+    rebuilt = (recompute == 2) | ((recompute == 1) & (prof.selective_policy == "op"))
+    one_mb = kept * nanobatch * layers_here
+    rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
+    logits = sum((prof.logits_bytes * np.asarray(t.words.per_gpu(cols), dtype=np.float64) if t.name == "logits"
+                  else t.bytes_per_gpu(cols) for t in mo.head.saved), np.zeros(1)) * nanobatch
+    acts = np.where(f["pp"] == 1, one_mb + rebuilding + logits,
+                    np.maximum(one_mb * in_flight, one_mb + logits) + rebuilding)
     return {
         "weights_bytes": weights,
         "grads_bytes": grads,
         "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * shard,
         "activations_bytes": acts,
     }
+
+
+def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:
+    """Parameters (per GPU, before the data-parallel sharding) of what ZeRO-3 gathers at once: the largest weight
+    matrix of a layer or the LM head ('matrix'), or the larger of one whole layer with the experts this GPU holds
+    and the LM head, which FSDP wraps as a unit of its own ('layer')."""
+    mo = wl.model_ops
+    assert mo is not None
+    largest = np.zeros(len(np.asarray(cols["zero"])))
+    for g in (*mo.layer.gemms, *mo.head.gemms) if prof.zero3_unit == "matrix" else mo.head.gemms:
+        largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
+    if prof.zero3_unit == "layer":
+        dense, expert = mo.layer.split_params(cols, wl.experts / np.asarray(cols["ep"], dtype=np.float64))
+        largest = np.maximum(largest, dense + expert)
+    return largest
+
+
+def op_policy_bytes_per_token(mo, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """torchtitan's per-op selective recomputation (ac_mode 'selective', 'op'): a layer keeps its input, the attention
+    kernel's output and every other GEMM's output, 2 bytes each; here half of all GEMM output words (each routed
+    GEMM's times top-k), an approximation of 'every other' that does not depend on the GEMMs' order."""
+    layer = mo.layer
+    words = sum((np.asarray(s.words.per_gpu(cols), dtype=np.float64) for s in layer.saved
+                 if s.role == "input" or s.name == "attention output"), np.zeros(1))
+    out = sum((np.asarray(g.out.per_gpu(cols), dtype=np.float64) * (mo.top_k if g.routed else 1)
+               for g in layer.gemms if g.name != "router"), np.zeros(1))
+    return 2.0 * (words + out / 2.0)

@@ -136,7 +136,7 @@ def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
     if plan.status == "infeasible" and plan.layout is not None:  # does not fit (evaluate), or too slow
-        fits = plan.memory is None or plan.memory.total_bytes <= plan.memory.capacity
+        fits = plan.memory is None or plan.memory.total_bytes + plan.memory.headroom_bytes <= plan.memory.capacity
         head = ("Evaluated layout " if evaluated else "") + ("MISSES THE DEADLINE: " if fits else "CANNOT RUN: ")
         return Text.assemble((head, "bold red"), (f"{plan.gpus:,} x {plan.gpu}", "bold cyan"),
                              f" (hardware '{plan.hardware}'): {plan.explanation}.")
@@ -436,7 +436,7 @@ def run_table(plan: Plan) -> Table:
 def memory_table(plan: Plan) -> Table:
     """Bytes per GPU by component (docs/model.md §7, memory) against HBM capacity."""
     m = _part(plan.memory, "memory breakdown")
-    fits = m.total_bytes <= m.capacity
+    fits = m.total_bytes + m.headroom_bytes <= m.capacity
     table = Table(title="Memory per GPU", title_justify="left")
     table.add_column("component", style="bold")
     table.add_column("GB", justify="right")
@@ -446,15 +446,24 @@ def memory_table(plan: Plan) -> Table:
     sharding = f"{OPTIMIZER_SHARDING} over DP" if zero is None or lay is None else \
         f"ZeRO-{zero} over {_shard_ranks(lay)}"
     for label, value in (
-        ("weights (16-bit)" + (", shard + 2 gathered matrices" if zero == 3 else ""), m.weights_bytes),
-        ("gradients (16-bit)" + (", shard + 1 full matrix" if zero in (2, 3) else ""), m.grads_bytes),
+        ("weights (16-bit)" + (", shard + gathered units" if zero == 3 else ""), m.weights_bytes),
+        ("gradients (16-bit)" + (", shard + 1 full unit" if zero in (2, 3) else ""), m.grads_bytes),
         (f"optimizer (fp32 master + Adam, {sharding})", m.optimizer_bytes),
         ("activations kept for backward", m.activations_bytes),
-        ("reserve (context, workspace)", m.reserve_bytes),
+        ("allocator fragmentation (reserved, not allocated)", m.fragmentation_bytes),
+        ("GEMM workspaces (cuBLAS, Transformer Engine)", m.workspace_bytes),
+        ("NCCL communicator buffers", m.nccl_bytes),
+        ("CUDA context and framework baseline", m.context_bytes),
+        ("reserve (context, workspace)" if m.context_bytes == 0 else "reserve", m.reserve_bytes),
     ):
+        if value == 0 and label.split()[0] in ("allocator", "GEMM", "NCCL", "CUDA", "reserve"):
+            continue  # a profile that does not price a component (the paper's: all but the reserve)
         table.add_row(label, fmt_gb(value), _share(value, m.capacity))
     table.add_section()
     table.add_row("total", fmt_gb(m.total_bytes), _share(m.total_bytes, m.capacity), style="bold")
+    if m.headroom_bytes > 0:
+        table.add_row("headroom kept free (total + headroom <= HBM)", fmt_gb(m.headroom_bytes),
+                      _share(m.headroom_bytes, m.capacity))
     table.add_row("capacity (HBM)", fmt_gb(m.capacity), "100%")
     table.add_row("", Text("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red"), "")
     return table

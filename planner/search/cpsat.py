@@ -36,6 +36,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from planner.cost import terms as T
+from planner.cost.memory import usable_bytes
 from planner.parallel.dimensions import DEGREES, GROUPS, OPTIONS
 from planner.parallel.space import (
     SearchOptions,
@@ -226,7 +227,7 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, sha
     if len(t) == 0:
         return t, {}
     q = tuple_terms(hw, wl, t, shapes)
-    ok = q["memory_bytes"] <= hw.gpu.hbm_bytes
+    ok = q["memory_bytes"] <= usable_bytes(hw)
     idx = np.nonzero(ok)[0]
     t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
     if wl.transformer is not None and len(t):

@@ -15,6 +15,7 @@ from functools import cache
 
 import numpy as np
 
+from planner.cost.memory import usable_bytes
 from planner.cost.step import step_arrays
 from planner.cost.terms import shape_keys
 from planner.parallel.dimensions import DEGREES
@@ -111,7 +112,7 @@ def _best_in_batch(hw: Hardware, wl: Workload, options: SearchOptions, deadline_
     rows, pl, arr = price_placements(hw, wl, t, options.dp_overlap, terms, options.rank_order)
     if len(rows) == 0:
         return None
-    ok = arr["total_bytes"] <= hw.gpu.hbm_bytes
+    ok = arr["total_bytes"] <= usable_bytes(hw)
     if deadline_s is not None:
         if goodput is None:
             ok &= wl.steps * arr["step_s"] <= deadline_s

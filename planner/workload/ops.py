@@ -135,6 +135,12 @@ class Saved:
     element_bytes: float = 2.0
     seq_sharded: bool = False
     """Outside the TP regions: sequence parallelism splits it over N_TP,ff (Korthikanti et al. 2022)."""
+    fusible: bool = False
+    """An element-wise output (a norm's, the SwiGLU product) that compiled, fused kernels recompute in the backward
+    pass from another kept tensor instead of keeping (planner.profile: compiled_fuses)."""
+    up_projected: bool = False
+    """MLA's per-head q, k or v, which a framework may rebuild from the kept latents in the backward pass instead of
+    keeping (planner.profile: mla_recompute_up_proj; DeepSeek-V3 §3.2.3)."""
 
     def bytes_per_gpu(self, degrees: Mapping[str, np.ndarray], fp8: bool = False) -> np.ndarray:
         w = np.asarray(self.words.per_gpu(degrees), dtype=np.float64)
@@ -210,10 +216,14 @@ class LayerOps:
         return sum((np.asarray(d.per_gpu(degrees), dtype=np.float64) for d in self.saved_words), np.zeros(1))
 
     def saved_bytes_per_token(self, degrees: Mapping[str, np.ndarray], roles: tuple[str, ...] = SAVED_ROLES,
-                              fp8: bool = False, routed: bool = False) -> np.ndarray:
-        """Bytes per token (routed: per routed token copy) of the kept tensors whose role is in `roles`."""
+                              fp8: bool = False, routed: bool = False, fused: bool = False,
+                              up_proj: bool = False) -> np.ndarray:
+        """Bytes per token (routed: per routed token copy) of the kept tensors whose role is in `roles` (fused: not
+        the fusible ones; up_proj: not MLA's up-projected q, k, v)."""
         items = self.routed_saved if routed else self.saved
-        return sum((s.bytes_per_gpu(degrees, fp8) for s in items if s.role in roles), np.zeros(1))
+        return sum((s.bytes_per_gpu(degrees, fp8) for s in items
+                    if s.role in roles and not (fused and s.fusible) and not (up_proj and s.up_projected)),
+                   np.zeros(1))
 
     def allreduce_words(self, degrees: Mapping[str, np.ndarray], group: str, routed: bool | None = None
                         ) -> np.ndarray:
@@ -304,7 +314,7 @@ def _mlp(name: str, d_model: int, width: int, ffn: str, routed: bool, copies: in
            AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies, routed=routed))
     # Kept for backward: the up (and gate) output (the activation's input) and the activation's output (the down
     # GEMM's input).
-    saved = (Saved(f"{name} up output", up), Saved(f"{name} hidden", hid, "gemm_input"))
+    saved = (Saved(f"{name} up output", up), Saved(f"{name} hidden", hid, "gemm_input", fusible=True))
     # The activation reads the up (and gate) output and writes the hidden: (up_rows + width) words, 2 bytes each.
     act = Elementwise(f"{name} activation", bytes_per_token=Dim(2 * copies * (up_rows + width), "tp_ff"), passes=3)
     return gemms, ars, saved, act
@@ -331,7 +341,7 @@ def transformer_ops(wl: Workload) -> ModelOps:
     # The layer input (the attention norm's input) and the QKV projections' input (the norm's output), both outside
     # the TP region: replicated over N_TP,ff unless sequence parallelism shards them.
     saved: list[Saved] = [Saved("layer input", dm, "input", seq_sharded=True),
-                          Saved("attention norm output", dm, "gemm_input", seq_sharded=True)]
+                          Saved("attention norm output", dm, "gemm_input", seq_sharded=True, fusible=True)]
     if tr.attention == "mla":
         qk, v = tr.qk_dim, tr.value_dim
         q_heads = Dim(tr.heads * qk, "tp_ff")
@@ -349,8 +359,8 @@ def transformer_ops(wl: Workload) -> ModelOps:
                   Gemm("o", out=dm, inp=Dim(tr.heads * v, "tp_ff"))]
         ars += [AllReduce("kv down partial output", words=kv_lat, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]
-        saved += [Saved("kv latent", kv_lat, "gemm_input"), Saved("q", q_heads), Saved("k", q_heads),
-                  Saved("v", Dim(tr.heads * v, "tp_ff")),
+        saved += [Saved("kv latent", kv_lat, "gemm_input"), Saved("q", q_heads, up_projected=True),
+                  Saved("k", q_heads, up_projected=True), Saved("v", Dim(tr.heads * v, "tp_ff"), up_projected=True),
                   Saved("attention output", Dim(tr.heads * v, "tp_ff"), "gemm_input")]
         rope_words = 2 * tr.heads * tr.rope_head_dim
         kv_exchange = Dim(tr.heads * (qk + v), "tp_ff")
@@ -379,7 +389,7 @@ def transformer_ops(wl: Workload) -> ModelOps:
         common.append(Elementwise("attention scores in HBM", bytes_per_token=Dim(2 * 5 * tr.heads * s, "tp_ff"),
                                   passes=3))
     saved_mlp_in = [Saved("mlp norm input", dm, seq_sharded=True),
-                    Saved("mlp norm output", dm, "gemm_input", seq_sharded=True)]
+                    Saved("mlp norm output", dm, "gemm_input", seq_sharded=True, fusible=True)]
     if tr.dropout:  # a 1-byte mask after the attention block and after the MLP
         saved_mlp_in += [Saved("dropout masks", Dim(2 * d, "tp_model"), element_bytes=1.0, seq_sharded=True)]
         common.append(Elementwise("dropout", bytes_per_token=Dim(2 * (2 * 2 + 1) * d, "tp_model"), passes=3,

@@ -1,0 +1,314 @@
+"""Memory verdicts (docs/model.md §7b): the realistic profile's overheads by hand, FSDP / DeepSpeed gathered units, the
+headroom rule, compiled kernels and torchtitan's per-op recomputation, the published runs' verdicts and peaks, and
+the paper profile's memory unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from cli_helpers import invoke
+
+from planner.api import with_memory_headroom
+from planner.cost.memory import allocator_peak_bytes, communicators, nccl_bytes, usable_bytes
+from planner.cost.step import evaluate
+from planner.errors import InvalidInput
+from planner.hardware import get_hardware, with_profile
+from planner.parallel.placement import greedy_placement
+from planner.profile import get_profile, parse_profile
+from planner.schema import Hardware, Layout, MemoryBreakdown
+from planner.validation import load_runs, validate
+from planner.workload.scaling import load_model_preset, transformer_workload
+
+MiB = 2**20
+DEGREE_NAMES = ("dp", "tp_ff", "tp_model", "pp", "ep", "cp")
+REALISTIC = get_profile("realistic")
+
+
+def layout(hw: Hardware, **values: int) -> Layout:
+    degrees = {d: values.get(d, 1) for d in DEGREE_NAMES}
+    return Layout(**{**degrees, "microbatches": 1, **values}, placement=greedy_placement(hw, degrees))
+
+
+def cols(**values: int) -> dict[str, np.ndarray]:
+    return {d: np.array([values.get(d, 1)]) for d in DEGREE_NAMES}
+
+
+def on(profile, name: str = "h100") -> Hardware:
+    return with_profile(get_hardware(name), profile)
+
+
+# --------------------------------------------------------------------------------------------------
+# The realistic profile's components by hand
+# --------------------------------------------------------------------------------------------------
+
+
+def test_nccl_buffers_by_hand():
+    # 16 channels x 2 buffers x NCCL_BUFFSIZE 4 MiB = 128 MiB per communicator (profiles/realistic.toml).
+    assert REALISTIC.nccl_channels * REALISTIC.nccl_buffers_per_channel * REALISTIC.nccl_buffer_bytes == 128 * MiB
+    # TP 8 x PP 4 x DP 16: three communicators (tp, pp, dp).
+    assert communicators(cols(tp_ff=8, pp=4, dp=16))[0] == 3
+    assert nccl_bytes(REALISTIC, cols(tp_ff=8, pp=4, dp=16))[0] == 3 * 128 * MiB == 402_653_184
+    # TP 8, DP 2, EP 8, CP 2: tp, cp, ep, dp and the dense weights' gradient group dp x ep x cp = 32: five.
+    assert nccl_bytes(REALISTIC, cols(tp_ff=8, dp=2, ep=8, cp=2))[0] == 5 * 128 * MiB
+    # One GPU opens none; the paper profile counts no NCCL buffers at all.
+    assert nccl_bytes(REALISTIC, cols())[0] == 0
+    assert nccl_bytes(get_profile("paper"), cols(tp_ff=8, pp=4, dp=16))[0] == 0
+
+
+def test_realistic_components_on_a_plain_layout():
+    hw = on(REALISTIC)
+    wl = load_model_preset("llama3-8b")
+    m = evaluate(hw, wl, layout(hw, dp=8, tp_ff=8, microbatches=4, sp=1)).memory
+    assert m.reserve_bytes == 0
+    assert m.context_bytes == pytest.approx(0.8e9)
+    assert m.workspace_bytes == pytest.approx(0.2e9)
+    assert m.nccl_bytes == pytest.approx(2 * 128 * MiB)  # tp and dp
+    allocated = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes
+    assert m.fragmentation_bytes == pytest.approx(0.08 * allocated, rel=1e-12)
+    assert m.total_bytes == pytest.approx(allocated * 1.08 + 0.8e9 + 0.2e9 + 2 * 128 * MiB, rel=1e-12)
+    assert m.headroom_bytes == pytest.approx(2e9)
+    # What torch.cuda.max_memory_reserved reads: the allocator's share, not the context or NCCL's buffers.
+    assert allocator_peak_bytes(m) == pytest.approx(allocated * 1.08 + 0.2e9, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# ZeRO-3 gathered units: FSDP blocks and DeepSpeed matrices, on a small model by hand
+# --------------------------------------------------------------------------------------------------
+
+
+def small_model():
+    # d 256, 4 heads of 64 (MHA), SwiGLU d_ff 1024, vocab 1000, 4 layers, untied embeddings. Per layer:
+    # q 256 x 256 = 65,536; k and v 512 x 256 = 131,072; o 65,536; up + gate 2048 x 256 = 524,288; down 256 x 1024
+    # = 262,144: 1,048,576. Embedding and LM head 1000 x 256 = 256,000 each. P = 4 x 1,048,576 + 512,000.
+    wl = transformer_workload(256, 1024, 4, 1, 128, 128 * 64, None,
+                              {"heads": 4, "vocab": 1000, "ffn": "swiglu"}, "small")
+    return wl, 4 * 1_048_576 + 512_000
+
+
+def test_fsdp_gathers_two_blocks_and_holds_one_blocks_gradient():
+    wl, P = small_model()
+    assert wl.params == P
+    hw = on(REALISTIC, "a100-80gb")
+    m = evaluate(hw, wl, layout(hw, dp=8, zero=3)).memory
+    block = 1_048_576  # larger than the LM head (256,000): FSDP's unit is a block
+    assert m.weights_bytes == pytest.approx(2 * (P / 8 + 2 * block), rel=1e-12)
+    assert m.grads_bytes == pytest.approx(2 * (P / 8 + block), rel=1e-12)
+    assert m.optimizer_bytes == pytest.approx(12 * P / 8, rel=1e-12)
+
+
+def test_deepspeed_gathers_matrices_capped_by_live_parameters():
+    wl, P = small_model()
+    ds = REALISTIC.for_framework("deepspeed")
+    hw = on(ds, "a100-80gb")
+    m = evaluate(hw, wl, layout(hw, dp=8, zero=3)).memory
+    largest = 524_288  # up + gate
+    assert m.weights_bytes == pytest.approx(2 * (P / 8 + 2 * largest), rel=1e-12)
+    assert m.grads_bytes == pytest.approx(2 * (P / 8 + largest), rel=1e-12)
+    # stage3_max_live_parameters below two matrices caps the gathered weights (never below one matrix).
+    capped = on(ds.model_copy(update={"zero3_max_live_params": 600_000}), "a100-80gb")
+    assert evaluate(capped, wl, layout(capped, dp=8, zero=3)).memory.weights_bytes == pytest.approx(
+        2 * (P / 8 + 600_000), rel=1e-12)
+
+
+def test_torchtitan_keeps_the_stage_gathered_under_pipeline_parallelism():
+    wl, P = small_model()
+    tt = on(REALISTIC.for_framework("torchtitan"), "a100-80gb")
+    m = evaluate(tt, wl, layout(tt, dp=4, pp=2, zero=3, microbatches=4)).memory
+    # Stage: 2 layers plus the larger end matrix (256,000): the weights unsharded in 16 bits beside their shard, the
+    # gradients accumulated unsharded in fp32 (FSDP2's reduce dtype in torchtitan) beside the 16-bit shard.
+    stage = 2 * 1_048_576 + 256_000
+    assert m.weights_bytes == pytest.approx(2 * (stage / 4 + stage), rel=1e-12)
+    assert m.grads_bytes == pytest.approx(2 * stage / 4 + 4 * stage, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# Activations: compiled kernels, torchtitan's per-op policy, the loss's bytes over the vocabulary
+# --------------------------------------------------------------------------------------------------
+
+
+def test_compiled_kernels_drop_the_fusible_tensors():
+    # Llama 3 8B, TP 1, no recomputation: compiled, a layer no longer keeps its two norm outputs (4096 words each)
+    # and the SwiGLU product (14336 words), 2 bytes each: 45,056 bytes per token per layer, 32 layers.
+    wl = load_model_preset("llama3-8b")
+    plain, compiled = on(REALISTIC), on(REALISTIC.model_copy(update={"compiled": True}))
+    lay = layout(plain, dp=8, microbatches=8)
+    ev = evaluate(plain, wl, lay)
+    diff = ev.memory.activations_bytes - evaluate(compiled, wl, lay).memory.activations_bytes
+    assert diff == pytest.approx(2 * (4096 + 4096 + 14336) * 32 * ev.nanobatch_tokens, rel=1e-12)
+
+
+def test_torchtitan_op_policy_by_hand():
+    # Per token and layer, 2 bytes each: the input (4096) and the attention output (4096), and half of the GEMM
+    # outputs q 4096, k and v 2048, o 4096, up + gate 28672, down 4096 (43,008 / 2). The layer being recomputed holds
+    # its whole set once: everything kept without recomputation (six d-sized tensors, q and attention output
+    # among them, k and v, the up + gate output and the hidden: 69,632 words, and the fp32 softmax statistics).
+    wl = load_model_preset("llama3-8b")
+    tt = REALISTIC.for_framework("torchtitan")
+    hw = on(tt)
+    lay = layout(hw, dp=8, zero=3, recompute=1, microbatches=8)
+    ev = evaluate(hw, wl, lay)
+    nb = ev.nanobatch_tokens
+    kept = 2 * (4096 + 4096 + 43008 / 2)
+    whole = 2 * (4096 * 6 + 2048 + 28672 + 14336) + 4 * 32
+    logits = tt.logits_bytes * 128256 + 2 * 4096  # the loss's bytes and the final norm output
+    assert ev.memory.activations_bytes == pytest.approx((kept * 32 + whole + logits) * nb, rel=1e-12)
+
+
+def test_deepseek_v3_memory_savers_by_hand():
+    # HAI-LLM (DeepSeek-V3 §3.2.3) rebuilds MLA's q and k (128 heads x 192) and v (128 x 128) from the latents, and
+    # the RMSNorm outputs and SwiGLU products: per token and layer 2 x (24576 + 24576 + 16384) bytes, plus in FP8 (1
+    # byte) the two norm outputs (7168 each), the shared expert's product (2048) and 8 routed copies of 2048:
+    # 131,072 + 32,768 = 163,840 bytes. The first of 16 stages holds 4 layers of 16 microbatches of 4096 tokens.
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "deepseek-v3-2048-h800-fp8")
+    assert run.framework == "hai-llm"
+    megatron, hai = on(REALISTIC, "h800"), on(REALISTIC.for_framework("hai-llm"), "h800")
+    wl = workload_of(run)
+    lay = layout_of(run, megatron)
+    ev = evaluate(megatron, wl, lay)
+    assert ev.nanobatch_tokens == 4096
+    diff = ev.memory.activations_bytes - evaluate(hai, wl, lay).memory.activations_bytes
+    assert diff == pytest.approx(163_840 * 4 * 4096 * 16, rel=1e-12)
+
+
+def test_logits_bytes_per_vocabulary_entry():
+    wl = load_model_preset("llama3-8b")
+    four, six = on(REALISTIC.model_copy(update={"logits_bytes": 4.0})), on(REALISTIC)
+    lay = layout(four, dp=8, tp_ff=8, microbatches=8)
+    ev = evaluate(four, wl, lay)
+    diff = evaluate(six, wl, lay).memory.activations_bytes - ev.memory.activations_bytes
+    assert diff == pytest.approx(2 * 128256 / 8 * ev.nanobatch_tokens, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# Headroom: total + headroom <= HBM
+# --------------------------------------------------------------------------------------------------
+
+
+def test_headroom_rule():
+    at79 = dict(weights_bytes=79e9, grads_bytes=0, optimizer_bytes=0, activations_bytes=0, reserve_bytes=0,
+                total_bytes=79e9, capacity_bytes=80e9)
+    assert not MemoryBreakdown(**at79, headroom_bytes=2e9).fits
+    assert MemoryBreakdown(**at79, headroom_bytes=1e9).fits
+    assert MemoryBreakdown(**at79).fits  # the paper profile keeps none
+    hw = on(REALISTIC)
+    assert usable_bytes(hw) == hw.gpu.hbm_bytes - 2e9
+    assert usable_bytes(with_memory_headroom(hw, 5.0)) == hw.gpu.hbm_bytes - 5e9
+    assert usable_bytes(get_hardware("h100")) == get_hardware("h100").gpu.hbm_bytes
+    with pytest.raises(InvalidInput, match="headroom"):
+        with_memory_headroom(hw, -1.0)
+
+
+def test_memory_headroom_flag_decides_the_verdict(capsys):
+    # The layout fits while the headroom leaves room for its total, and not once the headroom eats into it.
+    base = ["evaluate", "--model", "llama3-8b", "--profile", "realistic", "--dp", "8", "--tp", "8", "--mbs", "1",
+            "--gbs", "64", "--json"]
+    code, out, _ = invoke(capsys, base)
+    doc = json.loads(out)
+    mem = doc["memory"]
+    need = mem["total_bytes"]
+    assert mem["headroom_bytes"] == pytest.approx(2e9)
+    for key in ("fragmentation_bytes", "workspace_bytes", "nccl_bytes", "context_bytes"):
+        assert mem[key] > 0
+    room = (mem["capacity"] - need) / 1e9
+    ok, _, _ = invoke(capsys, [*base, "--memory-headroom", f"{room - 0.01:.6f}"])
+    bad, out, _ = invoke(capsys, [*base, "--memory-headroom", f"{room + 0.01:.6f}"])
+    assert (code, ok, bad) == (0, 0, 1)
+    assert json.loads(out)["memory"]["headroom_bytes"] == pytest.approx((room + 0.01) * 1e9, abs=1e3)
+    code, out, err = invoke(capsys, [*base, "--memory-headroom", "-1"])
+    assert code == 2 and "Traceback" not in err and len((err or out).strip().splitlines()) == 1
+
+
+def test_memory_section_parses_units_and_rejects_unknown_keys():
+    prof = parse_profile({"name": "x", "memory": {"headroom_GB": 3, "nccl_buffsize_MiB": 4, "zero3_unit": "layer"}},
+                         "x.toml")
+    assert prof.memory_headroom_bytes == 3e9 and prof.nccl_buffer_bytes == 4 * MiB and prof.zero3_unit == "layer"
+    with pytest.raises(InvalidInput, match="memory.headroom_GB"):
+        parse_profile({"name": "x", "memory": {"headroom_gb": 3}}, "x.toml")
+    with pytest.raises(InvalidInput, match="zero3_unit"):
+        parse_profile({"name": "x", "memory": {"zero3_unit": "block"}}, "x.toml")
+
+
+# --------------------------------------------------------------------------------------------------
+# The paper profile: today's memory numbers
+# --------------------------------------------------------------------------------------------------
+
+PAPER_TOTALS = [  # (preset, layout, total bytes, activations bytes) as the planner gave them before the [memory] work
+    ("llama3-70b", dict(dp=16, tp_ff=8, pp=4, microbatches=8, zero=1, recompute=1, sp=1), 372488049664.0,
+     359703511040.0),
+    ("llama3-8b", dict(dp=64, zero=3, microbatches=4), 333644141568.0, 326484623360.0),
+    ("llama3-405b", dict(dp=8, tp_ff=8, pp=16, interleave=2, microbatches=32, recompute=0, sp=1), 822911013888.0,
+     801934147584.0),
+    ("deepseek-v3", dict(dp=8, pp=16, ep=8, microbatches=32, zero=1), 927882482688.0, 887095296000.0),
+]
+
+
+@pytest.mark.parametrize(("preset", "values", "total", "acts"), PAPER_TOTALS)
+def test_paper_profile_memory_unchanged(preset, values, total, acts):
+    hw = get_hardware("h100")
+    m = evaluate(hw, load_model_preset(preset), layout(hw, **values)).memory
+    assert (m.total_bytes, m.activations_bytes) == (total, acts)
+    assert m.reserve_bytes == 2e9 and m.headroom_bytes == 0
+    assert m.fragmentation_bytes == m.workspace_bytes == m.nccl_bytes == m.context_bytes == 0
+
+
+def test_full_recomputation_rebuilds_one_layer_not_one_per_microbatch_in_flight():
+    # Llama 3 70B, TP 8 without SP, PP 8 (10 layers a stage), full recomputation: 8 microbatches in flight each keep
+    # their 10 layer inputs (8192 words, 2 bytes); the layer being recomputed holds its whole set once: 8192 x 4
+    # (inputs and norm outputs) + q 1024 + k, v 256 + attention output 1024 + up + gate 7168 + hidden 3584 words, 2
+    # bytes, and 8 heads' fp32 softmax statistics: 91,680 bytes per token. (Before: the set counted 8 times.)
+    hw = get_hardware("h100")
+    ev = evaluate(hw, load_model_preset("llama3-70b"), layout(hw, dp=8, tp_ff=8, pp=8, microbatches=16, recompute=2))
+    assert ev.memory.activations_bytes == pytest.approx((16384 * 10 * 8 + 91680) * ev.nanobatch_tokens, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# Published runs: every run that trained fits; predicted peaks within 15 % of the reported ones
+# --------------------------------------------------------------------------------------------------
+
+ROWS = {r.id: r for r in validate(load_runs(), "realistic")}
+
+DOES_NOT_FIT_YET = {
+    "narayanan2021-t2-zero3-529b-640gpu": "DeepSpeed 2021 activation memory (checkpoint partitioning) not modelled",
+    "mosaic-mpt-30b-a100-80gb-8gpu-s2048": "llm-foundry's optimizer and FSDP state not modelled exactly",
+    "mosaic-mpt-3b-a100-40gb-128gpu-s2048": "llm-foundry's fused kernels (no recomputation) not modelled",
+    "mosaic-mpt-1b-a100-40gb-128gpu-s2048": "llm-foundry's fused kernels (no recomputation) not modelled",
+    "llama3-405b-8k-gpus-8k-seq": "record lacks Meta's interleaving, SP and recomputation (unpublished)",
+    "llama3-405b-16k-gpus-8k-seq": "record lacks Meta's interleaving, SP and recomputation (unpublished)",
+    "llama3-405b-16k-gpus-128k-seq": "record lacks Meta's interleaving, SP and recomputation (unpublished)",
+    "nemo2407-nemotron4-340b-128gpu-fp8": "record lacks SP (NeMo turns it on with TP)",
+    "mbridge2511-llama31-405b-1024gpu-fp8-gbs512": "record lacks SP",
+    "mbridge2511-llama3-70b-64gpu-fp8-gbs128": "record lacks SP",
+    "nemotron4-340b-6144gpu-bf16": "record lacks interleaving and SP (unpublished)",
+}
+"""Trained runs the realistic profile still calls too big, each with what the model or the record lacks (strict
+xfail: a fix that makes one fit fails its xfail, so the list only shrinks)."""
+
+
+@pytest.mark.parametrize("run_id", [
+    pytest.param(rid, marks=pytest.mark.xfail(reason=DOES_NOT_FIT_YET[rid], strict=True))
+    if rid in DOES_NOT_FIT_YET else rid for rid in sorted(r for r in ROWS if ROWS[r].fits is not None)])
+def test_every_trained_run_fits_under_the_realistic_profile(run_id):
+    assert ROWS[run_id].fits
+
+
+PEAK_OFF = {
+    "torchtitan-llama31-70b-256gpu-2d-fp8-asynctp": "-18%: async TP's gathered buffers and DTensor's gathered GEMM "
+                                                    "inputs under SP are not modelled",
+}
+
+
+@pytest.mark.parametrize("run_id", [
+    pytest.param(rid, marks=pytest.mark.xfail(reason=PEAK_OFF[rid], strict=True)) if rid in PEAK_OFF else rid
+    for rid in sorted(r for r in ROWS if ROWS[r].reported_peak_GiB is not None)])
+def test_predicted_peak_within_15_percent_of_the_reported(run_id):
+    r = ROWS[run_id]
+    assert r.predicted_peak_GiB == pytest.approx(r.reported_peak_GiB, rel=0.15)
+
+
+def test_peaks_are_reported_where_sources_give_them():
+    assert ROWS["torchtitan-llama31-8b-128gpu-fsdp-compile-bf16"].reported_peak_GiB == 62.0
+    assert sum(r.reported_peak_GiB is not None for r in ROWS.values()) == 9
