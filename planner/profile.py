@@ -139,10 +139,6 @@ class ExecutionProfile(BaseModel):
     ring_step_latency_s: tuple[Seconds, ...] = Field(
         (0.0,), min_length=1, description="Latency of one step of a ring collective per network level bottom-up "
         "(NCCL's per-hop latency; the last value repeats): prices ZeRO-3's per-microbatch gathers. 0: not priced.")
-    zero_gather_unit: Literal["matrix", "block"] = Field(
-        "matrix", description="What ZeRO-3 / FSDP gathers at a time: 'block' (a whole transformer layer: FSDP's "
-        "per-block wrapping in torchtitan and Megatron-FSDP) or 'matrix' (each weight matrix: DeepSpeed's "
-        "per-parameter gathers).")
     zero_flat: bool = Field(False, description="ZeRO-2/3 collectives run as one flat ring over the whole data-parallel "
                             "group, at the slowest spanned level's per-GPU bandwidth, instead of hierarchically.")
     gemm_sustained_factor: float = Field(1.0, gt=0, le=1, description="'measured': GEMM throughput inside a training "
@@ -263,7 +259,6 @@ FIELDS: dict[str, str] = {
     "optimizer.bytes_per_param": "optimizer_bytes_per_param",
     "overlap.zero_flat": "zero_flat",
     "network.ring_step_latency_us": "ring_step_latency_s",
-    "overlap.zero_gather_unit": "zero_gather_unit",
     "gemm.sustained_factor": "gemm_sustained_factor",
     "goodput.enabled": "goodput",
     "memory.reserve_GB": "memory_reserve_bytes",

@@ -366,7 +366,7 @@ def model_page() -> str:
 
 
 def profile_page() -> str:
-    from planner.profile import FIELDS, TABLES, ExecutionProfile
+    from planner.profile import FIELDS, TABLES, ExecutionProfile, Recipe
 
     rows = [_row("name", ExecutionProfile, "name", 1, unit="text", meaning="The profile's name, as plans report it."),
             _row("description", ExecutionProfile, "description", 1, unit="text", meaning="What the profile is.")]
@@ -377,7 +377,8 @@ def profile_page() -> str:
     for key, field in TABLES.items():
         rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit="table: GPU family = fraction"))
     missing = set(ExecutionProfile.model_fields) - {*FIELDS.values(), *TABLES.values()} - {
-        "name", "description", "frameworks", "sources"}
+        "name", "description", "frameworks", "sources", "recipes"}
+    recipe_rows = [_row(f"recipe.NAME.{field}", Recipe, field, 1) for field in Recipe.model_fields]
     if missing:
         raise ValueError(f"ExecutionProfile field(s) {sorted(missing)} have no file key")
     sections = sorted({k.split(".")[0] for k in (*FIELDS, *TABLES)})
@@ -398,7 +399,11 @@ def profile_page() -> str:
         "`[framework.NAME]` holds any of the sections above with the values that differ when that training "
         "framework runs (e.g. `[framework.deepspeed.overlap]`); the planner applies them to runs of that framework "
         "(`ExecutionProfile.for_framework`).\n"
-        "\n## Per-level lists\n\n"
+        "\n## Low-precision recipes\n\n"
+        "`[recipe.NAME]` prices one low-precision recipe (NAME: `delayed`, `current`, `blockwise`, `mxfp8`, "
+        "`nvfp4`; docs/model.md, 'Low precision'). A recipe the profile does not list runs its GEMMs at the "
+        "low-precision rate with nothing else.\n\n" + _table(recipe_rows)
+        + "\n## Per-level lists\n\n"
         "`network.bus_bw_fraction` and `network.latency_us` give one value per network level, bottom-up; the last "
         "value repeats for the levels above, so `[1.0]` means every level.\n"
     )

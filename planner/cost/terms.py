@@ -697,11 +697,12 @@ def _ring_latency(degree: str):
 def zero3_collectives(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """ZeRO-3 / FSDP collectives per step on the busiest device whose latency is exposed: per gather unit and
     microbatch an all-gather for the forward pass, one for the backward pass and a reduce-scatter of the gradients
-    (the profile's `zero_gather_unit`: one unit per layer for FSDP's per-block wrapping, one per weight matrix for
-    DeepSpeed's per-parameter gathers), times the share of ZeRO traffic the profile leaves exposed."""
+    (the profile's `zero3_unit`, which the memory model reads too: one per layer for FSDP's per-block wrapping, one
+    per weight matrix for DeepSpeed's per-parameter gathers), times the share of ZeRO traffic the profile leaves
+    exposed."""
     if wl.transformer is None:
         return np.zeros(len(np.asarray(cols["dp"])))
-    per_layer = 1.0 if hw.profile.zero_gather_unit == "block" else float(len(wl.ops.gemms))
+    per_layer = 1.0 if hw.profile.zero3_unit == "layer" else float(len(wl.ops.gemms))
     z3 = np.asarray(cols["zero"]) >= 3
     count = 3.0 * per_layer * device_layers(wl, cols) * _f(cols, "microbatches")
     return np.where(z3, count * (1.0 - hw.profile.overlap_zero), 0.0)
