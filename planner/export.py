@@ -59,6 +59,7 @@ class Launch:
     recompute: int
     zero: int
     fp8: bool
+    """The layers' GEMMs in low precision (FP8 or FP4, `recipe` says which)."""
     layers_per_stage: int
     first_less: int
     """Layers the first virtual stage holds fewer than `layers_per_stage` (the last: `last_less`)."""
@@ -70,6 +71,8 @@ class Launch:
     first_layers: int | None = None
     """Custom layer counts of the first and last virtual stages (None: the automatic split above)."""
     last_layers: int | None = None
+    recipe: str | None = None
+    """Low-precision recipe (planner.schema.RecipeName; None with fp8: per-tensor current scaling)."""
 
     @property
     def gpus(self) -> int:
@@ -140,6 +143,9 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
                               f"attention output): {fix} --recompute none or full, or --emit torchtitan")
         if lay.tp_ff > 1 and not lay.sp:
             raise ExportError(f"torchtitan's tensor parallelism always shards the sequence: {fix} --sp on")
+        if wl.recipe_name not in (None, "current"):
+            raise ExportError(f"the torchtitan export writes torchao's per-tensor float8 ('tensorwise'), not the "
+                              f"'{wl.recipe_name}' recipe: re-plan with --precision fp8, or --emit megatron")
     if lay.interleave > 1 and lay.microbatches % lay.pp:
         raise ExportError(f"{name}'s interleaved schedule runs microbatches in rounds of pp = {lay.pp}, but this "
                           f"layout has {lay.microbatches}: re-plan with --emit {target}")
@@ -160,7 +166,8 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
     eep, etp = lay.expert_degrees
     common = dict(tp=lay.tp_ff, pp=lay.pp, vpp=lay.interleave, cp=lay.cp, ep=eep, dp=lay.dp * lay.ep,
                   micro_batch=seqs // (lay.dp * lay.ep * lay.microbatches), global_batch=seqs, seq_len=wl.seq_len,
-                  sp=bool(lay.sp), recompute=lay.recompute, zero=lay.zero, fp8=wl.precision == "fp8",
+                  sp=bool(lay.sp), recompute=lay.recompute, zero=lay.zero, fp8=wl.precision != "bf16",
+                  recipe=wl.recipe_name,
                   overlap=plan.dp_overlap, experts=wl.experts, etp=etp if lay.folded else None)
     if lay.custom_stages:  # the counts as priced (planner.cost.terms.custom_stage_layers)
         from planner.cost.terms import custom_stage_layers
@@ -182,6 +189,7 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
 
 MEGATRON_FIELD_OF_FLAG = {
     "--fp8-format": "fp8",
+    "--fp4-format": "fp4",
     "--decoder-first-pipeline-num-layers": "num_layers_in_first_pipeline_stage",
     "--decoder-last-pipeline-num-layers": "num_layers_in_last_pipeline_stage",
 }
@@ -236,9 +244,15 @@ def megatron_args(launch: Launch, wl: Workload) -> list[tuple[str, str | None]]:
     if launch.overlap:
         a += [("--overlap-grad-reduce", None), ("--overlap-param-gather", None)]
     a.append(("--bf16", None))
-    if launch.fp8:
-        a.append(("--fp8-format", "hybrid"))
+    if launch.fp8 and launch.recipe == "nvfp4":
+        a += [("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")]
+    elif launch.fp8:
+        a += [("--fp8-format", "hybrid"), ("--fp8-recipe", MEGATRON_FP8_RECIPE[launch.recipe or "current"])]
     return a
+
+
+MEGATRON_FP8_RECIPE = {"current": "tensorwise", "delayed": "delayed", "blockwise": "blockwise", "mxfp8": "mxfp8"}
+"""The planner's FP8 recipes in Megatron-LM's --fp8-recipe words."""
 
 
 def comment_text(text: str) -> str:
@@ -324,7 +338,7 @@ def torchtitan_sections(launch: Launch) -> dict[str, dict[str, object]]:
     }
     if launch.fp8:
         sections["model"] = {"converters": ["quantize.linear.float8"]}
-        sections["quantize.linear.float8"] = {"recipe_name": "tensorwise"}
+        sections["quantize.linear.float8"] = {"recipe_name": "tensorwise"}  # torchao's per-tensor current scaling
     return sections
 
 

@@ -171,7 +171,8 @@ def _launches() -> list[Launch]:
                 experts=1)
     variants = [dict(), dict(vpp=2, first_less=1, last_less=1), dict(first_less=1, last_less=2), dict(cp=4),
                 dict(experts=8, ep=8), dict(recompute=1), dict(recompute=2, zero=3, fp8=True), dict(zero=2),
-                dict(overlap=True)]
+                dict(overlap=True), dict(fp8=True, recipe="mxfp8"), dict(fp8=True, recipe="delayed"),
+                dict(fp8=True, recipe="nvfp4")]
     return [Launch(**{**base, **v}) for v in variants]  # type: ignore[arg-type]
 
 

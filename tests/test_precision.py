@@ -134,3 +134,29 @@ def test_cpsat_matches_the_enumerator_with_recipes_and_zero3_latency(precision: 
     assert abs(ec.step.step_s - ee.step.step_s) <= 1e-9 * ee.step.step_s
     if zero == 3 and ec.layout.dp > 1:  # the ring latency of the per-microbatch gathers is in the step
         assert ec.step.exposed_comm_s > 0
+
+
+@pytest.mark.parametrize(("precision", "expected"), [
+    ("fp8", {"--fp8-format": "hybrid", "--fp8-recipe": "tensorwise"}),
+    ("fp8-delayed", {"--fp8-format": "hybrid", "--fp8-recipe": "delayed"}),
+    ("mxfp8", {"--fp8-format": "hybrid", "--fp8-recipe": "mxfp8"}),
+    ("nvfp4", {"--fp4-format": "e2m1", "--fp4-recipe": "nvfp4"})])
+def test_emitted_megatron_arguments_name_the_recipe(capsys, precision: str, expected: dict[str, str]) -> None:
+    """Megatron-LM's words for the recipes (megatron/training/arguments.py: --fp8-recipe tensorwise | delayed |
+    mxfp8 | blockwise; --fp4-format e2m1 with --fp4-recipe nvfp4)."""
+    from planner.export import parse_megatron
+    from tests.cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "b200", "--gpus", "8", "--precision",
+                                     precision, "--emit", "megatron"])
+    assert code == 0, err
+    args = parse_megatron(out)
+    assert {k: args.get(k) for k in expected} == expected
+
+
+def test_torchtitan_export_refuses_a_recipe_it_does_not_run(capsys) -> None:
+    from tests.cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "b200", "--gpus", "8", "--precision",
+                                     "mxfp8", "--emit", "torchtitan"])
+    assert code in (1, 2) and "tensorwise" in err and len(err.strip().splitlines()) == 1
