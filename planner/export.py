@@ -12,10 +12,11 @@ their tensor-parallel size. torchtitan shards data parallelism with FSDP (ZeRO-3
 
 from __future__ import annotations
 
+
 import shlex
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -213,10 +214,11 @@ def megatron_args(launch: Launch, wl: Workload) -> list[tuple[str, str | None]]:
             a.append(("--pipeline-model-parallel-layout", pipeline_layout(launch)))
     elif launch.first_less or launch.last_less:
         if launch.vpp > 1 and (launch.first_less, launch.last_less) not in ((1, 1), (1, 0), (0, 1)):
-            raise ExportError(f"Megatron-LM splits uneven interleaved stages only by one layer's worth at each end "
-                              f"(the embedding and the loss); this layout's ends hold {launch.first_less} and "
-                              f"{launch.last_less} fewer: re-plan with another --pp or without interleaving")
-        if launch.vpp > 1:
+            # More than one layer's worth at an end: Megatron's explicit per-virtual-stage layout says it.
+            ends = replace(launch, first_layers=launch.layers_per_stage - launch.first_less,
+                                       last_layers=launch.layers_per_stage - launch.last_less)
+            a.append(("--pipeline-model-parallel-layout", pipeline_layout(ends)))
+        elif launch.vpp > 1:
             if launch.first_less:
                 a.append(("--account-for-embedding-in-pipeline-split", None))
             if launch.last_less:

@@ -61,11 +61,23 @@ def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+EXCESS_OVER_ONE = ("moe.imbalance",)
+"""Profile values that are ratios of at least 1: their excess over 1 is what is estimated, so it is what moves."""
+
+
 def _scaled(value: Any, factor: float, cap: float | None) -> Any:
     if isinstance(value, list):
         return [_scaled(v, factor, cap) for v in value]
     out = float(value) * factor
     return min(out, cap) if cap is not None else out
+
+
+def _move(field: str, value: Any, factor: float, cap: float | None) -> Any:
+    """The value tried for `field`: scaled by `factor` (capped), or for a ratio of at least 1 (EXCESS_OVER_ONE),
+    1 + its excess x factor."""
+    if field.removeprefix("profile.") in EXCESS_OVER_ONE and not isinstance(value, list):
+        return 1.0 + (float(value) - 1.0) * factor
+    return _scaled(value, factor, cap)
 
 
 def _fraction(key: str) -> bool:
@@ -102,7 +114,7 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
         if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                for v in value):
             return
-        if _scaled(value, factors[0], cap) == _scaled(value, factors[1], cap):
+        if _move(field, value, factors[0], cap) == _move(field, value, factors[1], cap):
             return  # both ends equal (a zero): moving it cannot change the plan
         seen.add(field)
         out.append((field, why, value, cap, factors))
@@ -170,7 +182,7 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     tasks = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
-            text = f"{field}={_fmt(_scaled(value, factor, cap))}"
+            text = f"{field}={_fmt(_move(field, value, factor, cap))}"
             tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
@@ -190,8 +202,8 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     rows = []
     for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
         (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
-        rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_scaled(value, lo, cap)),
-                                   high=_fmt(_scaled(value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
+        rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_move(field, value, lo, cap)),
+                                   high=_fmt(_move(field, value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
                                    days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),
                                    days_swing=max(rel(d_lo, plan.wall_clock_days), rel(d_hi, plan.wall_clock_days))))
 

@@ -96,8 +96,10 @@ def test_every_key_of_every_shipped_file_is_documented():
         assert set(doc) <= models, set(doc) - models
     profiles = _documented_keys(reference.profile_page())
     for doc in _shipped("planner.profiles"):
-        used = {f"{section}.{key}" for section, body in doc.items() if isinstance(body, dict) and section != "framework"
+        used = {f"{section}.{key}" for section, body in doc.items()
+                if isinstance(body, dict) and section not in ("framework", "recipe")
                 for key in body} | {k for k, v in doc.items() if not isinstance(v, dict)}
+        used |= {f"recipe.NAME.{key}" for body in doc.get("recipe", {}).values() for key in body}
         assert used <= profiles, used - profiles
     failures = _documented_keys(reference.failure_page())
     for doc in _shipped("planner.failures"):
