@@ -12,7 +12,6 @@ their tensor-parallel size. torchtitan shards data parallelism with FSDP (ZeRO-3
 
 from __future__ import annotations
 
-
 import shlex
 import tomllib
 from collections.abc import Sequence
