@@ -203,8 +203,8 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
         (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
         rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_move(field, value, lo, cap)),
-                                   high=_fmt(_move(field, value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi, days_low=d_lo,
-                                   days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),
+                                   high=_fmt(_move(field, value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi,
+                                   days_low=d_lo, days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),
                                    days_swing=max(rel(d_lo, plan.wall_clock_days), rel(d_hi, plan.wall_clock_days))))
 
     rows.sort(key=lambda r: (-r.swing, -r.days_swing, r.input))
