@@ -23,6 +23,12 @@ from planner.validation import load_runs, resolve_unknowns, split_of, summary, v
 
 # value -> candidate grid; 'deepspeed.*' and 'megatron-bridge.*' are those frameworks' overrides.
 GRID: dict[str, list[Any]] = {
+    # group-specific values first, so the shared ones below do not absorb one group's bias
+    "blackwell_sustained": [round(x, 3) for x in np.arange(0.60, 1.0001, 0.025)],
+    # the 500 W H100 96 GB of torchtitan's published benchmarks (hardware_specs/h100-96gb.toml)
+    "h100_500w_sustained": [round(x, 3) for x in np.arange(0.50, 1.0001, 0.025)],
+    "compiled_elementwise_fraction": [0.25, 0.4, 0.5, 0.6, 0.75, 1.0],
+    "torchtitan.layer_overhead_s": [x * 1e-6 for x in (0, 100, 200, 300, 400, 600, 800, 1200)],
     "gemm_sustained_factor": [round(x, 3) for x in np.arange(0.70, 1.0001, 0.025)],
     # per-layer launch overhead: about 50 kernels a layer at up to 8 us each bounds it at 400 us
     "layer_overhead_s": [x * 1e-6 for x in (0, 50, 100, 150, 200, 250, 300, 350, 400)],
@@ -32,7 +38,6 @@ GRID: dict[str, list[Any]] = {
     "overlap_cp": [0.0, 0.25, 0.5, 0.75, 1.0],
     "dp_exposed": [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0],
     "overlap_zero": [0.0, 0.25, 0.5, 0.75, 1.0],
-    "blackwell_sustained": [round(x, 3) for x in np.arange(0.60, 1.0001, 0.025)],
     "deepspeed.overlap_zero": [0.0, 0.25, 0.5, 0.75, 1.0],
     "deepspeed.zero_flat": [False, True],
     # Megatron-Bridge's recipes overlap the EP all-to-all (only its MoE runs move this value).
@@ -40,12 +45,22 @@ GRID: dict[str, list[Any]] = {
 }
 
 
+H100_500W = "H100 SXM5 96GB"
+"""The GPU name of hardware_specs/h100-96gb.toml."""
+
+
 def apply(base: ExecutionProfile, values: dict[str, Any]) -> ExecutionProfile:
     update: dict[str, Any] = {}
     frameworks = {k: dict(v) for k, v in base.frameworks.items()}
     for key, value in values.items():
         if key == "blackwell_sustained":
-            update["gemm_sustained_by_family"] = {**base.gemm_sustained_by_family, "B200": value, "B300": value}
+            update["gemm_sustained_by_family"] = {**update.get("gemm_sustained_by_family",
+                                                                  base.gemm_sustained_by_family),
+                                                  "B200": value, "B300": value}
+        elif key == "h100_500w_sustained":
+            update["gemm_sustained_by_family"] = {**update.get("gemm_sustained_by_family",
+                                                                  base.gemm_sustained_by_family),
+                                                  H100_500W: value}
         elif "." in key:
             fw, field = key.split(".", 1)
             frameworks.setdefault(fw, {})[field] = value
@@ -59,6 +74,8 @@ def current(base: ExecutionProfile) -> dict[str, Any]:
     for key in GRID:
         if key == "blackwell_sustained":
             out[key] = base.gemm_sustained_by_family.get("B200", base.gemm_sustained_factor)
+        elif key == "h100_500w_sustained":
+            out[key] = base.gemm_sustained_by_family.get(H100_500W, base.gemm_sustained_factor)
         elif "." in key:
             fw, field = key.split(".", 1)
             out[key] = base.frameworks.get(fw, {}).get(field, getattr(base, field))

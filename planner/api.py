@@ -232,7 +232,10 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return wl is not None and key.split(".")[1] == wl.recipe_name
     if key.startswith("gemm.sustained_by_family."):
         family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
-        return prof.gemm_model == "measured" and key.rsplit(".", 1)[1].upper() == family
+        entry = key[len("gemm.sustained_by_family."):].upper()
+        names = {k.upper() for k in prof.gemm_sustained_by_family}
+        mine = hw.gpu.name.upper() if hw.gpu.name.upper() in names else family
+        return prof.gemm_model == "measured" and entry == mine
     for precision, (table, entries) in tables.items():
         if key.startswith(table):
             # a low-precision recipe's kept layers and LM head still run 16-bit GEMMs

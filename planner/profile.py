@@ -109,6 +109,9 @@ class ExecutionProfile(BaseModel):
                                             "bandwidth / peak.")
     layer_overhead_s: float = Field(0.0, ge=0, description="Fixed time per layer per microbatch, forward and "
                                     "backward (kernel launches and small kernels the operation list leaves out).")
+    compiled_elementwise_fraction: float = Field(
+        1.0, gt=0, le=1, description="Share of the element-wise HBM traffic left when the model runs compiled "
+        "(`compiled`: torch.compile fuses norms, activations and residual adds into fewer kernels).")
     collective_bw_fraction: tuple[Fraction, ...] = Field(
         (1.0,), min_length=1, description="Achieved bus bandwidth / link bandwidth, per network level bottom-up "
         "(the last value repeats for higher levels).")
@@ -212,12 +215,11 @@ class ExecutionProfile(BaseModel):
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
 
     def sustained_factor(self, gpu_name: str) -> float:
-        """`gemm_sustained_by_family` for this GPU's family, else `gemm_sustained_factor`."""
+        """`gemm_sustained_by_family` for this GPU's full name (a variant such as a power-capped part), else for
+        its family (the name's first word), else `gemm_sustained_factor`."""
         family = gpu_name.split()[0].upper() if gpu_name.split() else ""
-        for key, value in self.gemm_sustained_by_family.items():
-            if key.upper() == family:
-                return value
-        return self.gemm_sustained_factor
+        table = {key.upper(): value for key, value in self.gemm_sustained_by_family.items()}
+        return table.get(gpu_name.upper(), table.get(family, self.gemm_sustained_factor))
 
     def recipe(self, name: str | None) -> Recipe | None:
         """The profile's recipe of that name (None: 16-bit, or a recipe the profile does not price)."""
@@ -244,6 +246,7 @@ FIELDS: dict[str, str] = {
     "attention.unfused_fraction": "attention_unfused_fraction",
     "elementwise.hbm_fraction": "elementwise_hbm_fraction",
     "elementwise.layer_overhead_us": "layer_overhead_s",
+    "elementwise.compiled_fraction": "compiled_elementwise_fraction",
     "network.bus_bw_fraction": "collective_bw_fraction",
     "network.latency_us": "collective_latency_s",
     "overlap.tp": "overlap_tp",

@@ -444,6 +444,24 @@ def dense_16bit(rows: list[ValidationRow]) -> list[ValidationRow]:
     return [r for r in rows if r.precision in ("bf16", "fp16") and " E" not in r.model]
 
 
+def low_precision(rows: list[ValidationRow]) -> list[ValidationRow]:
+    """The FP8 and FP4 runs."""
+    return [r for r in rows if r.precision in ("fp8", "fp4")]
+
+
+BLACKWELL = ("b200", "b300", "gb200", "gb300")
+
+
+def precision_pairs(rows: list[ValidationRow]) -> list[tuple[ValidationRow, ValidationRow]]:
+    """(low-precision run, 16-bit run) pairs of the same source, model, GPUs and layout: what FP8 / FP4 buys on
+    the same layout, published against predicted."""
+    def key(r: ValidationRow) -> tuple[str, ...]:
+        return r.id.split("-")[0], r.model, str(r.gpus), r.gpu, r.layout, r.framework
+
+    sixteen = {key(r): r for r in rows if r.precision in ("bf16", "fp16") and r.ratio is not None}
+    return [(r, sixteen[key(r)]) for r in low_precision(rows) if r.ratio is not None and key(r) in sixteen]
+
+
 def _agg_lines(title: str, agg: dict[str, dict[str, float]]) -> list[str]:
     out = []
     for split, a in agg.items():
@@ -497,6 +515,8 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "|---|---|---|---|---|---|---|",
     ]
     lines += _agg_lines(f"{profile}, dense 16-bit", summary(dense_16bit(rows)))
+    lines += _agg_lines(f"{profile}, FP8 and FP4", summary(low_precision(rows)))
+    lines += _agg_lines(f"{profile}, Blackwell", summary([r for r in rows if r.gpu in BLACKWELL]))
     lines += _agg_lines(f"{profile}, all", summary(rows))
     if baseline is not None:
         lines += _agg_lines("paper, dense 16-bit", summary(dense_16bit(baseline)))
@@ -513,6 +533,33 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "whose cast and scaling kernels the operation list leaves out) and MoE routing imbalance, which the "
         "uniform-routing model does not see (DeepSeek-V3, gpt-oss). Dense 16-bit runs of Megatron-style "
         "frameworks are where the profile is validated; the rest is reported, not hidden.", ""]
+    pairs = precision_pairs(rows)
+    if pairs:
+        lines += ["**Low precision against 16-bit on the same layout.** Pairs of runs from one source with the same "
+                  "model, GPUs and layout; the gain is the low-precision run's throughput over the 16-bit one's.", "",
+                  "| low-precision run | 16-bit run | published gain | predicted gain | predicted / published |",
+                  "|---|---|---|---|---|"]
+        for low, hi in pairs:
+            pub = (low.reported_tokens_per_s or 0.0) / (hi.reported_tokens_per_s or 1.0)
+            pred = (low.predicted_tokens_per_s or 0.0) / (hi.predicted_tokens_per_s or 1.0)
+            lines.append(f"| {low.id} | {hi.id} | {pub:.2f}x | {pred:.2f}x | {pred / pub:.2f} |")
+        lines.append("")
+    peaks = [r for r in rows if r.reported_peak_GiB and r.predicted_peak_GiB]
+    trained = [r for r in rows if r.fits is not None]
+    misfits = [r for r in trained if not r.fits]
+    lines += [f"**Memory.** {len(trained) - len(misfits)} of the {len(trained)} priced runs fit under this profile "
+              "(with its headroom)" + (": " + ", ".join(r.id for r in misfits) + " do not, though they trained"
+                                       if misfits else "; every run that trained fits") + ".", ""]
+    if peaks:
+        lines += ["Peak memory where the source reports one (predicted: the caching allocator's peak, what "
+                  "`torch.cuda.max_memory_reserved` reads):", "",
+                  "| run | reported GiB | predicted GiB | predicted / reported |", "|---|---|---|---|"]
+        for r in sorted(peaks, key=lambda r: r.id):
+            lines.append(f"| {r.id} | {r.reported_peak_GiB:.1f} | {r.predicted_peak_GiB:.1f} | "
+                         f"{(r.predicted_peak_GiB or 0) / (r.reported_peak_GiB or 1):.2f} |")
+        lines.append("")
+    lines += ["MLPerf Training submissions are in neither split on purpose: they are the independent check of the "
+              "model, never fitted to.", ""]
     if fitted:
         lines += ["Fitted values (everything else in the profile comes from a published measurement, see "
                   "`profiles/realistic.toml`):", ""] + [f"- `{k}` = {v}" for k, v in fitted.items()] + [""]

@@ -270,6 +270,12 @@ class Rates:
         """HBM bandwidth element-wise kernels achieve."""
         return self.hw.gpu.hbm_Bps * self.hw.profile.elementwise_hbm_fraction
 
+    @property
+    def elementwise_share(self) -> float:
+        """Share of the operation list's element-wise bytes that still move: compiled kernels fuse the rest."""
+        prof = self.hw.profile
+        return prof.compiled_elementwise_fraction if prof.compiled else 1.0
+
 
 def rates(hw: Hardware, wl: Workload) -> Rates:
     tr = wl.transformer
@@ -364,7 +370,7 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         a = np.stack(np.broadcast_arrays(*r.attention(ops.attention.forward_flop_per_token(cols) * n_dense)))
         out.append(("attention kernel", "attention", a if split else a.sum(axis=0)))
     for op in ops.elementwise:
-        once = np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense / r.hbm_Bps
+        once = np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense * r.elementwise_share / r.hbm_Bps
         both = np.stack(np.broadcast_arrays(op.passes * once, once))
         out.append((op.name, "elementwise", both if split else both[0]))
     return out
