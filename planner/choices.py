@@ -48,6 +48,7 @@ class Precision(StrEnum):
     fp8 = "fp8"
     fp8_current = "fp8-current"
     fp8_delayed = "fp8-delayed"
+    fp8_rowwise = "fp8-rowwise"
     fp8_blockwise = "fp8-blockwise"
     mxfp8 = "mxfp8"
     fp4 = "fp4"
@@ -57,7 +58,8 @@ class Precision(StrEnum):
     def precision_and_recipe(self) -> tuple[str, str | None]:
         """(precision, recipe): ('fp8', 'delayed') for 'fp8-delayed', ('fp8', None) for 'fp8' (the default recipe)."""
         return {"bf16": ("bf16", None), "fp8": ("fp8", None), "fp8-current": ("fp8", "current"),
-                "fp8-delayed": ("fp8", "delayed"), "fp8-blockwise": ("fp8", "blockwise"), "mxfp8": ("fp8", "mxfp8"),
+                "fp8-delayed": ("fp8", "delayed"), "fp8-rowwise": ("fp8", "rowwise"),
+                "fp8-blockwise": ("fp8", "blockwise"), "mxfp8": ("fp8", "mxfp8"),
                 "fp4": ("fp4", None), "nvfp4": ("fp4", "nvfp4")}[self.value]
 
 

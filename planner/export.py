@@ -143,9 +143,13 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
                               f"attention output): {fix} --recompute none or full, or --emit torchtitan")
         if lay.tp_ff > 1 and not lay.sp:
             raise ExportError(f"torchtitan's tensor parallelism always shards the sequence: {fix} --sp on")
-        if wl.recipe_name not in (None, "current"):
-            raise ExportError(f"the torchtitan export writes torchao's per-tensor float8 ('tensorwise'), not the "
-                              f"'{wl.recipe_name}' recipe: re-plan with --precision fp8, or --emit megatron")
+        if wl.recipe_name not in (None, "current", "rowwise"):
+            raise ExportError(f"the torchtitan export writes torchao's float8 ('tensorwise' or 'rowwise'), not the "
+                              f"'{wl.recipe_name}' recipe: re-plan with --precision fp8 or fp8-rowwise, or --emit "
+                              "megatron")
+    elif wl.recipe_name == "rowwise":
+        raise ExportError("Megatron-LM has no row-wise FP8 recipe (--fp8-recipe tensorwise, delayed, blockwise, "
+                          "mxfp8): re-plan with another --precision, or --emit torchtitan")
     if lay.interleave > 1 and lay.microbatches % lay.pp:
         raise ExportError(f"{name}'s interleaved schedule runs microbatches in rounds of pp = {lay.pp}, but this "
                           f"layout has {lay.microbatches}: re-plan with --emit {target}")
@@ -339,7 +343,8 @@ def torchtitan_sections(launch: Launch) -> dict[str, dict[str, object]]:
     }
     if launch.fp8:
         sections["model"] = {"converters": ["quantize.linear.float8"]}
-        sections["quantize.linear.float8"] = {"recipe_name": "tensorwise"}  # torchao's per-tensor current scaling
+        # torchao's per-tensor current scaling ('tensorwise') or its row-wise scaling
+        sections["quantize.linear.float8"] = {"recipe_name": "rowwise" if launch.recipe == "rowwise" else "tensorwise"}
     return sections
 
 

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 Schedule = Literal["1f1b", "zb-h2"]
 
-RecipeName = Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"]
+RecipeName = Literal["delayed", "current", "rowwise", "blockwise", "mxfp8", "nvfp4"]
 """Low-precision recipes, as Transformer Engine names them (planner.profile.Recipe prices each)."""
-RECIPE_PRECISION: dict[str, str] = {"delayed": "fp8", "current": "fp8", "blockwise": "fp8", "mxfp8": "fp8",
-                                    "nvfp4": "fp4"}
+RECIPE_PRECISION: dict[str, str] = {"delayed": "fp8", "current": "fp8", "rowwise": "fp8", "blockwise": "fp8",
+                                    "mxfp8": "fp8", "nvfp4": "fp4"}
 DEFAULT_RECIPE: dict[str, RecipeName] = {"fp8": "current", "fp4": "nvfp4"}
 """The recipe a precision runs when none is named: per-tensor current scaling for FP8 (torchao's 'tensorwise' and
 Megatron-Bridge's 'FP8-CS' default), NVFP4 for FP4."""
@@ -330,7 +330,8 @@ class Workload(_Frozen):
         "weights, gradients and optimizer state stay as in bf16).")
     recipe: RecipeName | None = Field(
         None, description="Low-precision scaling recipe (Transformer Engine's names): 'delayed' or 'current' "
-        "per-tensor scaling, 'blockwise' (1 x 128 / 128 x 128), 'mxfp8', 'nvfp4'. None: the precision's default "
+        "per-tensor scaling, 'rowwise' (torchao: one scale per row), 'blockwise' (1 x 128 / 128 x 128), 'mxfp8', "
+        "'nvfp4'. None: the precision's default "
         "('current' for fp8, 'nvfp4' for fp4; none for bf16). The execution profile prices it "
         "(planner.profile.Recipe).")
 

@@ -43,7 +43,7 @@ class PublishedRun(BaseModel):
     gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800", "h200", "b200", "b300", "gb200", "gb300"]
     gpus: int = Field(gt=0)
     precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
-    recipe: Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"] | None = Field(
+    recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8", "nvfp4"] | None = Field(
         None, description="Low-precision scaling recipe as Transformer Engine names it: per-tensor 'delayed' or "
         "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
         "precision's default, or 16-bit).")

@@ -199,7 +199,8 @@ SeqLenOpt = Annotated[int | None, _whole_option(
     rich_help_panel=_W, show_default=False)]
 PrecisionOpt = Annotated[Precision | None, typer.Option(
     "--precision", help="With a transformer --model: GEMM precision and recipe: bf16 (default), fp8 (= fp8-current, "
-    "per-tensor current scaling), fp8-delayed, fp8-blockwise, mxfp8 (Blackwell), fp4 (= nvfp4, Blackwell).",
+    "per-tensor current scaling), fp8-delayed, fp8-rowwise (torchao), fp8-blockwise, mxfp8 (Blackwell), fp4 "
+    "(= nvfp4, Blackwell).",
     rich_help_panel=_W,
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(

@@ -27,6 +27,7 @@ T = TypeVar("T")
 
 
 RECIPE_WORDS = {"current": "per-tensor current scaling", "delayed": "per-tensor delayed scaling",
+                "rowwise": "row-wise scaling (one scale per row)",
                 "blockwise": "1 x 128 / 128 x 128 block scaling", "mxfp8": "MXFP8 (32-element blocks)",
                 "nvfp4": "NVFP4 (16-element blocks, some layers kept in 16-bit)"}
 
