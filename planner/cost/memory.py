@@ -190,12 +190,19 @@ def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: Execut
 
 
 def op_policy_bytes_per_token(mo, cols: Mapping[str, np.ndarray]) -> np.ndarray:
-    """torchtitan's per-op selective recomputation (ac_mode 'selective', 'op'): a layer keeps its input, the attention
-    kernel's output and every other GEMM's output, 2 bytes each; here half of all GEMM output words (each routed
-    GEMM's times top-k), an approximation of 'every other' that does not depend on the GEMMs' order."""
+    """torchtitan's per-op selective recomputation (ac_mode 'selective', 'op'; its _save_list): a layer keeps its
+    input (the checkpointed region's, sharded over N_TP,ff under sequence parallelism), the attention kernel's
+    outputs (the output and its fp32 log-sum-exp), every other matmul's output (aten.mm, counted per layer: the 1st,
+    3rd, ...; here half of all GEMM output words, each routed GEMM's times top-k, which does not depend on the
+    GEMMs' order) and, under sequence parallelism, the reduce-scatters' outputs (_c10d_functional.
+    reduce_scatter_tensor: the row-parallel GEMMs' summed outputs, d / N_TP,ff words each), 2 bytes each."""
     layer = mo.layer
-    words = sum((np.asarray(s.words.per_gpu(cols), dtype=np.float64) for s in layer.saved
-                 if s.role == "input" or s.name == "attention output"), np.zeros(1))
+    kept = sum((s.bytes_per_gpu(cols) for s in layer.saved
+                if s.role in ("input", "core") or s.name == "attention output"), np.zeros(1))
     out = sum((np.asarray(g.out.per_gpu(cols), dtype=np.float64) * (mo.top_k if g.routed else 1)
                for g in layer.gemms if g.name != "router"), np.zeros(1))
-    return 2.0 * (words + out / 2.0)
+    sp = np.asarray(cols["sp"], dtype=bool) if "sp" in cols else np.zeros(1, dtype=bool)
+    tp = np.asarray(cols["tp_ff"], dtype=np.float64)
+    scattered = sum((np.asarray(a.words.per_gpu(cols), dtype=np.float64) * a.copies for a in layer.allreduces
+                     if a.group == "tp_ff"), np.zeros(1)) / tp
+    return kept + 2.0 * (out / 2.0 + np.where(sp & (tp > 1), scattered, 0.0))
