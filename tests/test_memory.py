@@ -190,6 +190,26 @@ def test_deepseek_v3_memory_savers_by_hand():
     assert diff == pytest.approx(163_840 * 4 * 4096 * 16, rel=1e-12)
 
 
+def test_megatron_bridge_mla_up_proj_recomputation_by_hand():
+    # mbridge2509-deepseek-v3-1024gpu-fp8: the recipe's recompute_modules include 'mla_up_proj' (the record's
+    # mla_recompute_up_proj). MLA's q and k (128 heads x 192 / TP 2) and v (128 x 128 / 2), 2 bytes: 65,536 bytes per
+    # token and layer no longer kept, on the first rank's 4 virtual stages of 2 layers with (8 x 5 - 1) / 4 = 9.75
+    # stages' worth of microbatches in flight (Megatron's interleaved warm-up), 4096 tokens each.
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "mbridge2509-deepseek-v3-1024gpu-fp8")
+    assert run.mla_recompute_up_proj
+    prof = REALISTIC.for_framework("megatron-bridge")
+    kept, rebuilt = on(prof), on(prof.model_copy(update={"mla_recompute_up_proj": True}))
+    wl = workload_of(run)
+    lay = layout_of(run, kept)
+    ev = evaluate(kept, wl, lay)
+    diff = ev.memory.activations_bytes - evaluate(rebuilt, wl, lay).memory.activations_bytes
+    assert ev.nanobatch_tokens == 4096
+    assert diff == pytest.approx(65_536 * 8 * 9.75 * 4096, rel=1e-12)
+    assert ROWS[run.id].fits
+
+
 def test_logits_bytes_per_vocabulary_entry():
     wl = load_model_preset("llama3-8b")
     four, six = on(REALISTIC.model_copy(update={"logits_bytes": 4.0})), on(REALISTIC)
@@ -301,8 +321,6 @@ DOES_NOT_FIT_YET = {
                                   "priced at the busiest stage's layers; Meta's schedule (end stages one layer "
                                   "fewer, tunable N, stage inputs freed early) is not modelled per stage",
     "llama3-405b-16k-gpus-8k-seq": "as llama3-405b-8k-gpus-8k-seq",
-    "mbridge2509-deepseek-v3-1024gpu-fp8": "64 GB of activations at pp 8, vpp 4, selective recomputation: record "
-                                          "and Megatron-Bridge's recipe (recompute modules, MLA) not yet compared",
     "automodel-qwen3-30b-a3b-8gpu-bf16": "fp32 Adam state of all 30.5B parameters over 8 GPUs is 45.8 GB alone: the "
                                          "record (sequence, micro-batch, optimizer precision, recomputation) not yet "
                                          "checked against AutoModel's recipe",
