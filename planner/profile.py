@@ -180,6 +180,9 @@ class ExecutionProfile(BaseModel):
     zero3_pp_grad_bytes: float = Field(2.0, gt=0, description="Bytes per parameter of the unsharded gradients "
                                        "held across the microbatches under zero3_pp_unsharded (FSDP2 accumulates "
                                        "them in its reduce dtype: 4 for fp32).")
+    loss_freed_before_recompute: bool = Field(False, description="The loss's bytes are freed before the last "
+                                              "layer is recomputed: the last stage holds the larger of the two, not "
+                                              "their sum (planner.cost.memory; the paper profile adds them).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
     selective_policy: Literal["megatron", "op"] = Field(
@@ -275,6 +278,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
+    "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
     "memory.selective_policy": "selective_policy",
     "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
     "memory.compiled": "compiled",

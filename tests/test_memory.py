@@ -190,6 +190,27 @@ def test_deepseek_v3_memory_savers_by_hand():
     assert diff == pytest.approx(163_840 * 4 * 4096 * 16, rel=1e-12)
 
 
+def test_loss_bytes_and_the_recomputed_layer_never_coexist():
+    # Narayanan et al. 2021's 529B ZeRO-3 run (640 GPUs, micro-batch 4 x 2048 tokens, full recomputation, unfused
+    # attention): the recomputed layer's set (5 x 128 heads x 2048 keys of attention alone per token) is larger
+    # than the loss's 6 bytes x 51200 vocabulary entries + the final norm output (2 x 20480): 348,160 bytes per
+    # token. The realistic profile holds the larger only; with loss_freed_before_recompute off (the paper profile's
+    # rule) both are added.
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "narayanan2021-t2-zero3-529b-640gpu")
+    prof = REALISTIC.for_framework(run.framework)
+    assert prof.loss_freed_before_recompute and not get_profile("paper").loss_freed_before_recompute
+    freed, summed = on(prof, "a100-80gb"), on(prof.model_copy(update={"loss_freed_before_recompute": False}),
+                                             "a100-80gb")
+    wl = workload_of(run)
+    lay = layout_of(run, freed)
+    ev = evaluate(freed, wl, lay)
+    assert ev.nanobatch_tokens == 8192
+    diff = evaluate(summed, wl, lay).memory.activations_bytes - ev.memory.activations_bytes
+    assert diff == pytest.approx(348_160 * 8192, rel=1e-12)
+
+
 def test_megatron_bridge_mla_up_proj_recomputation_by_hand():
     # mbridge2509-deepseek-v3-1024gpu-fp8: the recipe's recompute_modules include 'mla_up_proj' (the record's
     # mla_recompute_up_proj). MLA's q and k (128 heads x 192 / TP 2) and v (128 x 128 / 2), 2 bytes: 65,536 bytes per

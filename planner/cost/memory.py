@@ -121,7 +121,8 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in one byte, compiled
     kernels drop the fusible ones); the first stage holds the most microbatches in flight, the last one microbatch
     plus the loss's bytes over the vocabulary; a recomputing policy adds one layer's whole set, once (on the last
-    stage instead of the loss's bytes, whichever is larger: the backward pass frees those before it recomputes)."""
+    stage instead of the loss's bytes, whichever is larger, when the profile's loss_freed_before_recompute says the
+    backward pass frees those before it recomputes)."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
@@ -166,8 +167,8 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     logits = sum((prof.logits_bytes * np.asarray(t.words.per_gpu(cols), dtype=np.float64) if t.name == "logits"
                   else t.bytes_per_gpu(cols) for t in mo.head.saved), np.zeros(1)) * nanobatch
     # The loss's bytes are freed once the LM head's backward pass is done, before the last layer is recomputed: the
-    # last stage holds the larger of the two on top of its kept tensors, never both.
-    last = one_mb + np.maximum(logits, rebuilding)
+    # last stage holds the larger of the two on top of its kept tensors, never both (the paper profile adds them).
+    last = one_mb + (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
     acts = np.where(f["pp"] == 1, last, np.maximum(one_mb * in_flight + rebuilding, last))
     return {
         "weights_bytes": weights,
