@@ -202,7 +202,7 @@ def op_policy_bytes_per_token(mo, cols: Mapping[str, np.ndarray]) -> np.ndarray:
     reduce_scatter_tensor: the row-parallel GEMMs' summed outputs, d / N_TP,ff words each), 2 bytes each."""
     layer = mo.layer
     kept = sum((s.bytes_per_gpu(cols) for s in layer.saved
-                if s.role in ("input", "core") or s.name == "attention output"), np.zeros(1))
+                if s.role == "input" or s.name in ("attention output", "softmax statistics")), np.zeros(1))
     out = sum((np.asarray(g.out.per_gpu(cols), dtype=np.float64) * (mo.top_k if g.routed else 1)
                for g in layer.gemms if g.name != "router"), np.zeros(1))
     sp = np.asarray(cols["sp"], dtype=bool) if "sp" in cols else np.zeros(1, dtype=bool)
