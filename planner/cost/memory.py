@@ -22,7 +22,8 @@ the fragmentation; the CUDA context and NCCL's buffers lie outside it."""
 
 WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
 GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
-OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1)
+OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1); a transformer's
+# profile may say otherwise (ExecutionProfile.optimizer_state_bytes_per_param, default 12)
 OPTIMIZER_SHARDING = "ZeRO-1"
 """The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
 not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
@@ -173,7 +174,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     return {
         "weights_bytes": weights,
         "grads_bytes": grads,
-        "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * shard,
+        "optimizer_bytes": prof.optimizer_state_bytes_per_param * shard,
         "activations_bytes": acts,
     }
 
