@@ -183,6 +183,13 @@ class ExecutionProfile(BaseModel):
     zero3_pp_grad_bytes: float = Field(2.0, gt=0, description="Bytes per parameter of the unsharded gradients "
                                        "held across the microbatches under zero3_pp_unsharded (FSDP2 accumulates "
                                        "them in its reduce dtype: 4 for fp32).")
+    optimizer_state_bytes_per_param: float = Field(12.0, gt=0, description="Optimizer state bytes per "
+                                                   "parameter, sharded as ZeRO says: 12 for an fp32 master copy and "
+                                                   "fp32 Adam m and v; 4 for Adam's m and v in the 16-bit parameters' "
+                                                   "own dtype and no master copy.")
+    loss_freed_before_recompute: bool = Field(False, description="The loss's bytes are freed before the last "
+                                              "layer is recomputed: the last stage holds the larger of the two, not "
+                                              "their sum (planner.cost.memory; the paper profile adds them).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
     selective_policy: Literal["megatron", "op"] = Field(
@@ -278,6 +285,8 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
+    "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
+    "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",
     "memory.selective_policy": "selective_policy",
     "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
     "memory.compiled": "compiled",

@@ -48,6 +48,11 @@ class PublishedRun(BaseModel):
         "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
         "precision's default, or 16-bit).")
     compiled: bool = Field(False, description="The run used torch.compile (torchtitan) or equivalent fused kernels.")
+    mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
+                                        "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
+    optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
+                                                          "parameter when the run's differ from the profile's 12 "
+                                                          "(fp32 master + Adam m, v): memory only.")
     unknown: list[Literal["vpp", "sp", "recompute", "micro_batch", "zero", "tp_comm_overlap"]] = Field(
         default_factory=list, description="Layout fields the source does not give: validation prices the best "
         "feasible value over them with the planner's own search and says which it took.")
@@ -363,6 +368,10 @@ def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict
         prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
     if run.compiled:
         prof = prof.model_copy(update={"compiled": True})
+    if run.mla_recompute_up_proj:
+        prof = prof.model_copy(update={"mla_recompute_up_proj": True})
+    if run.optimizer_state_bytes_per_param is not None:
+        prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
     try:
         wl = workload_of(run)

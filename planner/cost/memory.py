@@ -22,7 +22,8 @@ the fragmentation; the CUDA context and NCCL's buffers lie outside it."""
 
 WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
 GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
-OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1)
+OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1); a transformer's
+# profile may say otherwise (ExecutionProfile.optimizer_state_bytes_per_param, default 12)
 OPTIMIZER_SHARDING = "ZeRO-1"
 """The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
 not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
@@ -120,7 +121,9 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     Activations: the tensors the recomputation level keeps (KEPT_ROLES, or torchtitan's per-op policy), each per
     token (sequence parallelism shards those outside the TP regions, FP8 keeps GEMM inputs in one byte, compiled
     kernels drop the fusible ones); the first stage holds the most microbatches in flight, the last one microbatch
-    plus the loss's bytes over the vocabulary; a recomputing policy adds one layer's whole set, once."""
+    plus the loss's bytes over the vocabulary; a recomputing policy adds one layer's whole set, once (on the last
+    stage instead of the loss's bytes, whichever is larger, when the profile's loss_freed_before_recompute says the
+    backward pass frees those before it recomputes)."""
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
@@ -164,12 +167,14 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
     logits = sum((prof.logits_bytes * np.asarray(t.words.per_gpu(cols), dtype=np.float64) if t.name == "logits"
                   else t.bytes_per_gpu(cols) for t in mo.head.saved), np.zeros(1)) * nanobatch
-    acts = np.where(f["pp"] == 1, one_mb + rebuilding + logits,
-                    np.maximum(one_mb * in_flight, one_mb + logits) + rebuilding)
+    # The loss's bytes are freed once the LM head's backward pass is done, before the last layer is recomputed: the
+    # last stage holds the larger of the two on top of its kept tensors, never both (the paper profile adds them).
+    last = one_mb + (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
+    acts = np.where(f["pp"] == 1, last, np.maximum(one_mb * in_flight + rebuilding, last))
     return {
         "weights_bytes": weights,
         "grads_bytes": grads,
-        "optimizer_bytes": OPTIMIZER_BYTES_PER_PARAM * shard,
+        "optimizer_bytes": prof.optimizer_state_bytes_per_param * shard,
         "activations_bytes": acts,
     }
 
@@ -190,12 +195,19 @@ def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: Execut
 
 
 def op_policy_bytes_per_token(mo, cols: Mapping[str, np.ndarray]) -> np.ndarray:
-    """torchtitan's per-op selective recomputation (ac_mode 'selective', 'op'): a layer keeps its input, the attention
-    kernel's output and every other GEMM's output, 2 bytes each; here half of all GEMM output words (each routed
-    GEMM's times top-k), an approximation of 'every other' that does not depend on the GEMMs' order."""
+    """torchtitan's per-op selective recomputation (ac_mode 'selective', 'op'; its _save_list): a layer keeps its
+    input (the checkpointed region's, sharded over N_TP,ff under sequence parallelism), the attention kernel's
+    outputs (the output and its fp32 log-sum-exp), every other matmul's output (aten.mm, counted per layer: the 1st,
+    3rd, ...; here half of all GEMM output words, each routed GEMM's times top-k, which does not depend on the
+    GEMMs' order) and, under sequence parallelism, the reduce-scatters' outputs (_c10d_functional.
+    reduce_scatter_tensor: the row-parallel GEMMs' summed outputs, d / N_TP,ff words each), 2 bytes each."""
     layer = mo.layer
-    words = sum((np.asarray(s.words.per_gpu(cols), dtype=np.float64) for s in layer.saved
-                 if s.role == "input" or s.name == "attention output"), np.zeros(1))
+    kept = sum((s.bytes_per_gpu(cols) for s in layer.saved
+                if s.role == "input" or s.name in ("attention output", "softmax statistics")), np.zeros(1))
     out = sum((np.asarray(g.out.per_gpu(cols), dtype=np.float64) * (mo.top_k if g.routed else 1)
                for g in layer.gemms if g.name != "router"), np.zeros(1))
-    return 2.0 * (words + out / 2.0)
+    sp = np.asarray(cols["sp"], dtype=bool) if "sp" in cols else np.zeros(1, dtype=bool)
+    tp = np.asarray(cols["tp_ff"], dtype=np.float64)
+    scattered = sum((np.asarray(a.words.per_gpu(cols), dtype=np.float64) * a.copies for a in layer.allreduces
+                     if a.group == "tp_ff"), np.zeros(1)) / tp
+    return kept + 2.0 * (out / 2.0 + np.where(sp & (tp > 1), scattered, 0.0))
