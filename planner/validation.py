@@ -535,13 +535,14 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "(`benchmarks/calibrate.py`); the held-out runs never entered a fit.", ""]
     worst = sorted(priced, key=lambda r: -abs((r.ratio or 1.0) - 1.0))[:6]
     lines += ["What limits it further. The largest errors: " + "; ".join(
-        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". They are runs whose records leave out what the run did "
-        "(Llama 3 and Nemotron-4: interleaving degree and sequence parallelism not published, so the record prices "
-        "a plain 1F1B bubble and does not fit in memory), frameworks whose behaviour the profile only approximates "
-        "(torchtitan's ring attention at 64K-256K tokens, DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs, FP8 runs "
-        "whose cast and scaling kernels the operation list leaves out) and MoE routing imbalance, which the "
-        "uniform-routing model does not see (DeepSeek-V3, gpt-oss). Dense 16-bit runs of Megatron-style "
-        "frameworks are where the profile is validated; the rest is reported, not hidden.", ""]
+        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs on Blackwell (gpt-oss, "
+        "Qwen3-235B, DeepSeek-V3): token dispatch, grouped-GEMM efficiency on small experts and routing work are "
+        "approximations, and the Megatron-Bridge recipes' partial recomputation (MLA up-projections, MLP and MoE "
+        "activations: recompute_modules) is not in the model, so where a record leaves recomputation unknown the "
+        "search may take full recomputation that the run did not pay for. Then come torchtitan's long-context ring "
+        "attention at 64K-256K tokens, records that leave out what the run did (Llama 3 405B: interleaving degree "
+        "and micro-batch size) and DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style "
+        "frameworks are where the profile is most accurate; the rest is reported, not hidden.", ""]
     pairs = precision_pairs(rows)
     if pairs:
         lines += ["**Low precision against 16-bit on the same layout.** Pairs of runs from one source with the same "
