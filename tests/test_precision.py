@@ -122,10 +122,9 @@ def test_cpsat_matches_the_enumerator_with_recipes_and_zero3_latency(precision: 
     CP-SAT proves the enumerator's optimum under the realistic profile on Blackwell (FP4 needs it)."""
     from planner.hardware import get_hardware, with_profile
     from planner.parallel.space import SearchOptions
+    from planner.profile import get_profile
     from planner.search.cpsat import solve_cpsat
     from planner.search.exhaustive import solve_exhaustive
-
-    from planner.profile import get_profile
 
     # ZeRO-3 under DeepSpeed's framework values: its gathers neither overlap nor run hierarchically, so their ring
     # latency is exposed and in the step
