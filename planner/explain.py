@@ -475,6 +475,15 @@ def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureM
         f"goodput.storage_GBps_per_gpu=...; --sensitivity ranks them), or --no-goodput for the failure-free answer"])
 
 
+
+def time_advice(result: SearchResult) -> str:
+    """What more time would do for a search its limit stopped: let CP-SAT start, when the limit ran out while the
+    space and its tables were built (more time helps only by that much), or search longer."""
+    if result.cpsat_s == 0.0 and any("before CP-SAT ran" in n for n in result.notes):
+        return (f"the limit ran out in presolve, {result.presolve_s:.1f} s into building the space and its tables, "
+                "before CP-SAT ran: raise --time-limit well above that for the search to start")
+    return "raise --time-limit to search longer"
+
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
                          result: SearchResult) -> str:
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
@@ -487,7 +496,7 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "
-                "NOT proven infeasible: raise --time-limit")
+                f"NOT proven infeasible: {time_advice(result)}")
     space = build_space(hw, wl, options)
     if options.gpus is not None:
         n = options.gpus
@@ -543,7 +552,7 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, r
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on "
                 f"{n} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} needs "
-                f"{fit.total_bytes / GB:,.1f} GB per GPU); raise --time-limit")
+                f"{fit.total_bytes / GB:,.1f} GB per GPU); {time_advice(result)}")
     return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space, although "
             f"the degree tuple {fit.tuple_text} fits in memory ({fit.total_bytes / GB:,.1f} GB per GPU): no valid "
             f"placement on the network levels\n{_nearby_text(hw, wl, options, n)}")
@@ -584,7 +593,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout; the "
-                f"request was NOT proven infeasible (raise --time-limit)\n"
+                f"request was NOT proven infeasible ({time_advice(result)})\n"
                 f"for reference, no layout can be faster than {_fmt_days(fb.days)} (critical-path lower bound), "
                 f"which is within the {days:g} days asked")
     scan = fit_search(hw, wl, options)

@@ -30,3 +30,22 @@ def test_cli_says_unknown_not_infeasible_when_the_clock_stops_the_search(capsys)
     assert code == 1
     assert err.startswith("unknown: the search stopped at its time limit") and "NOT proven infeasible" in err
     assert out.startswith("NO LAYOUT FOUND")
+
+
+def test_the_time_limit_covers_presolve_and_the_advice_says_so():
+    """DeepSeek-V3 on 2,048 GPUs has 14 million model-parallel rows to build before CP-SAT runs: a limit that runs
+    out while they are built stops the search there (status unknown, nothing ruled out), and the explanation says the
+    limit ran out in presolve rather than that the search ran out of time."""
+    from planner import api
+    from planner.errors import Infeasible
+    from planner.workload import load_model_preset
+
+    wl = load_model_preset("deepseek-v3")
+    try:
+        api.plan(workload=wl, gpu="h800", gpus=2048, time_limit_s=0.05)
+    except Infeasible as exc:
+        plan = exc.plan
+    else:  # pragma: no cover - the limit cannot hold a whole search of this size
+        raise AssertionError("a 0.05 s limit finished the search")
+    assert plan.status == "unknown" and plan.solver.status == "unknown"
+    assert "ran out in presolve" in plan.explanation and "before CP-SAT ran" in plan.explanation

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -221,12 +221,27 @@ def sp_allows(tp_ff, sp) -> np.ndarray:
 
 def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
     """Every combination of the dimensions other than (N_DP, m), as named columns."""
+    rows = model_parallel_rows_within(space, None)
+    assert rows is not None
+    return rows
+
+
+def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None
+                               ) -> dict[str, np.ndarray] | None:
+    """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
+    that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
+    did."""
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
-    grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
-    cols = {name: grids[k] for k, name in enumerate(space.values)}
-    cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
-    keep = sp_allows(cols["tp_ff"], cols["sp"])
-    return {k: v[keep] for k, v in cols.items()}
+    parts: list[dict[str, np.ndarray]] = []
+    for first in axes[0]:
+        if out_of_time is not None and out_of_time():
+            return None
+        grids = [g.ravel() for g in np.meshgrid(np.array([first]), *axes[1:], indexing="ij")]
+        cols = {name: grids[k] for k, name in enumerate(space.values)}
+        cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
+        keep = sp_allows(cols["tp_ff"], cols["sp"])
+        parts.append({k: v[keep] for k, v in cols.items()})
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def mp_size(mp: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -48,7 +48,7 @@ from planner.parallel.space import (
     factor_options,
     layout_from,
     level_products,
-    model_parallel_rows,
+    model_parallel_rows_within,
     mp_size,
     rank_order_factors,
     schedule_allows,
@@ -740,12 +740,6 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
-    mp = model_parallel_rows(space)
-    if 1 in space.values["sp"]:
-        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
-        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
-        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
-        mp = {k: v[keep] for k, v in mp.items()}
     stats = _Stats()
 
     def result(status, layout, **kw) -> SearchResult:
@@ -755,12 +749,26 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                             cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
                             cpsat_bound_rank=stats.bound_rank, **kw)
 
+    rows = model_parallel_rows_within(space, lambda: clock.out)
+    if rows is None:
+        return _presolve_out(result, clock)
+    mp = rows
+    if 1 in space.values["sp"]:
+        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
+        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
+        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
+        mp = {k: v[keep] for k, v in mp.items()}
+
     if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
         return result("infeasible", None)
+    if clock.out:  # the limit covers presolve: building the space may already have spent it
+        return _presolve_out(result, clock)
     n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
     shapes = ShapeTable.for_space(hw, wl, space)
+    if clock.out:
+        return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
     if options.gpus is not None:
         lo, n_max = float(options.gpus), float(options.gpus)
@@ -834,6 +842,15 @@ def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions)
     from planner.cost.step import evaluate
 
     return evaluate(hw, wl, layout, dp_overlap=options.dp_overlap).step.step_s
+
+
+PRESOLVE_OUT = "time limit {limit:g} s reached while building the search space and its tables, before CP-SAT ran"
+"""The note of a search the time limit stopped in presolve (explain reads it to advise a larger limit)."""
+
+
+def _presolve_out(result, clock: _Clock) -> SearchResult:
+    """The clock ran out before any CP-SAT model was built: nothing was ruled out."""
+    return result("unknown", None, gap=None, stage="gpus", notes=[PRESOLVE_OUT.format(limit=clock.limit)])
 
 
 def _timed_out(result, clock: _Clock, incumbent: Layout | None, cut: float, deadline_s) -> SearchResult:
