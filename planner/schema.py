@@ -643,8 +643,8 @@ class StepBreakdown(_Frozen):
         "the paper's tie-break.")
 
 
-class MemoryBreakdown(_Frozen):
-    """Bytes per GPU (docs/model.md §7)."""
+class _MemoryParts(_Frozen):
+    """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
     weights_bytes: float
     grads_bytes: float
@@ -662,6 +662,11 @@ class MemoryBreakdown(_Frozen):
     total_bytes: float = Field(description="Sum of the components above, bytes per GPU (headroom not included).")
     headroom_bytes: float = Field(0.0, description="Bytes a plan must leave free: it fits when total + headroom <= "
                                   "capacity (the profile's memory.headroom_GB or --memory-headroom).")
+
+
+class MemoryBreakdown(_MemoryParts):
+    """Bytes per GPU (docs/model.md §7)."""
+
     capacity_bytes: float
 
     @property
@@ -755,23 +760,7 @@ else:
         levels=(list[str], Field(description="Network level names, bottom-up, matching the placement lists.")))
 
 
-class MemoryReport(_Frozen):
-    weights_bytes: float
-    grads_bytes: float
-    optimizer_bytes: float
-    activations_bytes: float
-    fragmentation_bytes: float = Field(0.0, description="Bytes the caching allocator reserves beyond what it "
-                                       "serves (the profile's fragmentation x weights, gradients, optimizer state "
-                                       "and activations).")
-    workspace_bytes: float = Field(0.0, description="cuBLAS / Transformer Engine GEMM workspaces, bytes.")
-    nccl_bytes: float = Field(0.0, description="NCCL communicator buffers, bytes: communicators the layout opens x "
-                              "channels x buffers per channel x NCCL_BUFFSIZE.")
-    context_bytes: float = Field(0.0, description="CUDA context and the framework's per-process baseline, bytes.")
-    reserve_bytes: float = Field(description="The profile's fixed reserve, bytes (the paper profile's 2 GB for "
-                                 "everything above).")
-    total_bytes: float = Field(description="Sum of the components above, bytes per GPU (headroom not included).")
-    headroom_bytes: float = Field(0.0, description="Bytes a plan must leave free: it fits when total + headroom <= "
-                                  "capacity (the profile's memory.headroom_GB or --memory-headroom).")
+class MemoryReport(_MemoryParts):
     capacity: float = Field(description="HBM bytes per GPU.")
 
 
