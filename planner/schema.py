@@ -157,7 +157,8 @@ class NetworkLevel(_Frozen):
     )
     bw_bidir_Bps: float = Field(gt=0, description="Per-GPU bidirectional bandwidth; the cost model "
         "uses half per direction. May be inf.")
-    lat_s: float = Field(ge=0, description="One-way latency of one message at this level.")
+    lat_s: float = Field(ge=0, description="One-way latency of one message at this level (at most 1 s: a slower "
+                         "level is not a training network, and larger values only make the search slow).")
     unit: int | None = Field(
         None, gt=0, description="Lowest level only: GPUs per unit that a job takes whole inside one group (4 for a "
         "GB200 NVL72 compute tray). Set (or `usable` set): a job uses the same number of GPUs, a multiple of the unit, "
@@ -185,6 +186,13 @@ class NetworkLevel(_Frozen):
     def usable_gpus(self) -> int | None:
         """The most GPUs a job uses in one group: `usable`, else the group size (None: unbounded)."""
         return self.usable if self.usable is not None else self.size
+
+    @field_validator("lat_s")
+    @classmethod
+    def _latency_bound(cls, v: float) -> float:
+        if v > 1.0:
+            raise ValueError(f"{v * 1e6:.3g} us is more than 1 s (1,000,000 us) per message: not a training network")
+        return v
 
 
 class Hardware(_Frozen):

@@ -371,3 +371,11 @@ def test_the_largest_accepted_transformer_plans_within_its_time_limit_and_memory
                           "--gpus", "1024", "--time-limit", "5"], capture_output=True, text=True, timeout=60)
     assert res.returncode in (0, 1) and time.perf_counter() - t0 < 10
     assert int(res.stderr.strip().splitlines()[-1]) < 4 * 2**20  # KB (measured: 3.4 GB)
+
+
+def test_an_absurd_network_latency_is_refused_at_once(capsys):
+    """A level latency of 1e20 us was accepted and took the search most of a minute to prove infeasible; more than
+    1 s per message is not a training network, and the error says so in the unit the user wrote."""
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--set", "levels.0.lat_us=1e20"])
+    _one_error(code, err)
+    assert "1 s (1,000,000 us)" in err
