@@ -18,7 +18,7 @@ from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
-from planner.profile import get_profile
+from planner.profile import entry_for, get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
     DependsOn,
@@ -231,20 +231,16 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     if key.startswith("recipe."):
         return wl is not None and key.split(".")[1] == wl.recipe_name
     if key.startswith("gemm.sustained_by_family."):
-        family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
-        entry = key[len("gemm.sustained_by_family."):].upper()
-        names = {k.upper() for k in prof.gemm_sustained_by_family}
-        mine = hw.gpu.name.upper() if hw.gpu.name.upper() in names else family
-        return prof.gemm_model == "measured" and entry == mine
+        mine = entry_for(prof.gemm_sustained_by_family, hw.gpu.name)
+        return (prof.gemm_model == "measured" and mine is not None
+                and key[len("gemm.sustained_by_family."):].upper() == mine.upper())
     for precision, (table, entries) in tables.items():
         if key.startswith(table):
             # a low-precision recipe's kept layers and LM head still run 16-bit GEMMs
             if prof.gemm_model != "measured" or (wl is not None and precision not in ("bf16", wl.precision)):
                 return False
-            family = hw.gpu.name.split()[0].upper() if hw.gpu.name.split() else ""
-            has_family = any(e.upper() == family for e in entries)
-            entry = key[len(table):]
-            return entry.upper() == family or (entry == "default" and not has_family)
+            mine = entry_for(entries, hw.gpu.name)  # the one entry this GPU reads
+            return mine is not None and key[len(table):].upper() == mine.upper()
     if key.startswith("gemm.") and key != "gemm.model" and prof.gemm_model != "measured":
         return False
     return True

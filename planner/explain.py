@@ -479,7 +479,7 @@ def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureM
 def time_advice(result: SearchResult) -> str:
     """What more time would do for a search its limit stopped: let CP-SAT start, when the limit ran out while the
     space and its tables were built (more time helps only by that much), or search longer."""
-    if result.cpsat_s == 0.0 and any("before CP-SAT ran" in n for n in result.notes):
+    if result.solver == "cpsat" and result.cpsat_models == 0:  # stopped before its first CP-SAT model
         return (f"the limit ran out in presolve, {result.presolve_s:.1f} s into building the space and its tables, "
                 "before CP-SAT ran: raise --time-limit well above that for the search to start")
     return "raise --time-limit to search longer"

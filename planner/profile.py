@@ -19,7 +19,7 @@ user file may give plain values. Sections and keys are those of `FIELDS` below.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -73,6 +73,18 @@ class Recipe(BaseModel):
     param_gather_bytes: float = Field(
         2.0, gt=0, le=4, description="Bytes per parameter of ZeRO-3 / FSDP / distributed-optimizer parameter "
         "all-gathers (1: gathered in FP8, Megatron --fp8-param-gather, torchtitan float8 all-gather; 2: 16-bit).")
+
+
+def entry_for(table: Mapping[str, float], gpu_name: str) -> str | None:
+    """The key of a per-GPU table (peak fractions, sustained factors) that a GPU reads: its full name (a variant
+    such as a power-capped part), else its family (the name's first word, e.g. 'H100'), else 'default'; keys match
+    without regard to case. None: no entry applies."""
+    keys = {key.upper(): key for key in table}
+    words = gpu_name.split()
+    for wanted in (gpu_name.upper(), words[0].upper() if words else "", "DEFAULT"):
+        if wanted in keys:
+            return keys[wanted]
+    return None
 
 
 class ExecutionProfile(BaseModel):
@@ -212,21 +224,17 @@ class ExecutionProfile(BaseModel):
         'fp4'; the 16-bit table serves 'bf16')."""
         table = {"fp8": self.gemm_fp8_peak_fraction, "fp4": self.gemm_fp4_peak_fraction}.get(
             precision, self.gemm_peak_fraction)
-        family = gpu_name.split()[0].upper() if gpu_name.split() else ""
-        for key, value in table.items():
-            if key.upper() == family:
-                return value
-        if "default" in table:
-            return table["default"]
+        key = entry_for(table, gpu_name)
+        if key is not None:
+            return table[key]
         label = precision if precision in ("fp8", "fp4") else "16-bit"
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
 
     def sustained_factor(self, gpu_name: str) -> float:
-        """`gemm_sustained_by_family` for this GPU's full name (a variant such as a power-capped part), else for
-        its family (the name's first word), else `gemm_sustained_factor`."""
-        family = gpu_name.split()[0].upper() if gpu_name.split() else ""
-        table = {key.upper(): value for key, value in self.gemm_sustained_by_family.items()}
-        return table.get(gpu_name.upper(), table.get(family, self.gemm_sustained_factor))
+        """`gemm_sustained_by_family` for this GPU (`entry_for`: a variant such as a power-capped part by its full
+        name, else its family), else `gemm_sustained_factor`."""
+        key = entry_for(self.gemm_sustained_by_family, gpu_name)
+        return self.gemm_sustained_factor if key is None else self.gemm_sustained_by_family[key]
 
     def recipe(self, name: str | None) -> Recipe | None:
         """The profile's recipe of that name (None: 16-bit, or a recipe the profile does not price)."""

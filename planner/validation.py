@@ -319,12 +319,13 @@ def _best_variant(run: PublishedRun, chosen: ExecutionProfile) -> tuple[Publishe
                 framework=run.framework, precision=run.precision, layout=_run_layout_text(run), source=run.source)
     try:
         variants = _variants(run)
+        wl = workload_of(run)  # the unknown fields are layout fields: one workload serves every variant
     except InvalidInput as exc:
         return run, _unpriced(base, str(exc))
     best: tuple[tuple[bool, float], PublishedRun, ValidationRow] | None = None
     first_problem = ""
     for variant, note in variants:
-        row = _price(variant, hw, chosen, base, note)
+        row = _price(variant, wl, hw, chosen, base, note)
         if row.predicted_tokens_per_s is None:
             first_problem = first_problem or row.problem
             continue
@@ -356,8 +357,9 @@ def _unpriced(base: dict, problem: str) -> ValidationRow:
                          predicted_mfu=None, ratio=None, fits=None, problem=problem)
 
 
-def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict, assumed: str) -> ValidationRow:
-    """One run with every layout field known, priced."""
+def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfile, base: dict, assumed: str
+           ) -> ValidationRow:
+    """One run with every layout field known, priced (`wl`: its `workload_of`)."""
     from planner.cost.memory import allocator_peak_bytes
     from planner.cost.step import evaluate, peak_flops
     from planner.hardware import with_profile
@@ -374,7 +376,6 @@ def _price(run: PublishedRun, hw: Hardware, chosen: ExecutionProfile, base: dict
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
     try:
-        wl = workload_of(run)
         lay = layout_of(run, hw)
         problems = check_layout(hw, wl, lay)
         if lay.gpus != run.gpus:

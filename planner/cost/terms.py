@@ -191,9 +191,6 @@ def _low_gpu(gpu: Gpu, precision: str) -> Gpu:
     return low
 
 
-PASS_INDEX = {"fprop": 0, "dgrad": 1, "wgrad": 2}
-
-
 @dataclass(frozen=True)
 class Rates:
     """How fast one GPU runs each kind of operation under the hardware's execution profile (planner.profile):
@@ -237,13 +234,13 @@ class Rates:
             fraction *= self.recipe.gemm_efficiency
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
 
-    def layer_gemm(self, d1, d2, b, pass_: str) -> np.ndarray:
-        """A layer GEMM's pass, with the recipe's 16-bit layers mixed in: (1 - f) at the low-precision rate and f
-        at the 16-bit rate, f the share of layers the recipe keeps in 16-bit (every layer is priced alike, so the
-        kept layers' time is spread over all of them)."""
+    def gemm_pass(self, d1, d2, b, pass_: str, layer: bool = True) -> np.ndarray:
+        """One pass of a GEMM ('fprop', 'dgrad', 'wgrad'; arguments as `gemm`). A layer's mixes in the recipe's
+        16-bit layers: (1 - f) at the low-precision rate and f at the 16-bit rate, f the share of layers the recipe
+        keeps in 16-bit (every layer is priced alike, so the kept layers' time is spread over all of them)."""
         wg = pass_ == "wgrad"
-        t = self.gemm(d1, d2, b, weight_grad=wg, pass_=pass_)
-        kept = self.recipe.kept_layer_fraction if (self.low and self.recipe is not None) else 0.0
+        t = self.gemm(d1, d2, b, weight_grad=wg, layer=layer, pass_=pass_)
+        kept = self.recipe.kept_layer_fraction if (layer and self.low and self.recipe is not None) else 0.0
         if kept > 0.0:
             t = (1.0 - kept) * t + kept * self.gemm(d1, d2, b, weight_grad=wg, layer=False)
         return t
@@ -345,12 +342,8 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         shard = expert_cols(cols) if routed else cols  # a folded layout splits the experts by N_ETP
         o, i = gemm.out.per_gpu(shard), gemm.inp.per_gpu(shard)
         n = n_routed if routed else n_dense
-        if layer:
-            parts = np.stack(np.broadcast_arrays(r.layer_gemm(o, i, n, "fprop"), r.layer_gemm(i, o, n, "dgrad"),
-                                                 r.layer_gemm(o, i, n, "wgrad")))
-        else:
-            parts = np.stack(np.broadcast_arrays(r.gemm(o, i, n, layer=False), r.gemm(i, o, n, layer=False),
-                                                 r.gemm(o, i, n, weight_grad=True, layer=False)))
+        parts = np.stack(np.broadcast_arrays(r.gemm_pass(o, i, n, "fprop", layer), r.gemm_pass(i, o, n, "dgrad", layer),
+                                             r.gemm_pass(o, i, n, "wgrad", layer)))
         # the busiest expert rank runs `moe_imbalance` times the mean routed load
         copies = experts_here * r.hw.profile.moe_imbalance if routed else 1.0
         if routed:

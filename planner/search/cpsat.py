@@ -844,13 +844,10 @@ def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions)
     return evaluate(hw, wl, layout, dp_overlap=options.dp_overlap).step.step_s
 
 
-PRESOLVE_OUT = "time limit {limit:g} s reached while building the search space and its tables, before CP-SAT ran"
-"""The note of a search the time limit stopped in presolve (explain reads it to advise a larger limit)."""
-
-
 def _presolve_out(result, clock: _Clock) -> SearchResult:
     """The clock ran out before any CP-SAT model was built: nothing was ruled out."""
-    return result("unknown", None, gap=None, stage="gpus", notes=[PRESOLVE_OUT.format(limit=clock.limit)])
+    note = f"time limit {clock.limit:g} s reached while building the search space and its tables, before CP-SAT ran"
+    return result("unknown", None, gap=None, stage="gpus", notes=[note])
 
 
 def _timed_out(result, clock: _Clock, incumbent: Layout | None, cut: float, deadline_s) -> SearchResult:
