@@ -201,7 +201,7 @@ class Hardware(_Frozen):
     name: str = Field(description="Short name used on the command line, e.g. 'h100'.")
     _name = field_validator("name")(check_name)
     description: str = Field("", description="What system this describes.")
-    gpu: Gpu
+    gpu: Gpu = Field(description="The GPU every node of the system carries.")
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
@@ -654,10 +654,13 @@ class StepBreakdown(_Frozen):
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
-    weights_bytes: float
-    grads_bytes: float
-    optimizer_bytes: float
-    activations_bytes: float
+    weights_bytes: float = Field(description="Model weights held by one GPU, bytes (its shard; 16-bit, or the "
+                                 "precision's copies).")
+    grads_bytes: float = Field(description="Gradients held by one GPU, bytes (ZeRO-2/3 shard them).")
+    optimizer_bytes: float = Field(description="Optimizer state held by one GPU, bytes (fp32 master weights and Adam "
+                                   "moments; ZeRO shards them).")
+    activations_bytes: float = Field(description="Activations saved for the backward pass on one GPU at the pipeline's "
+                                     "peak (microbatches in flight), bytes.")
     fragmentation_bytes: float = Field(0.0, description="Bytes the caching allocator reserves beyond what it "
                                        "serves (the profile's fragmentation x weights, gradients, optimizer state "
                                        "and activations).")
@@ -675,7 +678,7 @@ class _MemoryParts(_Frozen):
 class MemoryBreakdown(_MemoryParts):
     """Bytes per GPU (docs/model.md §7)."""
 
-    capacity_bytes: float
+    capacity_bytes: float = Field(description="HBM capacity per GPU, bytes.")
 
     @property
     def fits(self) -> bool:
@@ -685,8 +688,10 @@ class MemoryBreakdown(_MemoryParts):
 class OpTime(_Frozen):
     """One operation's share of a step on the busiest device (the op-level breakdown)."""
 
-    name: str
-    kind: Literal["gemm", "attention", "elementwise", "recompute", "overhead"]
+    name: str = Field(description="The operation, e.g. 'qkv', 'attention core', 'mlp down'.")
+    kind: Literal["gemm", "attention", "elementwise", "recompute", "overhead"] = Field(
+        description="What kind of work it is: a GEMM, the attention core, element-wise ops, recomputation or fixed "
+        "overhead.")
     where: str = Field(description="'every layer', 'first stage' (embedding) or 'last stage' (LM head).")
     seconds: float = Field(description="Seconds per optimizer step, all microbatches and passes, before overlap.")
 
@@ -694,20 +699,20 @@ class OpTime(_Frozen):
 class Evaluation(_Frozen):
     """A layout run through the cost model."""
 
-    layout: Layout
-    gpus: int
-    nodes: int
-    step: StepBreakdown
-    memory: MemoryBreakdown
-    training_s: float
-    training_days: float
-    mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense "
-        "FLOP/s, 6 N_active D FLOP.")
+    layout: Layout = Field(description="The layout that was priced.")
+    gpus: int = Field(description="GPUs the layout uses: the product of its degrees.")
+    nodes: int = Field(description="Physical nodes those GPUs occupy (gpus / gpus_per_node, rounded up).")
+    step: StepBreakdown = Field(description="Seconds per optimizer step, by component.")
+    memory: MemoryBreakdown = Field(description="Bytes per GPU, by component, against HBM capacity.")
+    training_s: float = Field(description="Training time, seconds: step time x optimizer steps (no failures).")
+    training_days: float = Field(description="Training time, days (training_s / 86,400).")
+    mfu: float = Field(description="Model FLOP utilisation, fraction (0-1): T / (N_GPU x peak x t_run), against peak "
+                       "(max-clock) dense FLOP/s, counting flop_convention's FLOPs.")
     bottleneck: str = Field(description="What binds the step time, in words.")
     nanobatch_tokens: float = Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
                                     "Transformer: tokens per microbatch on one GPU's dense layers.")
-    hfu: float = Field(description="Hardware FLOP utilisation: model FLOPs plus recomputed FLOPs, against the same "
-                       "peak.")
+    hfu: float = Field(description="Hardware FLOP utilisation, fraction (0-1): model FLOPs plus recomputed FLOPs, "
+                       "against the same peak.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's work.")
 
 
@@ -720,17 +725,17 @@ class WorkloadReport(_Frozen):
     compute_flop: float = Field(description="Training compute: model FLOPs per token x tokens (flop_convention).")
     requested_compute_flop: float | None = Field(description="What was asked for (differs from "
         "compute_flop by rounding).")
-    d_model: int
-    d_ff: int
-    layers: int
-    experts: int
-    batch_tokens: int
-    tokens: float
-    params: float
-    active_params: float
-    steps: float
-    label: str
-    seq_len: int = 2048
+    d_model: int = Field(description="Model (residual stream) width.")
+    d_ff: int = Field(description="MLP hidden width (toy: of each expert; transformer: of the dense MLP).")
+    layers: int = Field(description="L, layers (MLP blocks of the toy model).")
+    experts: int = Field(description="E, experts per MoE layer; 1 = dense.")
+    batch_tokens: int = Field(description="Global batch b, tokens per optimizer step.")
+    tokens: float = Field(description="Training tokens D.")
+    params: float = Field(description="Total parameters N_p (every expert counted).")
+    active_params: float = Field(description="Parameters one token meets (toy: N_p / E).")
+    steps: float = Field(description="Optimizer steps, D / b.")
+    label: str = Field(description="Where the shape came from (scaling law, preset name, flags).")
+    seq_len: int = Field(2048, description="Sequence length, tokens.")
     precision: Literal["bf16", "fp8", "fp4"] = Field("bf16", description="GEMM precision the plan was priced in.")
     recipe: RecipeName | None = Field(None, description="Low-precision recipe the plan was priced with (null: bf16).")
     model_flop_per_token: float = Field(0.0, description="Model FLOPs per token (flop_convention).")
@@ -762,8 +767,10 @@ else:
     LayoutReport = create_model(
         "LayoutReport", __base__=_LayoutReportBase, __module__=__name__,
         **{d.name: (int, Field(... if d.default is None else d.default, description=d.help)) for d in DIMENSIONS},
-        schedule=(Schedule, ...),
-        nanobatch_tokens=(float, ...),
+        schedule=(Schedule, Field(description="Pipeline schedule: '1f1b' (interleaved when interleave > 1) or "
+                                  "'zb-h2' (zero bubble).")),
+        nanobatch_tokens=(float, Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
+                                       "Transformer: tokens per microbatch on one GPU's dense layers.")),
         placement=(dict[str, list[int]], Field(description="Degree -> factor per network level, bottom-up.")),
         levels=(list[str], Field(description="Network level names, bottom-up, matching the placement lists.")))
 
@@ -774,8 +781,10 @@ class MemoryReport(_MemoryParts):
 
 class SolverReport(_Frozen):
     name: Literal["cpsat", "exhaustive", "none"] = Field(description="'none' when a given layout was only evaluated.")
-    status: Literal["optimal", "feasible", "infeasible", "unknown"]
-    wall_s: float = Field(description="Search wall time (the only field that varies between identical runs).")
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
+        description="The search's verdict: optimal (proven), feasible (not proven), infeasible (proven none), "
+        "unknown (stopped before any layout).")
+    wall_s: float = Field(description="Search wall time, seconds (the only field that varies between identical runs).")
     space_size: int = Field(description="Valid degree tuples in the space (each also has several placements).")
     evaluated: int = Field(description="cpsat: tuples and (tuple, factor vectors) pairs put into CP-SAT models, all "
                            "models together; exhaustive: layouts (tuple x placement) priced.")
@@ -811,21 +820,24 @@ class Plan(_Frozen):
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
         description="optimal: proven; feasible: a layout, not proven optimal (time limit); infeasible: proven that "
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
-    hardware: str
-    gpu: str
+    hardware: str = Field(description="Hardware name as given (a shipped system or a user file's `name`).")
+    gpu: str = Field(description="The GPU's marketing name, e.g. 'H100 SXM5'.")
     _names = field_validator("hardware", "gpu", "profile")(check_name)
     profile: str = Field("paper", description="The execution profile that priced the plan (planner.profile): 'paper' "
                          "(the paper's idealised model) or 'realistic' (validated against published runs, "
                          "docs/validation.md).")
     peak_flops: float = Field(description="Peak dense FLOP/s per GPU at max clock in the workload's precision (16-bit, "
                               "or FP8): MFU's denominator.")
-    flop_convention: str = "6 * active_params * tokens"
-    deadline_days: float | None
+    flop_convention: str = Field("6 * active_params * tokens", description="How model FLOPs are counted for "
+                                 "compute_flop and MFU.")
+    deadline_days: float | None = Field(description="The deadline asked for, days (null: none, --gpus alone).")
     fixed_gpus: bool = Field(False, description="Fixed-cluster mode (--gpus N): the objective was the least step time "
                              "on exactly `gpus` GPUs; deadline_days, if set, was then checked, not minimised over.")
     dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
-    gpus: int | None
-    nodes: int | None
+    gpus: int | None = Field(description="GPUs the job uses (the smallest cluster that meets the deadline, or the "
+                             "fixed --gpus); null when infeasible without a fixed cluster.")
+    nodes: int | None = Field(description="Physical nodes those GPUs occupy (gpus_per_node each); null when "
+                              "infeasible.")
     racks: int | None = Field(None, description="Groups of the lowest bounded network level the cluster touches "
                               "(NVLink domains: racks on GB200 NVL72, nodes on DGX systems); each is bought whole.")
     rack_level: str | None = Field(None, description="The network level whose groups `racks` counts.")
@@ -834,21 +846,29 @@ class Plan(_Frozen):
     spare_gpus: int | None = Field(None, description="GPUs in the racks bought that the job leaves idle: racks x rack "
                                    "size - gpus (GB200 NVL72 at 64 of 72 per rack: 8 per rack; 0 on whole DGX nodes). "
                                    "Not in gpu_hours or cost_usd.")
-    gpu_hours: float | None
-    cost_usd: float | None = None
-    mfu: float | None
-    hfu: float | None = Field(None, description="Hardware FLOP utilisation (model + recomputed FLOPs) against peak.")
-    training_days: float | None
-    step_time_s: float | None
-    bottleneck: str | None
-    workload: WorkloadReport
-    layout: LayoutReport | None
-    breakdown: StepBreakdown | None
-    memory: MemoryReport | None
-    solver: SolverReport
+    gpu_hours: float | None = Field(description="GPU-hours of compute: gpus x training_days x 24 (failures and "
+                                    "spare GPUs not included).")
+    cost_usd: float | None = Field(None, description="US dollars: gpu_hours x --price-per-gpu-hour; null without a "
+                                   "price.")
+    mfu: float | None = Field(description="Model FLOP utilisation, fraction (0-1; text output prints it as %): "
+                              "compute_flop / (gpus x peak_flops x training time).")
+    hfu: float | None = Field(None, description="Hardware FLOP utilisation, fraction (0-1): model + recomputed FLOPs "
+                              "against peak.")
+    training_days: float | None = Field(description="Training time in days of compute (step_time_s x steps / 86,400), "
+                                        "failures not included (wall_clock_days adds them).")
+    step_time_s: float | None = Field(description="Seconds per optimizer step.")
+    bottleneck: str | None = Field(description="What binds the step time, in words.")
+    workload: WorkloadReport = Field(description="What is trained: the model shape, tokens and compute.")
+    layout: LayoutReport | None = Field(description="The parallel layout: every degree, the schedule and the placement "
+                                        "on the network levels; null when there is none.")
+    breakdown: StepBreakdown | None = Field(description="Seconds per optimizer step by component; null without a "
+                                            "layout.")
+    memory: MemoryReport | None = Field(description="Bytes per GPU by component; null without a layout.")
+    solver: SolverReport = Field(description="Which search ran, its status, proof and effort.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="Caveats and facts about this answer, one sentence "
+                             "each.")
     goodput: Goodput | None = Field(None, description="Failures, checkpoints and restarts (planner.goodput) when the "
                                     "plan models them; null otherwise.")
     wall_clock_days: float | None = Field(None, description="Expected wall-clock days: training_days / goodput when "
@@ -866,12 +886,12 @@ class ErrorDetail(_Frozen):
         description="Stable error code: bad_input and usage exit 2, infeasible 1, interrupted 130 (SIGINT) or 143 "
                     "(SIGTERM), internal 3.")
     message: str = Field(description="The one line also written to stderr.")
-    exit_code: int
+    exit_code: int = Field(description="The process exit status (see code).")
 
 
 class ErrorDocument(_Frozen):
     """What `--json` prints on stdout when a command fails before it has a result document (bad input, usage
     errors, interruption, internal errors). An infeasible plan is a Plan with status 'infeasible' instead."""
 
-    status: Literal["error"] = "error"
-    error: ErrorDetail
+    status: Literal["error"] = Field("error", description="Always 'error': tells this document from a Plan.")
+    error: ErrorDetail = Field(description="What went wrong.")
