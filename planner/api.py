@@ -21,9 +21,11 @@ from planner.parallel.space import SearchOptions, check_layout, divisors, rack_u
 from planner.profile import entry_for, get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
+    ClusterSize,
     DependsOn,
     Evaluation,
     Hardware,
+    Infeasibility,
     Layout,
     LayoutReport,
     MemoryReport,
@@ -386,6 +388,7 @@ def plan(
     failures: str | FailureModel = "default",
     overrides: Sequence[str] = (),
     memory_headroom_GB: float | None = None,
+    why_smaller: bool = True,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -400,7 +403,8 @@ def plan(
     FailureModel; planner.goodput): the deadline then bounds wall-clock time. `overrides` are --set FIELD=VALUE
     strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan.
     `memory_headroom_GB` (None: the profile's) is the HBM a layout must leave free (= profile.memory.headroom_GB).
-    Without `gpus`, `days` defaults to 90.
+    Without `gpus`, `days` defaults to 90. `why_smaller` (when the cluster is sized for a deadline) fills the plan's
+    `smaller_clusters`: the next smaller sizes and why they fail, at the cost of one fixed-cluster search.
     With `gpus` and `days`,
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
@@ -419,7 +423,8 @@ def plan(
             ("fixed", fixed, (Mapping, type(None)), "a mapping of dimension name to value, or None"),
             ("runs_on", runs_on, (str, type(None)), "'megatron', 'torchtitan' or None"),
             ("time_limit_s", time_limit_s, (int, float, type(None)), "a number of seconds or None"),
-            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None")):
+            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None"),
+            ("why_smaller", why_smaller, (bool,), "true or false")):
         _check_type(name, value, types, what)
     _check_workers(workers)
     if memory_headroom_GB is not None:
@@ -500,9 +505,10 @@ def plan(
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
     if result.layout is None:
-        from planner.explain import explain_infeasible
+        from planner.explain import explain_infeasible, infeasibility_facts
 
         explanation = explain_infeasible(hw, workload, options, days, result, fm)
+        facts = infeasibility_facts(hw, workload, options, days, result, fm)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
             profile=hw.profile.name,
@@ -511,7 +517,7 @@ def plan(
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
-            depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
+            infeasibility=facts, depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
@@ -534,6 +540,37 @@ def plan(
                 f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
-        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
+                                     "infeasibility": Infeasibility(reason="fixed_cluster")})
         raise Infeasible(explanation, explanation, plan=doc)
+    if why_smaller and gpus is None and days is not None and doc.gpus is not None:
+        doc = doc.model_copy(update={"smaller_clusters": _smaller_clusters(
+            hw, workload, options, doc.gpus, days, solver, time_limit_s, workers, fm)})
     return doc
+
+
+SMALLER_PROBE_LIMIT_S = 10.0
+"""Most seconds the fixed-cluster search behind a plan's `smaller_clusters` runs (beyond it the entry says
+'unknown')."""
+
+
+def _smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: int, days: float, solver: str,
+                      time_limit_s: float | None, workers: int, fm: FailureModel | None) -> list[ClusterSize]:
+    """Why the sizes below the plan's fail (planner.explain.smaller_clusters), the nearest usable one searched with
+    the plan's own search on exactly that many GPUs."""
+    import dataclasses
+
+    from planner.explain import Probe, smaller_clusters
+
+    def probe(n: int) -> Probe:
+        limit = SMALLER_PROBE_LIMIT_S if time_limit_s is None else min(time_limit_s, SMALLER_PROBE_LIMIT_S)
+        res = run_search(hw, wl, dataclasses.replace(options, gpus=n), None, solver=solver, time_limit_s=limit,
+                         workers=workers)
+        if res.layout is None:
+            return Probe(res.status, None, None)
+        ev = _evaluate(hw, wl, res.layout, dp_overlap=options.dp_overlap)
+        good = None if fm is None else goodput_at(fm, ev.gpus, wl.params).goodput
+        wall = ev.training_days if good is None else (ev.training_days / good if good > 0 else math.inf)
+        return Probe(res.status, ev.training_days, wall)
+
+    return smaller_clusters(hw, wl, options, gpus, days, probe)

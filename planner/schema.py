@@ -810,6 +810,50 @@ class DependsOn(_Frozen):
                                         "profile.*, goodput.*).")
 
 
+class ClusterSize(_Frozen):
+    """One cluster size other than the plan's, and why it does not do (issue 26: sizes jump for a reason)."""
+
+    gpus: int = Field(description="GPUs of the size considered.")
+    status: Literal["no_layout", "too_slow", "no_fit", "unknown", "feasible"] = Field(
+        description="no_layout: no degree tuple multiplies to this many GPUs (or they cannot fill the network "
+        "levels); too_slow: the fastest layout on it misses the deadline; no_fit: no layout fits in memory; unknown: "
+        "its search stopped at the time limit; feasible: a layout on it meets the deadline (the plan was not proven "
+        "smallest).")
+    training_days: float | None = Field(None, description="Days of compute of the fastest layout on this size "
+                                        "(null: none was found).")
+    wall_clock_days: float | None = Field(None, description="Expected wall-clock days of that layout (goodput "
+                                          "included when failures are modelled; null: none was found).")
+    why: str = Field(description="The reason, in words, with the numbers.")
+
+
+class Infeasibility(_Frozen):
+    """What an infeasible (or unknown) plan can still say, as numbers: the facts behind its explanation."""
+
+    reason: Literal["latency_wall", "deadline", "memory", "no_layout", "fixed_cluster", "failures",
+                    "time_limit"] = Field(
+        description="latency_wall: even the critical-path lower bound misses the deadline; deadline: the search "
+        "proved no cluster meets it; memory: the model fits on no cluster (or not on the fixed one); no_layout: the "
+        "fixed --gpus cannot be formed or split; fixed_cluster: the fastest layout on --gpus misses the deadline; "
+        "failures: goodput rules every cluster out; time_limit: the search stopped before any layout (not proven).")
+    shortest_days: float | None = Field(None, description="Lower bound on the training days (compute, failures "
+                                        "not included) of any layout of this workload on this hardware: the "
+                                        "critical path of one microbatch through every layer times the steps, "
+                                        "raised to the deadline when the search proved the deadline unreachable; "
+                                        "the real shortest can be longer. Null: not computed.")
+    largest_compute_flop: float | None = Field(None, description="Largest training compute, FLOP, whose inferred "
+                                               "shape (same scaling law) the same lower bound lets finish within "
+                                               "the deadline: an upper estimate to ~1 %. Null unless the request gave "
+                                               "--compute and is past the latency wall.")
+    fewest_gpus_that_fit: int | None = Field(None, description="Fewest GPUs on which some layout fits in memory, "
+                                             "when that was looked for (null: not looked for or none found).")
+    nearest_gpus_below: int | None = Field(None, description="Fixed cluster (--gpus): the nearest smaller GPU count "
+                                           "that some layout can use (null: none within reach or not a fixed "
+                                           "cluster).")
+    nearest_gpus_above: int | None = Field(None, description="Fixed cluster: the nearest larger GPU count that some "
+                                           "layout can use.")
+    between: str = Field("", description="Why the counts between the nearest usable ones fail, in words.")
+
+
 from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)
 from planner.sensitivity import Sensitivity  # noqa: E402
 
@@ -867,6 +911,12 @@ class Plan(_Frozen):
     solver: SolverReport = Field(description="Which search ran, its status, proof and effort.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
+    infeasibility: Infeasibility | None = Field(None, description="For infeasible and unknown plans: the facts "
+                                                "behind the explanation, as numbers; null for a plan with a layout.")
+    smaller_clusters: list[ClusterSize] = Field(default_factory=list, description="For a plan that sized the "
+                                                "cluster: why the next smaller sizes fail (the nearest one some "
+                                                "layout can use, searched on its own, and the nearest sizes between "
+                                                "that no layout can use); empty otherwise.")
     notes: list[str] = Field(default_factory=list, description="Caveats and facts about this answer, one sentence "
                              "each.")
     goodput: Goodput | None = Field(None, description="Failures, checkpoints and restarts (planner.goodput) when the "

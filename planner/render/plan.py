@@ -527,6 +527,12 @@ def why_text(plan: Plan) -> Text:
     return Text.assemble(("Why:", "bold"), *(f"\n  - {ln}" for ln in lines))
 
 
+def smaller_text(plan: Plan) -> Text:
+    """Why the cluster is not smaller: the next sizes below the plan's and why each fails."""
+    return Text.assemble((f"Why not fewer than {plan.gpus:,} GPUs:", "bold"),
+                         *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
+
+
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
@@ -548,6 +554,8 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
                         style="italic"))
     else:
         out += [solver_table(plan), proof_line(plan)]
+        if plan.smaller_clusters:
+            out.append(smaller_text(plan))
     for note in plan.notes:
         out.append(Text(f"note: {note}"))
     return out
