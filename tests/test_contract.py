@@ -51,3 +51,78 @@ def test_the_walk_finds_an_undocumented_field():
         inner: Inner = Field(description="nested")
 
     assert undocumented(Outer.model_json_schema()) == ["Inner.bare"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Infeasibility facts and why the cluster is not smaller (issue 26: 1e26 in 60 days)
+# --------------------------------------------------------------------------------------------------
+
+
+def _formable_1e26(n: int) -> bool:
+    """By hand, for the 1e26 shape (d_ff = 81,920 = 2^14 5, d_model = 20,480 = 2^12 5, L = 288 = 2^5 3^2, E = 1,
+    b = 10,485,760 = 2^21 5): the degrees dividing them multiply to n iff n = 2^a 3^b 5^c with b <= 2 and c <= 3;
+    on h100 a cluster larger than a node fills whole nodes of 8."""
+    if n > 8 and n % 8:
+        return False
+    for p, most in ((2, 14 + 12 + 5 + 21), (3, 2), (5, 3)):
+        e = 0
+        while n % p == 0:
+            n //= p
+            e += 1
+        if e > most:
+            return False
+    return n == 1
+
+
+def test_smaller_clusters_say_why_the_size_jumps():
+    from planner.api import plan
+
+    p = plan(1e26, "h100", 60)
+    w = p.workload
+    assert (w.d_ff, w.d_model, w.layers, w.experts, w.batch_tokens) == (81920, 20480, 288, 1, 10485760)
+    assert p.gpus == 28_800 == 2**7 * 3**2 * 5**2 and _formable_1e26(p.gpus)
+    below = max(n for n in range(1, p.gpus) if _formable_1e26(n))
+    assert below == 25_600  # 2^10 5^2
+    named, probed = p.smaller_clusters[:-1], p.smaller_clusters[-1]
+    # the two nearest whole-node counts below: 28,792 = 8 x 3,599 (59 x 61), 28,784 = 16 x 1,799 (7 x 257)
+    assert [(c.gpus, c.status) for c in named] == [(28_792, "no_layout"), (28_784, "no_layout")]
+    assert "factor 3,599" in named[0].why and "factor 1,799" in named[1].why
+    assert probed.gpus == below and probed.status == "too_slow"
+    assert probed.training_days is not None and probed.training_days > 60
+    # whole-node counts strictly between 25,600 and 28,800: (28,800 - 25,600) / 8 - 1 = 399, none formable
+    assert "the 399 counts between 25,600 and 28,800" in probed.why
+    assert not any(_formable_1e26(n) for n in range(below + 1, p.gpus))
+    # the probe is what `--gpus 25600` answers: the same days
+    assert plan(1e26, "h100", gpus=below).training_days == pytest.approx(probed.training_days, rel=1e-12)
+
+
+def test_fixed_cluster_without_layout_names_nearest_sizes():
+    from planner.api import plan
+    from planner.errors import Infeasible
+
+    with pytest.raises(Infeasible) as exc:
+        plan(1e26, "h100", gpus=57_344)  # 2^13 x 7: no degree takes the 7
+    facts = exc.value.plan.infeasibility
+    assert facts.reason == "no_layout"
+    lo = max(n for n in range(1, 57_344) if _formable_1e26(n))
+    hi = min(n for n in range(57_345, 70_000) if _formable_1e26(n))
+    assert (lo, hi) == (51_200, 57_600)
+    assert (facts.nearest_gpus_below, facts.nearest_gpus_above) == (lo, hi)
+    assert "factor 7" in facts.between
+
+
+def test_latency_wall_facts():
+    """Past the latency wall: the shortest duration is the critical-path bound the explanation states, and the
+    largest compute within the deadline is below the request."""
+    from planner.api import plan
+    from planner.errors import Infeasible
+
+    with pytest.raises(Infeasible) as exc:
+        plan(1e28, "h100", 0.5)
+    doc = exc.value.plan
+    facts = doc.infeasibility
+    assert facts.reason == "latency_wall" and doc.gpus is None
+    assert facts.shortest_days > 0.5
+    assert f"at least {facts.shortest_days:.3g} days" in doc.explanation
+    assert facts.largest_compute_flop is not None and 1e26 < facts.largest_compute_flop < 1e28
+    assert f"{facts.largest_compute_flop:.3g} FLOP" in doc.explanation
