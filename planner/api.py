@@ -10,9 +10,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
-from planner.errors import Infeasible, InvalidInput
+from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
@@ -128,18 +130,135 @@ def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hard
     return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
 
 
-def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False,
-             memory_headroom_GB: float | None = None) -> Evaluation:
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool | None = None,
+             memory_headroom_GB: float | None = None, *, profile: str | None = None,
+             overrides: Sequence[str] = ()) -> Evaluation:
     """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
-    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
+
+    As `planner evaluate`: `profile` prices it under an execution profile (None: DEFAULT_PROFILE_RULE for a hardware
+    name; a Hardware object keeps its own), `overrides` are --set FIELD=VALUE strings on hardware and profile fields,
+    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free), `dp_overlap` None
+    takes the profile's default. `megatron_layout` builds the layout from Megatron's arguments; `evaluate_plan`
+    returns the document `evaluate --json` prints."""
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, memory_headroom_GB)
     _check_type("layout", layout, (Layout,), "a Layout")
-    _check_type("workload", workload, (Workload,), "a Workload")
-    _check_type("dp_overlap", dp_overlap, (bool,), "true or false")
-    hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
+    _check_type("dp_overlap", dp_overlap, (bool, type(None)), "true, false or None")
     problems = check_layout(hw, workload, layout)
     if problems:
         raise InvalidInput("impossible layout: " + "; ".join(problems))
-    return _evaluate(hw, workload, layout, dp_overlap=dp_overlap)
+    return _evaluate(hw, workload, layout, dp_overlap=hw.profile.dp_overlap if dp_overlap is None else dp_overlap)
+
+
+def _evaluation_hardware(gpu: str | Hardware, workload: Workload, profile: str | None, overrides: Sequence[str],
+                         memory_headroom_GB: float | None) -> Hardware:
+    _check_type("workload", workload, (Workload,), "a Workload")
+    _check_type("profile", profile, (str, type(None)), "a profile name, a TOML path or None")
+    sets = parse_overrides(overrides)
+    if isinstance(gpu, Hardware) and profile is None and not any(o.target == "profile" for o in sets):
+        hw = resolve_hardware(gpu, sets)
+    else:
+        hw = resolve(gpu, default_profile(gpu, profile, workload), sets)
+    return with_memory_headroom(hw, memory_headroom_GB)
+
+
+def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int = 1, pp: int = 1, dp: int = 1,
+                    cp: int = 1, ep: int = 1, vpp: int = 1, mbs: int = 1, etp: int | None = None, sp: bool = False,
+                    recompute: str = "none", zero: int = 1, schedule: str = "1f1b",
+                    placement: str | Mapping[str, Sequence[int]] | None = None,
+                    first_stage_layers: int | None = None, last_stage_layers: int | None = None) -> Layout:
+    """A Layout from Megatron-LM's arguments, as `planner evaluate --tp --pp --dp --vpp --mbs` reads them.
+
+    `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
+    is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
+    Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
+    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first)."""
+    from planner.parallel.placement import greedy_placement, parse_placement
+
+    _check_type("workload", workload, (Workload,), "a Workload")
+    args = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "mbs": mbs, "zero": zero}
+    for name, value in args.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{name} must be a whole number >= 1, got {value!r}")
+    for name, opt in (("etp", etp), ("first_stage_layers", first_stage_layers),
+                        ("last_stage_layers", last_stage_layers)):
+        if opt is not None and (isinstance(opt, bool) or not isinstance(opt, int) or opt < 0):
+            raise InvalidInput(f"{name} must be a whole number >= 0 or None, got {opt!r}")
+    if schedule not in ("1f1b", "zb-h2"):
+        raise InvalidInput(f"unknown schedule '{schedule}'; choose 1f1b or zb-h2")
+    _check_type("sp", sp, (bool,), "true or false")
+    _check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
+    placed_ep = ep
+    extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
+    if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+        extra.update(expert_ep=ep, etp=etp)
+        placed_ep = 1
+    if dp % placed_ep:
+        raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
+                           f"multiple of ep {placed_ep}")
+    seqs = workload.batch_tokens // workload.seq_len
+    if seqs % (dp * mbs):
+        raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp} x mbs {mbs}")
+    try:
+        values = {"dp": dp // placed_ep, "tp_ff": tp, "tp_model": 1, "pp": pp, "interleave": vpp, "ep": placed_ep,
+                  "microbatches": seqs // (dp * mbs), "cp": cp, "sp": 1 if sp else 0,
+                  "recompute": BY_NAME["recompute"].parse(recompute), "zero": zero}
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    hw = resolve_hardware(gpu)
+    degrees = {d: values[d] for d in DEGREES}
+    fixed = placement
+    if isinstance(placement, str):
+        fixed = parse_placement(placement, degrees, len(hw.levels))
+    try:
+        return Layout(**values, **extra, schedule=schedule,
+                      placement=greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, days: float | None = None,
+                  profile: str | None = None, overrides: Sequence[str] = (), memory_headroom_GB: float | None = None,
+                  dp_overlap: bool | None = None, goodput: bool | None = None,
+                  failures: str | FailureModel = "default", price_per_gpu_hour: float | None = None,
+                  notes: Sequence[str] = ()) -> Plan:
+    """The Plan document `planner evaluate --json` prints for a given layout: status 'feasible', or 'infeasible'
+    with the explanation when it does not fit in memory or misses `days` (no exception: the document says so)."""
+    _positive("--days", days)
+    _positive("--price-per-gpu-hour", price_per_gpu_hour)
+    if memory_headroom_GB is not None:  # as api.plan and the CLI: echoed among the overrides
+        _check_headroom(memory_headroom_GB)
+        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
+    sets = parse_overrides(overrides)
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, None)
+    if dp_overlap is None:
+        dp_overlap = hw.profile.dp_overlap
+    ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
+    notes = list(notes)
+    fits = ev.memory.fits
+    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
+    if not fits:
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
+    if dp_overlap:
+        notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
+    result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
+                          notes=["no search: the layout was given and only evaluated"])
+    fm = failure_model(failures, sets) if (hw.profile.goodput if goodput is None else goodput) else None
+    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
+                               failures=fm, overrides=[o.text for o in sets])
+    why = ""
+    wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
+    if not fits:
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
+    elif days is not None and wall > days:
+        why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
+               if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
+               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               "days asked")
+    if why:  # it cannot run, or not in time: the document says so, not only the exit code
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
+    return doc
 
 
 def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:

@@ -680,9 +680,9 @@ def between_text(usable: UsableCounts, lo: int | None, hi: int) -> str:
     """Why every count strictly between `lo` (a usable count, or None) and `hi` fails, in words."""
     start = 1 if lo is None else lo + 1
     if hi - start > MAX_COUNTS_WALKED:
-        named = [k for k in range(hi - 1, hi - 1 - MAX_COUNTS_WALKED, -1) if levels_allow(usable.hw, k)][:2]
+        nearest = [k for k in range(hi - 1, hi - 1 - MAX_COUNTS_WALKED, -1) if levels_allow(usable.hw, k)][:2]
         return (f"no count from {start:,} to {hi - 1:,} has a layout (nearest: "
-                f"{'; '.join(usable.why_not(k) for k in named) or 'none fills the network levels'})")
+                f"{'; '.join(usable.why_not(k) for k in nearest) or 'none fills the network levels'})")
     formed = [k for k in range(hi - 1, start - 1, -1) if levels_allow(usable.hw, k)]
     if not formed:
         return (f"no count from {start:,} to {hi - 1:,} fills {_level_rule(usable.hw)}" if hi - 1 >= start

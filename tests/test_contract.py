@@ -126,3 +126,60 @@ def test_latency_wall_facts():
     assert f"at least {facts.shortest_days:.3g} days" in doc.explanation
     assert facts.largest_compute_flop is not None and 1e26 < facts.largest_compute_flop < 1e28
     assert f"{facts.largest_compute_flop:.3g} FLOP" in doc.explanation
+
+
+# --------------------------------------------------------------------------------------------------
+# api.evaluate at parity with `planner evaluate`
+# --------------------------------------------------------------------------------------------------
+
+
+def _same_document(a: dict, b: dict) -> None:
+    for doc in (a, b):
+        doc["solver"]["wall_s"] = 0.0
+    assert a == b
+
+
+@pytest.mark.parametrize("argv, kwargs", [
+    (["--model", "llama3-8b", "--tp", "8", "--dp", "32", "--mbs", "1", "--sp", "on", "--recompute", "selective",
+      "--profile", "realistic", "--set", "profile.overlap.tp=0.5", "--memory-headroom", "3", "--days", "30"],
+     dict(layout=dict(tp=8, dp=32, mbs=1, sp=True, recompute="selective"),
+          profile="realistic", overrides=["profile.overlap.tp=0.5"], memory_headroom_GB=3.0, days=30.0)),
+    (["--model", "deepseek-v3", "--tp", "2", "--pp", "8", "--vpp", "4", "--dp", "64", "--ep", "64", "--etp", "1",
+      "--first-stage-layers", "1", "--last-stage-layers", "0", "--mbs", "1", "--sp", "on",
+      "--placement", "dp=4,16;tp_ff=2,1;pp=1,8", "--no-goodput"],
+     dict(layout=dict(tp=2, pp=8, vpp=4, dp=64, ep=64, etp=1, first_stage_layers=1, last_stage_layers=0, mbs=1,
+                      sp=True, placement="dp=4,16;tp_ff=2,1;pp=1,8"), goodput=False)),
+])
+def test_api_evaluate_matches_the_cli(capsys, argv, kwargs):
+    import json
+
+    from cli_helpers import invoke
+
+    from planner import api
+    from planner.workload import load_model_preset
+
+    code, out, err = invoke(capsys, ["evaluate", "--gpu", "h100", *argv, "--json"])
+    assert code in (0, 1), err
+    wl = load_model_preset(argv[1])
+    layout = api.megatron_layout(wl, "h100", **kwargs.pop("layout"))
+    doc = api.evaluate_plan(layout, "h100", wl, **kwargs)
+    cli = json.loads(out)
+    # the CLI's notes say how it read Megatron's words; the library call was given a Layout
+    cli["notes"] = [n for n in cli["notes"] if not n.startswith(("Megatron layout", "folded expert", "placement "))]
+    _same_document(json.loads(doc.model_dump_json()), cli)
+    ev = api.evaluate(layout, "h100", wl, profile=kwargs.get("profile"), overrides=kwargs.get("overrides", ()),
+                      memory_headroom_GB=kwargs.get("memory_headroom_GB"))
+    assert ev.step.step_s == doc.step_time_s and ev.memory.headroom_bytes == doc.memory.headroom_bytes
+
+
+def test_megatron_layout_arithmetic():
+    """Megatron's dp counts the expert ranks: dp 64 with ep 8 is N_DP 8; microbatches = gbs / (dp x mbs)."""
+    from planner import api
+    from planner.workload import load_model_preset
+
+    wl = load_model_preset("mixtral-8x7b")
+    seqs = wl.batch_tokens // wl.seq_len
+    lay = api.megatron_layout(wl, "h100", tp=2, dp=64, ep=8, mbs=1)
+    assert (lay.dp, lay.ep, lay.tp_ff, lay.microbatches) == (8, 8, 2, seqs // 64)
+    with pytest.raises(Exception, match="not a multiple of ep"):
+        api.megatron_layout(wl, "h100", dp=12, ep=8)
