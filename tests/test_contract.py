@@ -183,3 +183,36 @@ def test_megatron_layout_arithmetic():
     assert (lay.dp, lay.ep, lay.tp_ff, lay.microbatches) == (8, 8, 2, seqs // 64)
     with pytest.raises(Exception, match="not a multiple of ep"):
         api.megatron_layout(wl, "h100", dp=12, ep=8)
+
+
+# --------------------------------------------------------------------------------------------------
+# planner models list | show
+# --------------------------------------------------------------------------------------------------
+
+
+def test_models_list_names_every_shipped_preset_and_the_readme_too(capsys):
+    import json
+    from pathlib import Path
+
+    from cli_helpers import invoke
+
+    root = Path(__file__).resolve().parent.parent
+    shipped = sorted(p.stem for p in (root / "models").glob("*.toml"))
+    assert len(shipped) >= 11
+    code, out, err = invoke(capsys, ["models", "list", "--json"])
+    assert code == 0, err
+    docs = json.loads(out)
+    assert [d["name"] for d in docs] == shipped
+    llama = next(d for d in docs if d["name"] == "llama3-8b")
+    assert llama["workload"]["layers"] == 32 and llama["workload"]["d_model"] == 4096  # Llama 3 paper, Table 3
+    readme = (root / "README.md").read_text()
+    assert [n for n in shipped if f"`{n}`" not in readme] == []
+
+
+def test_models_show(capsys):
+    from cli_helpers import invoke
+
+    code, out, _ = invoke(capsys, ["models", "show", "mixtral-8x7b"])
+    assert code == 0 and "MoE 8 x top-2" in out and "published" in out
+    code, out, err = invoke(capsys, ["models", "show", "no-such-model"])
+    assert code == 2 and "unknown model preset 'no-such-model'" in err and "Traceback" not in err

@@ -3,7 +3,7 @@
 Two console scripts share these commands:
 
     plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
-    planner plan | evaluate | limits | hardware list|show | schema
+    planner plan | evaluate | limits | hardware list|show | models list|show | schema
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
 document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
@@ -987,6 +987,48 @@ def hardware_show(
 # --------------------------------------------------------------------------------------------------
 # schema
 # --------------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------------
+# models list | show
+# --------------------------------------------------------------------------------------------------
+
+models_app = typer.Typer(help="The model presets: shipped models/*.toml and user TOML files (--model NAME|FILE).",
+                         no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list(json_out: Annotated[bool, typer.Option(
+        "--json", help="Print a JSON list of the presets (each a ModelPreset: metadata and the validated shape).")]
+        = False) -> None:
+    """The shipped model presets: kind, parameters, layers, width, batch and tokens."""
+    from planner.render.models import models_list_table
+    from planner.workload import model_preset_names, read_model_preset
+
+    presets = [read_model_preset(name) for name in model_preset_names()]
+    if json_out:
+        _emit_json(_to_json(presets))
+        return
+    _stdout_console().print(models_list_table(presets))
+
+
+@models_app.command("show")
+def models_show(
+    name: Annotated[str, typer.Argument(help="Preset name or path to a TOML file.", metavar="NAME|FILE.toml")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the validated preset as JSON.")] = False,
+) -> None:
+    """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
+    from planner.render.models import model_show_renderables
+    from planner.workload import read_model_preset
+
+    preset = read_model_preset(name)
+    if json_out:
+        _emit_json(_to_json(preset))
+        return
+    console = _stdout_console()
+    for item in model_show_renderables(preset):
+        console.print(item)
 
 
 def plan_schema_text() -> str:
