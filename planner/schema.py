@@ -945,3 +945,19 @@ class ErrorDocument(_Frozen):
 
     status: Literal["error"] = Field("error", description="Always 'error': tells this document from a Plan.")
     error: ErrorDetail = Field(description="What went wrong.")
+
+
+class LaunchDocument(_Frozen):
+    """What `plan --emit megatron|torchtitan --json` prints: the plan and the launch configuration made from it."""
+
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(description="The plan's status (launch "
+                                                                            "fields are null unless it has a layout).")
+    target: Literal["megatron", "torchtitan"] = Field(description="The framework the configuration is for.")
+    release: str = Field(description="The framework release whose names the configuration uses.")
+    plan: Plan = Field(description="The plan, exactly as `plan --json` prints it.")
+    text: str | None = Field(None, description="The configuration exactly as `--emit` prints it: a bash array to "
+                             "source (megatron) or TOML (torchtitan), with the prediction in comment lines.")
+    megatron_args: list[list[str | None]] | None = Field(None, description="Megatron-LM: [flag, value] pairs in "
+                                                         "order (value null for a switch).")
+    torchtitan_config: dict[str, dict[str, Any]] | None = Field(None, description="torchtitan: TOML section -> key "
+                                                                "-> value.")

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from planner.goodput import FailureModel, Goodput
 from planner.limits import LimitsRow
 from planner.profile import ExecutionProfile
-from planner.schema import ErrorDocument, Evaluation, Hardware, Plan, Workload
+from planner.schema import ErrorDocument, Evaluation, Hardware, LaunchDocument, Plan, Workload
 from planner.sensitivity import Sensitivity
 from planner.sweep import SweepResult
 from planner.validation import PublishedRun, ValidationRow
@@ -18,7 +18,7 @@ from planner.workload.scaling import ModelPreset
 
 DOCUMENTS: list[type[BaseModel]] = [Plan, Evaluation, ErrorDocument, Hardware, Workload, ExecutionProfile,
                                     FailureModel, Goodput, Sensitivity, LimitsRow, ModelPreset, SweepResult,
-                                    PublishedRun, ValidationRow]
+                                    PublishedRun, ValidationRow, LaunchDocument]
 """Every document the planner writes (--json of plan, evaluate, limits, sweep, validate, hardware show, errors) or
 reads (hardware, profile, failure-model, preset and runs files; plan files for evaluate --plan)."""
 
@@ -216,3 +216,55 @@ def test_models_show(capsys):
     assert code == 0 and "MoE 8 x top-2" in out and "published" in out
     code, out, err = invoke(capsys, ["models", "show", "no-such-model"])
     assert code == 2 and "unknown model preset 'no-such-model'" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------------
+# --emit with the prediction, and --emit --json
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["megatron", "torchtitan"])
+def test_emit_json_carries_plan_prediction_and_config(capsys, tmp_path, target):
+    import json
+    import subprocess
+    import tomllib
+
+    from cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", target, "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    plan = doc["plan"]
+    assert doc["status"] == plan["status"] == "optimal" and doc["target"] == target
+    text = doc["text"]
+    # the prediction, as comments: the plan's own step time, MFU (as %) and memory
+    assert f"step {plan['step_time_s']:.4g} s" in text
+    assert f"MFU {plan['mfu'] * 100:.3g}%" in text
+    assert f"{plan['memory']['total_bytes'] / 1e9:.4g} GB of 80 GB HBM" in text
+    assert all(line.startswith("#") for line in text.splitlines() if "predicted" in line)
+    f = tmp_path / "launch"
+    f.write_text(text)
+    if target == "megatron":
+        # sourced by bash, the comments run nothing and the array holds exactly the flags of the document
+        got = subprocess.run(["bash", "-c", f'source "{f}"; printf "%s\\n" "${{PLANNER_ARGS[@]}}"'],
+                             capture_output=True, text=True, check=True).stdout.split()
+        want = [tok for pair in doc["megatron_args"] for tok in pair if tok is not None]
+        assert got == want
+    else:
+        assert tomllib.loads(text) == doc["torchtitan_config"]
+    # the text is what --emit alone prints
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", target])
+    assert code == 0 and out.rstrip("\n") == text.rstrip("\n")
+
+
+def test_emit_json_of_an_infeasible_plan(capsys):
+    import json
+
+    from cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--days", "1", "--emit",
+                                     "megatron", "--json"])
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["status"] == "infeasible" and doc["text"] is None and doc["megatron_args"] is None
+    assert doc["plan"]["infeasibility"]["reason"] == "fixed_cluster"

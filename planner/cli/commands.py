@@ -549,7 +549,8 @@ def plan_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress spinner on stderr.", rich_help_panel=_O)] = False,
     emit: Annotated[Framework | None, typer.Option(
         "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
-        "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=_O,
+        "arguments or a torchtitan TOML job config, the prediction in comment lines) instead of the tables; with "
+        "--json, one document with the plan and the configuration.", rich_help_panel=_O,
         show_default=False, case_sensitive=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
@@ -559,8 +560,6 @@ def plan_command(
                                                     seq_len, precision), batch_sequences)
     fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
                                      ("tp_model", tp_model)) if v is not None}
-    if emit is not None and json_out:
-        raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
     if tornado is not None and not sensitivity:
         raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
     if tornado is not None:
@@ -587,7 +586,12 @@ def plan_command(
     except Infeasible as exc:
         doc = exc.plan
         if doc is not None:
-            if json_out:
+            if json_out and emit is not None:
+                from planner.export import launch_document
+
+                _emit_json(_to_json(launch_document(doc, api.resolve_hardware(gpu), _workload_of_plan(doc),
+                                                    emit.value)))
+            elif json_out:
                 _emit_json(_plan_json(doc))
             else:
                 print_plan(_stdout_console(), doc)
@@ -608,10 +612,13 @@ def plan_command(
             # rendered into an exclusively created temporary file and renamed (planner.files): no link followed
             write_atomic(tornado, lambda fh: tornado_png(sens, cast(str, fh), title), "--tornado", binary=True)
     if emit is not None:
-        from planner.export import export_text
+        from planner.export import export_text, launch_document
 
         wl = workload if workload is not None else _workload_of_plan(result)
-        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
+        if json_out:
+            _emit_json(_to_json(launch_document(result, api.resolve_hardware(gpu), wl, emit.value)))
+        else:
+            sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
     elif json_out:
         _emit_json(_plan_json(result))
     else:
