@@ -289,3 +289,27 @@ def test_the_longest_prefix_decides_the_layer():
     assert layer_of("planner.parallel.dimensions") == (0, "base")
     assert layer_of("planner.parallel.space")[1] == "parallel"  # type: ignore[index]
     assert layer_of("planner.schema.ops") == (1, "documents")
+
+
+def test_every_pydantic_model_is_a_document():
+    """A pydantic model is the shape of a file read or a document written: it lives in the documents layer, where
+    every layer can import it (STYLE.md, "House habits")."""
+    outside = []
+    for m, (src, _) in package_files(PACKAGE).items():
+        if layer_of(m) == (1, "documents"):
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).split(".")[-1] == "BaseModel" for b in node.bases):
+                outside.append(f"{m}.{node.name}")
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "create_model":
+                outside.append(f"{m}: create_model")
+    assert not outside, f"pydantic models outside the documents layer: {outside}"
+
+
+def test_the_readme_lists_the_same_layers():
+    """README.md's "Code layout" table mirrors LAYERS, bottom to top (the package root aside)."""
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Code layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| layer ")]
+    assert rows == [name for name, _ in LAYERS if name != "front door"]
