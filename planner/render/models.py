@@ -9,7 +9,7 @@ from rich.table import Table
 
 from planner.render.limits import fmt_si
 from planner.render.plan import _kv_table
-from planner.workload.scaling import ModelPreset
+from planner.schema.preset import ModelPreset
 
 
 def _kind(preset: ModelPreset) -> str:
