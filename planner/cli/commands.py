@@ -40,7 +40,16 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
 
 from planner import api
-from planner.choices import BatchScaling, Budget, Framework, LayoutSchedule, Precision, ScheduleChoice, Solver
+from planner.choices import (
+    BatchScaling,
+    Budget,
+    Framework,
+    LayoutSchedule,
+    Precision,
+    RankBy,
+    ScheduleChoice,
+    Solver,
+)
 from planner.errors import Infeasible, InvalidInput, PlannerError, read_text_file, validation_message
 from planner.hardware import get_hardware, hardware_names
 from planner.limits import (
@@ -159,6 +168,7 @@ def _whole_option(*decls: str, **kwargs):
 _W = "Workload (one of: --compute, --model, or a shape)"
 _S = "Search"
 _O = "Output"
+_C = "Several accelerators (--gpu A,B,... or --gpu all)"
 
 ComputeOpt = Annotated[float | None, _number_option(
     "--compute", help="Training compute T in FLOP, e.g. 1e28; the model shape is inferred from the paper's "
@@ -203,7 +213,8 @@ PrecisionOpt = Annotated[Precision | None, typer.Option(
     rich_help_panel=_W,
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
-    "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
+    "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file; for `plan`, several "
+    "comma-separated (h100,h200,b200,gb200-nvl72) or 'all' plan each and rank them (--objective).",
     metavar="NAME|FILE.toml")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
                                        rich_help_panel=_O)]
@@ -552,6 +563,14 @@ def plan_command(
         "arguments or a torchtitan TOML job config, the prediction in comment lines) instead of the tables; with "
         "--json, one document with the plan and the configuration.", rich_help_panel=_O,
         show_default=False, case_sensitive=False)] = None,
+    objective: Annotated[RankBy | None, typer.Option(
+        "--objective", help="With several accelerators (--gpu h100,h200,b200,gb200-nvl72 or --gpu all): rank their "
+        "plans by cost (USD for the wall-clock time held; default), gpus, days (wall-clock) or energy (MWh).",
+        rich_help_panel=_C, show_default=False, case_sensitive=False)] = None,
+    gpu_price: Annotated[list[str] | None, typer.Option(
+        "--gpu-price", help="With several accelerators: the price of one of them, USD per GPU-hour, e.g. h100=2.5 "
+        "(repeatable; the others keep --price-per-gpu-hour or their own).", metavar="NAME=USD", rich_help_panel=_C,
+        show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
@@ -570,6 +589,10 @@ def plan_command(
         check_output(tornado, "--tornado")  # a FIFO, device or link is refused now, not after the re-plans
     if sensitivity and emit is not None:
         raise InvalidInput("--sensitivity and --emit: give one")
+    several = "," in gpu or gpu.strip() == "all" or objective is not None or bool(gpu_price)
+    if several and (emit is not None or sensitivity):
+        raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
+                           "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
@@ -580,6 +603,9 @@ def plan_command(
                   time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
                   profile=profile, goodput=goodput, failures=failures,
                   overrides=_overrides(set_, bw, latency, memory_headroom))
+    if several:
+        _compare(kwargs, (objective or RankBy.cost).value, gpu_price or [], json_out, quiet)
+        return
     try:
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(**kwargs, runs_on=emit.value if emit else None)
@@ -623,6 +649,29 @@ def plan_command(
         _emit_json(_plan_json(result))
     else:
         print_plan(_stdout_console(), result)
+
+
+def _compare(kwargs: dict[str, Any], objective: str, gpu_price: list[str], json_out: bool, quiet: bool) -> None:
+    """`plan --gpu A,B,...`: every accelerator planned, one table (or one Comparison document); exit 1 when none
+    meets the request."""
+    from planner.compare import accelerator_names, compare, parse_prices
+    from planner.render.compare import comparison_table
+
+    names = accelerator_names(kwargs.pop("gpu"))
+    prices = parse_prices(gpu_price)
+    with _searching(enabled=not (json_out or quiet)):
+        result = compare(names, objective=objective, prices=prices, **kwargs)  # type: ignore[arg-type]
+    if json_out:
+        _emit_json(_to_json(result))
+    else:
+        console = _stdout_console()
+        console.print(comparison_table(result))
+        for note in result.notes:
+            console.print(f"note: {note}")
+    if not any(o.status in ("optimal", "feasible") for o in result.options):
+        sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option says "
+                         "why)\n")
+        raise typer.Exit(1)
 
 
 app.command("plan", help=plan_command.__doc__)(plan_command)

@@ -972,3 +972,49 @@ class LaunchDocument(_Frozen):
                                                          "order (value null for a switch).")
     torchtitan_config: dict[str, dict[str, Any]] | None = Field(None, description="torchtitan: TOML section -> key "
                                                                 "-> value.")
+
+
+Objective = Literal["cost", "gpus", "days", "energy"]
+
+
+class AcceleratorOption(_Frozen):
+    """One accelerator of a comparison (`plan --gpu h100,h200,...`): its plan, the figures it is ranked by, and its
+    rank, or why it has none."""
+
+    hardware: str = Field(description="Hardware name as given (a shipped system or a user file).")
+    rank: int | None = Field(description="1 = best by the objective; null when the option has no plan that meets "
+                             "the request or lacks the objective's figure (see why).")
+    status: Literal["optimal", "feasible", "infeasible", "unknown", "error"] = Field(
+        description="The plan's status (optimal: proven optimal on this accelerator), or 'error' when the request "
+        "cannot be planned on it at all (e.g. no FP8 rate).")
+    why: str = Field("", description="Why the option is unranked: the first line of the plan's explanation, the "
+                     "error, or the missing figure; empty for a ranked option.")
+    gpus: int | None = Field(None, description="GPUs the job uses.")
+    racks: int | None = Field(None, description="NVLink domains the job touches (racks on NVL72, nodes on DGX).")
+    nodes: int | None = Field(None, description="Physical nodes.")
+    wall_clock_days: float | None = Field(None, description="Expected wall-clock days (failures included when "
+                                          "modelled).")
+    cost_usd: float | None = Field(None, description="USD for the wall-clock time the cluster is held (price x GPUs "
+                                   "held x wall-clock hours); null without a price.")
+    compute_cost_usd: float | None = Field(None, description="USD for the compute alone (price x GPU-hours of "
+                                           "training, no failures or spares); null without a price.")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour that priced the costs.")
+    facility_power_MW: float | None = Field(None, description="Facility power, MW (null without power figures).")
+    energy_MWh: float | None = Field(None, description="Facility energy for the wall-clock time, MWh (null without "
+                                     "power figures).")
+    mfu: float | None = Field(None, description="Model FLOP utilisation, fraction (0-1).")
+    plan: Plan | None = Field(None, description="The full plan document, as `plan --json` prints it for this "
+                              "accelerator (infeasible ones included); null for an error.")
+
+
+class Comparison(_Frozen):
+    """What `plan --gpu A,B,... --json` prints: one plan per accelerator, each proven optimal on its own hardware,
+    ranked by one objective."""
+
+    objective: Objective = Field(description="What the ranking minimises: cost (cost_usd, wall-clock), gpus, days "
+                                 "(wall_clock_days) or energy (energy_MWh).")
+    ranked_by: str = Field(description="The ranking key and its tie-breaks, in words.")
+    best: str | None = Field(description="The hardware ranked first; null when no option is ranked.")
+    options: list[AcceleratorOption] = Field(description="Every accelerator asked for: the ranked ones best first, "
+                                             "then the unranked in the order given.")
+    notes: list[str] = Field(default_factory=list, description="Caveats about the comparison, one sentence each.")
