@@ -268,3 +268,72 @@ def test_emit_json_of_an_infeasible_plan(capsys):
     doc = json.loads(out)
     assert doc["status"] == "infeasible" and doc["text"] is None and doc["megatron_args"] is None
     assert doc["plan"]["infeasibility"]["reason"] == "fixed_cluster"
+
+
+# --------------------------------------------------------------------------------------------------
+# Several accelerators in one request (issue 26, part 1)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_price_override_flips_the_cost_ranking_where_the_arithmetic_says():
+    from planner.compare import compare
+
+    request = dict(compute_flop=1e26, days=90.0, price_per_gpu_hour=2.0, why_smaller=False)
+    base = compare(["h100", "h200"], **request)
+    opt = {o.hardware: o for o in base.options}
+    for o in opt.values():  # by hand: USD = price x GPUs held x wall-clock hours (DGX nodes: no spares)
+        assert o.status == "optimal" and o.plan is not None and o.plan.solver.status == "optimal"
+        assert o.cost_usd == pytest.approx(2.0 * o.gpus * o.wall_clock_days * 24.0, rel=1e-12)
+        assert o.compute_cost_usd == pytest.approx(2.0 * o.plan.gpu_hours, rel=1e-12)
+    cheaper, dearer = sorted(opt.values(), key=lambda o: o.cost_usd)
+    assert base.best == cheaper.hardware and [o.rank for o in base.options] == [1, 2]
+    # The price of the cheaper one at which both cost the same: p* = cost(dearer) / (GPUs x hours of the cheaper).
+    p_star = dearer.cost_usd / (cheaper.gpus * cheaper.wall_clock_days * 24.0)
+    assert p_star > 2.0
+    for factor, best in ((0.999, cheaper.hardware), (1.001, dearer.hardware)):
+        moved = compare(["h100", "h200"], prices={cheaper.hardware: p_star * factor}, **request)
+        assert moved.best == best
+        again = {o.hardware: o for o in moved.options}
+        assert again[cheaper.hardware].cost_usd == pytest.approx(dearer.cost_usd * factor, rel=1e-9)
+        assert again[dearer.hardware].cost_usd == pytest.approx(dearer.cost_usd, rel=1e-12)  # its price unchanged
+        assert again[cheaper.hardware].gpus == cheaper.gpus  # the price moves the ranking, not the plan
+    # ranked by GPUs instead: the fewer GPUs first, whatever the prices
+    by_gpus = compare(["h100", "h200"], objective="gpus", **request)
+    assert [o.gpus for o in by_gpus.options] == sorted(o.gpus for o in base.options)
+
+
+def test_compare_keeps_options_that_cannot_run_and_says_why(capsys):
+    import json
+
+    from cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--precision", "fp8", "--gpus", "64",
+                                     "--gpu", "a100,h100", "--objective", "days", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    a100, h100 = ({o["hardware"]: o for o in doc["options"]}[n] for n in ("a100", "h100"))
+    assert h100["rank"] == 1 and doc["best"] == "h100" and h100["plan"]["gpus"] == 64
+    assert a100["rank"] is None and a100["status"] == "error" and "FP8" in a100["why"] and a100["plan"] is None
+    # none can meet the request: the document still lists each, exit 1
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e26", "--gpus", "8", "--gpu", "h100,h200", "--json"])
+    assert code == 1 and "no accelerator" in err
+    doc = json.loads(out)
+    assert doc["best"] is None and all(o["status"] == "infeasible" and o["why"] for o in doc["options"])
+
+
+def test_gpu_all_and_bad_lists():
+    from planner.compare import PAPER_SCENARIOS, accelerator_names, parse_prices
+    from planner.errors import InvalidInput
+    from planner.hardware import hardware_names
+
+    everything = accelerator_names("all")
+    assert {"h100", "h200", "b200", "gb200-nvl72"} <= set(everything)
+    assert set(everything) | set(PAPER_SCENARIOS) == set(hardware_names())
+    assert not set(everything) & set(PAPER_SCENARIOS)
+    for bad in ("h100,h100", "all,h100", ","):
+        with pytest.raises(InvalidInput):
+            accelerator_names(bad)
+    assert parse_prices(["h100=2.5"]) == {"h100": 2.5}
+    for bad in ("h100", "h100=-1", "h100=nan", "=2"):
+        with pytest.raises(InvalidInput, match="NAME=USD"):
+            parse_prices([bad])
