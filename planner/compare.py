@@ -93,6 +93,8 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
     unknown = sorted(set(prices) - set(hardware))
     if unknown:
         raise InvalidInput(f"--gpu-price names {', '.join(unknown)}, which is not among --gpu {','.join(hardware)}")
+    for name in hardware:  # a misspelt name or a broken file: bad input for the whole request, before any search
+        api.resolve_hardware(name)
     options: list[dict[str, Any]] = []
     for name in hardware:
         if progress is not None:
