@@ -139,7 +139,7 @@ def _replan(kwargs: Mapping[str, Any]) -> tuple[int | None, float | None]:
     from planner import api
 
     try:
-        p = api.plan(**kwargs)
+        p = api.plan(**{**kwargs, "why_smaller": False})  # only the GPUs and days are read
     except Infeasible:
         return None, None
     return p.gpus, p.wall_clock_days

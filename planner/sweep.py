@@ -221,7 +221,8 @@ def solve_point(hw: str | Hardware, compute: float, days: float, sparse: bool, b
                         profile=profile, goodput=goodput, overrides=overrides,
                         schedule=schedule,
                         solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
-                        price_per_gpu_hour=price_per_gpu_hour)
+                        price_per_gpu_hour=price_per_gpu_hour,
+                        why_smaller=False)  # a sweep's points want the answer, not one more search each
     except Infeasible as exc:
         doc = exc.plan
         if isinstance(doc, Plan):

@@ -337,3 +337,21 @@ def test_gpu_all_and_bad_lists():
     for bad in ("h100", "h100=-1", "h100=nan", "=2"):
         with pytest.raises(InvalidInput, match="NAME=USD"):
             parse_prices([bad])
+
+
+def test_fractions_are_fractions_in_json_and_percentages_in_text(capsys):
+    import json
+
+    from cli_helpers import invoke
+
+    described = [f"{title}.{name}" for title, model in {"Plan": Plan.model_json_schema(),
+                                                        **Plan.model_json_schema()["$defs"]}.items()
+                 for name, prop in model.get("properties", {}).items()
+                 if "fraction (0-1)" in str(prop.get("description", ""))]
+    assert {"Plan.mfu", "Plan.hfu", "Goodput.goodput"} <= set(described)
+    argv = ["plan", "--compute", "1e23", "--gpu", "h100", "--days", "30"]
+    code, out, _ = invoke(capsys, [*argv, "--json"])
+    doc = json.loads(out)
+    assert code == 0 and 0 < doc["mfu"] < 1 and 0 < doc["hfu"] < 1
+    code, text, _ = invoke(capsys, argv)
+    assert f"{doc['mfu'] * 100:.3g}%" in text

@@ -905,7 +905,7 @@ class Plan(_Frozen):
                                     "spare GPUs not included).")
     cost_usd: float | None = Field(None, description="US dollars: gpu_hours x --price-per-gpu-hour; null without a "
                                    "price.")
-    mfu: float | None = Field(description="Model FLOP utilisation, fraction (0-1; text output prints it as %): "
+    mfu: float | None = Field(description="Model FLOP utilisation, fraction (0-1), text prints it as %: "
                               "compute_flop / (gpus x peak_flops x training time).")
     hfu: float | None = Field(None, description="Hardware FLOP utilisation, fraction (0-1): model + recomputed FLOPs "
                               "against peak.")
