@@ -140,6 +140,11 @@ class ExecutionProfile(BaseModel):
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
+    moe_dispatch_dedup: bool = Field(False, description="The token dispatcher sends a token once to each expert "
+                                     "rank (and once over the network to each node) that its top-k experts live on, "
+                                     "not once per expert (DeepEP / HybridEP; Megatron's alltoall dispatcher sends one "
+                                     "copy per expert): the all-to-all's bytes at each level count distinct "
+                                     "destinations (planner.cost.terms).")
     overlap_zero: float = Field(1.0, ge=0, le=1, description="Share of ZeRO-2/3 traffic during the microbatches "
                                 "hidden.")
     dp_overlap: bool = Field(False, description="Default for --dp-overlap: the gradient reduction runs under the "
@@ -180,6 +185,13 @@ class ExecutionProfile(BaseModel):
     memory_fragmentation: float = Field(0.0, ge=0, le=1, description="The caching allocator's reserved / allocated "
                                         "- 1: a fraction of what it serves (weights, gradients, optimizer state, "
                                         "activations).")
+    memory_device_bytes: dict[str, float] = Field(
+        default_factory=dict, description="Per GPU (profile.entry_for: full name, family, default): the device "
+        "memory the driver reports (nvidia-smi's total; bytes, TOML MiB) where it differs from the datasheet's "
+        "decimal GB of the hardware file; no entry: the hardware file's capacity.")
+    memory_driver_reserved_bytes: float = Field(0.0, ge=0, description="Device memory the CUDA driver keeps "
+                                                "from the runtime's total (cudaMemGetInfo) below nvidia-smi's total "
+                                                "(bytes; TOML GB); read with memory_device_bytes.")
     memory_headroom_bytes: float = Field(0.0, ge=0, description="Memory a plan must leave free (bytes; TOML GB): a "
                                          "layout fits when total + headroom <= HBM (--memory-headroom).")
     zero3_unit: Literal["matrix", "layer"] = Field(
@@ -230,6 +242,14 @@ class ExecutionProfile(BaseModel):
         label = precision if precision in ("fp8", "fp4") else "16-bit"
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
 
+    def device_bytes(self, gpu_name: str, datasheet_bytes: float) -> float:
+        """Device memory a GPU's processes share: `memory_device_bytes` for this GPU (`entry_for`) less the driver's
+        reservation, else the hardware file's datasheet capacity."""
+        key = entry_for(self.memory_device_bytes, gpu_name)
+        if key is None:
+            return datasheet_bytes
+        return self.memory_device_bytes[key] - self.memory_driver_reserved_bytes
+
     def sustained_factor(self, gpu_name: str) -> float:
         """`gemm_sustained_by_family` for this GPU (`entry_for`: a variant such as a power-capped part by its full
         name, else its family), else `gemm_sustained_factor`."""
@@ -271,6 +291,8 @@ FIELDS: dict[str, str] = {
     "overlap.ep": "overlap_ep",
     "overlap.zero": "overlap_zero",
     "moe.imbalance": "moe_imbalance",
+    "moe.dispatch_dedup": "moe_dispatch_dedup",
+    "memory.driver_reserved_GB": "memory_driver_reserved_bytes",
     "overlap.dp": "dp_overlap",
     "overlap.dp_exposed": "dp_exposed",
     "overlap.zero_bubble_hides_latency": "zero_bubble_hides_latency",
@@ -305,7 +327,8 @@ mebibytes. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
-          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family"}
+          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family",
+          "memory.device_MiB": "memory_device_bytes"}
 
 RECIPE_KEYS = {"precision", *Recipe.model_fields} - {"model_config"}
 """Keys of a [recipe.NAME] table (the Recipe fields)."""
@@ -364,7 +387,9 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             if path in TABLES:
                 if not isinstance(raw, dict):
                     raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = fraction")
-                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) for k, v in raw.items()}
+                scale = 2.0**20 if path.endswith("_MiB") else 1.0
+                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) * scale
+                                        for k, v in raw.items()}
                 continue
             if path not in FIELDS:
                 close = difflib.get_close_matches(path, [*FIELDS, *TABLES], n=1)

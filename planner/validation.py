@@ -48,6 +48,10 @@ class PublishedRun(BaseModel):
         "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
         "precision's default, or 16-bit).")
     compiled: bool = Field(False, description="The run used torch.compile (torchtitan) or equivalent fused kernels.")
+    moe_dispatch_dedup: bool | None = Field(None, description="The run's token dispatcher sends a token once per "
+                                            "destination rank / node (DeepEP, HybridEP: true) or once per expert "
+                                            "(Megatron's alltoall dispatcher: false); None: the framework's profile "
+                                            "value.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
@@ -372,6 +376,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
+    if run.moe_dispatch_dedup is not None:
+        prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.optimizer_state_bytes_per_param is not None:
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
