@@ -216,6 +216,10 @@ class ExecutionProfile(BaseModel):
                                               "their sum (planner.cost.memory; the paper profile adds them).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
+    compiled_logits_bytes: float | None = Field(None, gt=0, description="`logits_bytes` when the loss function "
+                                                "itself is compiled (torchtitan since 2025 compiles it with the "
+                                                "model): the fused kernels keep no fp32 copies over the vocabulary. "
+                                                "None: a compiled loss holds what an eager one does.")
     selective_policy: Literal["megatron", "op"] = Field(
         "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
         "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "
@@ -315,6 +319,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
+    "memory.compiled_logits_bytes": "compiled_logits_bytes",
     "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
     "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",
     "memory.selective_policy": "selective_policy",

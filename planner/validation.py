@@ -52,6 +52,9 @@ class PublishedRun(BaseModel):
                                             "destination rank / node (DeepEP, HybridEP: true) or once per expert "
                                             "(Megatron's alltoall dispatcher: false); None: the framework's profile "
                                             "value.")
+    compiled_loss: bool = Field(False, description="The run compiles its loss function as well as the model "
+                                "(torchtitan with training.compile since 2025): the profile's compiled_logits_bytes "
+                                "applies.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
@@ -376,6 +379,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
+    if run.compiled_loss and prof.compiled_logits_bytes is not None:
+        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
     if run.moe_dispatch_dedup is not None:
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.optimizer_state_bytes_per_param is not None:
