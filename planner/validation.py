@@ -584,8 +584,9 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
     worst = sorted(priced, key=lambda r: -abs((r.ratio or 1.0) - 1.0))[:6]
     lines += _targets(rows)
     lines += ["What limits it further. The largest errors: " + "; ".join(
-        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs: GPT-OSS 120B is "
-        "over-predicted on every system (bf16 and MXFP8, H100 to GB300) by a cause not yet found (its attention "
+        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs: GPT-OSS 120B as "
+        "Megatron-Bridge runs it is over-predicted on every system (bf16 and MXFP8, H100 to GB300) by a cause not "
+        "yet found (its attention "
         "sinks and sliding windows, biased and clamped SwiGLU experts are priced as plain kernels), Qwen3-30B-A3B on "
         "H100 likewise; token dispatch is priced per destination where the recipe's DeepEP / HybridEP dispatcher "
         "deduplicates it (moe.dispatch_dedup), but node-limited routing, grouped-GEMM efficiency on small experts "
