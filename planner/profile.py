@@ -162,7 +162,8 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             path = f"{section}.{key}"
             if path in TABLES:
                 if not isinstance(raw, dict):
-                    raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = fraction")
+                    raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = "
+                                       + ("MiB" if path.endswith("_MiB") else "fraction"))
                 scale = 2.0**20 if path.endswith("_MiB") else 1.0
                 fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) * scale
                                         for k, v in raw.items()}
