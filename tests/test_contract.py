@@ -240,7 +240,8 @@ def test_emit_json_carries_plan_prediction_and_config(capsys, tmp_path, target):
     # the prediction, as comments: the plan's own step time, MFU (as %) and memory
     assert f"step {plan['step_time_s']:.4g} s" in text
     assert f"MFU {plan['mfu'] * 100:.3g}%" in text
-    assert f"{plan['memory']['total_bytes'] / 1e9:.4g} GB of 80 GB HBM" in text
+    mem = plan["memory"]
+    assert f"{mem['total_bytes'] / 1e9:.4g} GB of {mem['capacity'] / 1e9:.4g} GB HBM" in text
     assert all(line.startswith("#") for line in text.splitlines() if "predicted" in line)
     f = tmp_path / "launch"
     f.write_text(text)
