@@ -170,7 +170,22 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     compute, and the first decade that does not fit is bisected in log compute. So every request past the same
     wall gets the same estimate (shape rounding makes the bound slightly non-monotone in compute, so a bracket
     taken from the request would move the answer by up to a few per cent).
+
+    The last few answers are kept (the explanation and the plan's `infeasibility` facts ask the same question).
     """
+    key = (hw.model_dump_json(), days, sparse, law, options, budget)
+    if key not in _LARGEST:
+        if len(_LARGEST) >= 8:
+            _LARGEST.pop(next(iter(_LARGEST)))
+        _LARGEST[key] = _largest_compute_within(hw, days, sparse, law, options, budget)
+    return _LARGEST[key]
+
+
+_LARGEST: dict[tuple[object, ...], float | None] = {}
+
+
+def _largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, options: SearchOptions | None,
+                            budget: str) -> float | None:
     from planner.workload import MIN_COMPUTE_FLOP, infer_workload
 
     def fits(c: float) -> bool:
