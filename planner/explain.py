@@ -39,7 +39,7 @@ from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
-from planner.parallel.space import SearchOptions, divisors, fill_levels, level_rule
+from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
 from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
 from planner.search.presolve import LeastFeatures, ShapeTable, min_allreduce_latency_s, min_routing_latency_s
 from planner.search.result import SearchResult
@@ -546,13 +546,31 @@ def time_advice(result: SearchResult) -> str:
                 "before CP-SAT ran: raise --time-limit well above that for the search to start")
     return "raise --time-limit to search longer"
 
+def transformer_least_memory(hw: Hardware, wl: Workload, options: SearchOptions, n: int, space: Space | None = None
+                             ) -> tuple[Tuples, np.ndarray, int] | None:
+    """The degree tuples of a transformer with exactly n GPUs, their memory per GPU and the index of the least (None:
+    no tuple has n GPUs)."""
+    from planner.parallel.space import build_space, model_parallel_rows
+    from planner.search.cpsat import PairIndex, tuples_from_pairs
+
+    space = space if space is not None else build_space(hw, wl, options)
+    index = PairIndex.build(space, model_parallel_rows(space))
+    t = tuples_from_pairs(space, index, *index.pairs(n, n))  # only the tuples with exactly n GPUs
+    t = t.take(np.nonzero(t.gpus == n)[0])
+    if len(t) == 0:
+        return None
+    nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
+    return t, total, int(np.argmin(total))
+
+
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
                          result: SearchResult) -> str:
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
     has that many GPUs and the least memory any of them needs; with a deadline, the least critical path of any tuple
     (a lower bound on every layout's step, so on the training time)."""
-    from planner.parallel.space import build_space, model_parallel_rows
-    from planner.search.cpsat import PairIndex, tuples_from_pairs
+    from planner.parallel.space import build_space
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "
@@ -562,17 +580,12 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
         n = options.gpus
         if not levels_allow(hw, n):
             return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
-        index = PairIndex.build(space, model_parallel_rows(space))
-        t = tuples_from_pairs(space, index, *index.pairs(n, n))  # only the tuples with exactly n GPUs
-        t = t.take(np.nonzero(t.gpus == n)[0])
-        if len(t) == 0:
+        least = transformer_least_memory(hw, wl, options, n, space)
+        if least is None:
             return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
                     f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
                     f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
-        nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
-        in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
-        total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
-        k = int(np.argmin(total))
+        t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
@@ -828,12 +841,16 @@ def _facts(hw: Hardware, wl: Workload, options: SearchOptions, days: float | Non
         below, above = usable.below(n), usable.above(n)
         parts = [t for t in (between_text(usable, below, n),) if t]
         if usable(n):
-            fit = min_memory_on(hw, wl, options, n) if wl.transformer is None else None
-            reason = "memory" if fit is not None and fit.total_bytes > mem.usable_bytes(hw) else "no_layout"
-            if wl.transformer is None and reason == "memory":
-                return Infeasibility(reason="memory", fewest_gpus_that_fit=fit_search(hw, wl, options).gpus,
-                                     nearest_gpus_below=below, nearest_gpus_above=above)
-            return Infeasibility(reason=reason, nearest_gpus_below=below, nearest_gpus_above=above)
+            if wl.transformer is None:
+                fit = min_memory_on(hw, wl, options, n)
+                if fit is not None and fit.total_bytes > mem.usable_bytes(hw):
+                    return Infeasibility(reason="memory", fewest_gpus_that_fit=fit_search(hw, wl, options).gpus,
+                                         nearest_gpus_below=below, nearest_gpus_above=above)
+            else:
+                least = transformer_least_memory(hw, wl, options, n)
+                if least is not None and least[1][least[2]] > mem.usable_bytes(hw):
+                    return Infeasibility(reason="memory", nearest_gpus_below=below, nearest_gpus_above=above)
+            return Infeasibility(reason="no_layout", nearest_gpus_below=below, nearest_gpus_above=above)
         return Infeasibility(reason="no_layout", nearest_gpus_below=below, nearest_gpus_above=above,
                              between=f"{usable.why_not(n)}" + (f"; {parts[0]}" if parts else ""))
     shortest = _shortest_days(hw, wl, options)

@@ -356,3 +356,19 @@ def test_fractions_are_fractions_in_json_and_percentages_in_text(capsys):
     assert code == 0 and 0 < doc["mfu"] < 1 and 0 < doc["hfu"] < 1
     code, text, _ = invoke(capsys, argv)
     assert f"{doc['mfu'] * 100:.3g}%" in text
+
+
+def test_transformer_fixed_cluster_too_small_for_memory():
+    """Llama 3 405B's weights, gradients and Adam state alone are about 16 B x 406e9 = 6.5 TB: 64 GPUs of 80 GB hold
+    5.1 TB at most, so no layout fits; the facts say memory, as the explanation does."""
+    from planner.api import plan
+    from planner.errors import Infeasible
+    from planner.workload import load_model_preset
+
+    wl = load_model_preset("llama3-405b")
+    assert 16 * wl.params > 64 * 80e9
+    with pytest.raises(Infeasible) as exc:
+        plan(workload=wl, gpu="h100", gpus=64)
+    doc = exc.value.plan
+    assert doc.infeasibility.reason == "memory" and "does not fit in the memory" in doc.explanation
+    assert doc.infeasibility.nearest_gpus_below < 64 < doc.infeasibility.nearest_gpus_above
