@@ -372,3 +372,17 @@ def test_transformer_fixed_cluster_too_small_for_memory():
     doc = exc.value.plan
     assert doc.infeasibility.reason == "memory" and "does not fit in the memory" in doc.explanation
     assert doc.infeasibility.nearest_gpus_below < 64 < doc.infeasibility.nearest_gpus_above
+
+
+def test_comparison_table(capsys):
+    from cli_helpers import invoke
+
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e23", "--days", "30", "--gpu", "h100,h200",
+                                     "--price-per-gpu-hour", "2", "--objective", "gpus"])
+    assert code == 0, err
+    for column in ("accelerator", "GPUs", "racks / nodes", "days (wall-clock)", "$ wall-clock", "$ compute-only", "MW",
+                   "MWh", "MFU", "status / why"):
+        assert column in out, column
+    assert "ranked by gpus" in out and "h100" in out and "h200" in out and "optimal" in out
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e23", "--gpu", "h100,h200", "--emit", "megatron"])
+    assert code == 2 and "takes one accelerator" in err
