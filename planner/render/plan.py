@@ -18,7 +18,7 @@ from rich.text import Text
 
 from planner.cost.memory import OPTIMIZER_SHARDING
 from planner.economics import fmt_MW
-from planner.hardware import GPU_KEYS, LEVEL_KEYS
+from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
 from planner.schema import DEGREES, Hardware, Plan
@@ -672,4 +672,12 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
                 continue
             value = raw if scale == 1 else raw / scale
             levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
-    return [head, gpu, levels]
+    econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
+    econ.add_column("field", style="bold")
+    econ.add_column("value", justify="right")
+    econ.add_column("source")
+    for key, (field, _) in ECONOMICS_KEYS.items():
+        raw = None if hw.economics is None else getattr(hw.economics, field)
+        econ.add_row(key, "none" if raw is None else _file_value(raw),
+                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default"))
+    return [head, gpu, levels, econ]
