@@ -15,14 +15,13 @@ import json
 import math
 
 import pytest
+from cli_helpers import invoke
 
 from planner import api
 from planner.economics import facility_power_MW, get_facility, it_power_W, max_gpus_within_power
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import get_hardware
 from planner.overrides import parse_overrides
-
-from cli_helpers import invoke
 
 H100_BOARD_W, H100_NODE_W, IB_SWITCH_W, H100_PRICE = 700.0, 4600.0, 134.0, 2.95
 PUE, LARGEST_MW = 1.2, 5000.0
