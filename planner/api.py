@@ -164,8 +164,10 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
     wall = ev.training_days if good is None else (ev.training_days / good.goodput if good.goodput > 0 else math.inf)
     gpu_hours = ev.gpus * ev.training_s / 3600.0
     racks = _rack_fields(hw, ev.gpus)
-    money = plan_economics(hw, facility or get_facility(), ev.gpus, ev.gpus + racks.get("spare_gpus", 0),
-                           ev.training_days, wall, price_per_gpu_hour)
+    # Racks a job takes in part (GB200/GB300 NVL72: `unit`/`usable` on the lowest level) are held whole; a job smaller
+    # than a DGX node rents its GPUs alone (clouds sell 1-, 2- and 4-GPU instances).
+    held = ev.gpus + (racks.get("spare_gpus", 0) if hw.levels[0].subdivided else 0)
+    money = plan_economics(hw, facility or get_facility(), ev.gpus, held, ev.training_days, wall, price_per_gpu_hour)
     money_notes = _economics_notes(hw, ev.gpus, money)
     mem = ev.memory
     return Plan(
@@ -296,11 +298,13 @@ MODELLED = (
     "TP, CP, PP, EP, DP and ZeRO traffic per network level, with the profile's overlap",
     "pipeline bubbles of 1F1B / interleaved 1F1B / ZB-H2",
     "memory per GPU: weights, gradients, optimizer state, activations, recomputation",
+    "facility power, energy and cost of the cluster for the time it is held (planner.economics)",
 )
 NOT_MODELLED = (
     "stragglers, load imbalance between experts (routing is balanced), and congestion between jobs",
     "data loading, evaluation, and the first steps' warm-up",
-    "power, cooling and clock throttling beyond the sustained-clock factor",
+    "clock throttling beyond the sustained-clock factor, and power limits on speed (facility power and energy are "
+    "reported from the hardware file's [economics] and the site's PUE, planner.economics, but never slow the run)",
 )
 
 
@@ -620,7 +624,7 @@ def plan(
                 workload=workload, gpu=gpu, schedule=schedule, dp_overlap=dp_overlap, solver=solver,
                 time_limit_s=time_limit_s, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
                 runs_on=runs_on, profile=profile, goodput=goodput, failures=failures, overrides=overrides,
-                facility=site))
+                facility=facility))
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
             profile=hw.profile.name,
@@ -650,7 +654,7 @@ def plan(
         return plan(compute_flop, gpu, days, workload=workload, schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
                     solver=solver, time_limit_s=time_limit_s, workers=workers, price_per_gpu_hour=price_per_gpu_hour,
                     fixed=fixed, runs_on=runs_on, profile=profile, goodput=goodput, failures=failures,
-                    overrides=overrides, power_mw=power_mw, max_gpus=doc.gpus - 1, facility=site)
+                    overrides=overrides, power_mw=power_mw, max_gpus=doc.gpus - 1, facility=facility)
     if cap is not None:
         doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:

@@ -866,12 +866,13 @@ class Plan(_Frozen):
                                       "one; docs/model.md, 'The search space').")
     spare_gpus: int | None = Field(None, description="GPUs in the racks bought that the job leaves idle: racks x rack "
                                    "size - gpus (GB200 NVL72 at 64 of 72 per rack: 8 per rack; 0 on whole DGX nodes). "
-                                   "Not in gpu_hours or compute_cost_usd; held, so in held_gpus, cost_usd and the "
-                                   "power figures.")
+                                   "Not in gpu_hours or compute_cost_usd; where racks are taken whole (GB200/GB300 "
+                                   "NVL72) they are held: in held_gpus, cost_usd and the power figures.")
     gpu_hours: float | None = Field(description="GPU-hours of compute: gpus x training_days x 24 (no failures, no "
                                     "spares).")
-    held_gpus: int | None = Field(None, description="GPUs the run holds and pays for: gpus + spare_gpus (whole racks "
-                                  "on GB200/GB300 NVL72).")
+    held_gpus: int | None = Field(None, description="GPUs the run holds and pays for: gpus + spare_gpus where racks "
+                                  "are taken whole (GB200/GB300 NVL72: a lowest level with unit/usable), else gpus (a "
+                                  "job smaller than a DGX node rents its GPUs alone).")
     held_days: float | None = Field(None, description="Days the cluster is held: wall_clock_days (training_days / "
                                     "goodput when failures are modelled, else training_days).")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour that priced cost_usd and "

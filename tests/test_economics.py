@@ -208,3 +208,11 @@ def test_api_rejects_bad_limit_types():
         api.plan(1e21, "h100", 1, max_gpus=2.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="power_mw"):
         api.plan(1e21, "h100", 1, power_mw="100")  # type: ignore[arg-type]
+
+
+def test_facility_override_reaches_the_limit_explanation():
+    """The re-plans behind an infeasible limit keep the user's --set facility.* (the facility passed on by name)."""
+    with pytest.raises(Infeasible) as exc:
+        api.plan(1e21, "h100", 1, power_mw=0.05, overrides=["facility.pue=1.5"])
+    # 24 GPUs at PUE 1.5: 33,816 W x 1.5 = 0.0507 MW, above 0.05
+    assert "PUE 1.5" in exc.value.explanation and "0.0507 MW" in exc.value.explanation

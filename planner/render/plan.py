@@ -302,8 +302,10 @@ def cluster_table(plan: Plan) -> Table:
     if plan.racks is not None:
         per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
         rows.append((f"racks ({plan.rack_level})", f"{plan.racks:,}{per}"))
-        rows.append(("spare GPUs", f"{plan.spare_gpus:,} (held with the racks, idle: in the wall-clock cost and "
-                     "the power, not in GPU-hours or the compute-only cost)" if plan.spare_gpus else "0"))
+        held = (plan.held_gpus or 0) > (plan.gpus or 0)
+        rows.append(("spare GPUs", "0" if not plan.spare_gpus else f"{plan.spare_gpus:,} " + (
+            "(held with the racks, idle: in the wall-clock cost and the power, not in GPU-hours or the compute-only "
+            "cost)" if held else "(idle in a part-used node; not rented, not in GPU-hours or cost)")))
     rows.append(("GPU-hours", fmt_count(plan.gpu_hours)))
     rows += economics_rows(plan)
     if plan.deadline_days is not None:
