@@ -105,7 +105,8 @@ def plan_row(p: Plan) -> dict:
         "goodput": None if p.goodput is None else p.goodput.goodput, "step_time_s": p.step_time_s,
         "gpu_hours": p.gpu_hours,
         "cost_usd": p.cost_usd, "compute_cost_usd": p.compute_cost_usd, "facility_power_MW": p.facility_power_MW,
-        "energy_MWh": p.energy_MWh, "warnings": " | ".join(p.warnings), "dp_overlap": p.dp_overlap, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "energy_MWh": p.energy_MWh, "warnings": " | ".join(p.warnings), "dp_overlap": p.dp_overlap,
+        "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
     }
