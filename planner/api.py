@@ -266,22 +266,38 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
     except Infeasible:
         lines.append("no cluster of any size meets the deadline: " + (why.splitlines()[0] if why else ""))
     # The fastest within the limit is on one of the largest counts the model's shape divides: try the largest
-    # f x 2^k (f in 1, 3, 5, 7, 9: the shapes' own rounding, planner.workload) that fill the levels, largest first.
-    counts = sorted({f << k for f in (1, 3, 5, 7, 9) for k in range(64) if (f << k) <= cap}, reverse=True)
-    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:4]
-    for n in tried:
+    # f x 2^k (f odd and 3-5-7-smooth, up to 225: the shapes' own rounding, planner.workload, and its products) that
+    # fill the levels, largest first.
+    odd = {3**a * 5**b * 7**c for a in range(5) for b in range(4) for c in range(3)}
+    counts = sorted({f << k for f in odd if f <= 225 for k in range(64) if (f << k) <= cap}, reverse=True)
+    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:3]
+    best: tuple[float, Plan] | None = None
+    for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
         try:
             fast = plan(gpus=n, **kwargs)
         except Infeasible:
             continue
-        mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
         took = fast.wall_clock_days or fast.training_days
-        assert took is not None
-        lines.append(f"within the limit, {n} GPUs{mw} (the largest count tried that the model's shape divides) "
-                     f"train it in {took:.4g} days: --gpus {n}, or --days {math.ceil(took * 100) / 100:g}")
-        break
-    else:
+        if took is not None and (best is None or took < best[0]):
+            best = (took, fast)
+    if best is None:
         lines.append(f"no layout found on {', '.join(map(str, tried)) or 'any count'} GPUs within the limit")
+        return "; ".join(lines)
+    # Then the fastest over every count within the limit: bisect the deadline of the capped search (a deadline is met
+    # within the cap iff some count within it meets it) to 0.5 %.
+    lo, (hi, fast) = (days or 0.0), best
+    for _ in range(8):
+        if lo <= 0 or hi / lo <= 1.005:
+            break
+        mid = math.sqrt(lo * hi)
+        try:
+            fast, hi = (p := plan(days=mid, max_gpus=cap, _explain_limits=False, **kwargs)), (
+                p.wall_clock_days or p.training_days or mid)
+        except Infeasible:
+            lo = mid
+    mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days (none within {lo:.4g}): "
+                 f"--days {math.ceil(hi * 100) / 100:g} gives {fast.gpus} GPUs{mw}")
     return "; ".join(lines)
 
 
@@ -486,6 +502,7 @@ def plan(
     power_mw: float | None = None,
     max_gpus: int | None = None,
     facility: str | Facility = "default",
+    _explain_limits: bool = True,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -619,7 +636,7 @@ def plan(
         from planner.explain import explain_infeasible
 
         explanation = explain_infeasible(hw, workload, options, days, result, fm)
-        if cap is not None and gpus is None:
+        if cap is not None and gpus is None and _explain_limits:
             explanation = _explain_limit(cap, limit_words, hw, site, days, explanation, dict(
                 workload=workload, gpu=gpu, schedule=schedule, dp_overlap=dp_overlap, solver=solver,
                 time_limit_s=time_limit_s, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
