@@ -18,7 +18,7 @@ readings, and the code uses all three:
 * CP-SAT: per (tuple, factor vector) pair the coefficient x term products of each branch, one integer per pair
   (planner.search.cpsat); a branch is then a linear expression in the model's booleans.
 
-The workload enters only through its operations (planner.workload.ops): GEMM shapes, all-reduce volumes and groups,
+The workload enters only through its operations (planner.schema.ops): GEMM shapes, all-reduce volumes and groups,
 the interface transfer, the activations kept.
 """
 
@@ -228,8 +228,7 @@ class Rates:
         if prof.gemm_model == "roofline":
             return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
         launch = g.matmul_latency_s if prof.gemm_launch_s is None else prof.gemm_launch_s
-        fraction = (prof.gemm_fraction(self.hw.gpu.name, self.precision if low else "bf16")
-                    * prof.sustained_factor(self.hw.gpu.name))
+        fraction = gemm_peak_fraction(self.hw, self.precision if low else "bf16")
         if low and self.recipe is not None:
             fraction *= self.recipe.gemm_efficiency
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
@@ -272,6 +271,16 @@ class Rates:
         """Share of the operation list's element-wise bytes that still move: compiled kernels fuse the rest."""
         prof = self.hw.profile
         return prof.compiled_elementwise_fraction if prof.compiled else 1.0
+
+
+def gemm_peak_fraction(hw: Hardware, precision: str = "bf16") -> float:
+    """The share of its precision's peak a large GEMM reaches on one GPU, before tile, wave and launch losses: the
+    sustained clock under the roofline (App. 8.1.1), the profile's measured large-GEMM fraction times its sustained
+    factor under 'measured'. The toy model's MFU ceiling: its GEMMs are all its work."""
+    prof = hw.profile
+    if prof.gemm_model == "roofline":
+        return hw.gpu.sustained_clock_factor
+    return prof.gemm_fraction(hw.gpu.name, precision) * prof.sustained_factor(hw.gpu.name)
 
 
 def rates(hw: Hardware, wl: Workload) -> Rates:
@@ -503,6 +512,18 @@ def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndar
     return np.where(pp == 1, single, np.maximum(middle, best))
 
 
+def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) data-parallel ranks a weight's optimizer state (and, under ZeRO-2/3, gradients and weights) is
+    sharded over: N_DP N_EP N_CP for dense weights, N_DP N_CP for expert weights (Megatron's distributed optimizer
+    over each weight's data-parallel group, context-parallel ranks included)."""
+    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "ep", "cp")}
+    if "etp" in cols:  # a folded expert layout: expert weights over N_EDP (planner.cost.terms.expert_dp)
+        tp = np.asarray(cols["tp_ff"], dtype=np.float64) * np.asarray(cols["tp_model"], dtype=np.float64)
+        folded = np.asarray(cols["expert_ep"], dtype=np.float64) * np.asarray(cols["etp"], dtype=np.float64)
+        return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["ep"] * f["cp"] * tp / folded
+    return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["cp"]
+
+
 def device_layers(wl: Workload, cols: Cols) -> np.ndarray:
     """Layers on the busiest device (the terms' per-GPU traffic and memory count these, an upper bound for the
     ends): toy L / N_PP, transformer i c."""
@@ -602,8 +623,6 @@ def latency_share(hw: Hardware, zero_bubble, m_over_pp) -> np.ndarray:
 def optimizer_s(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """The optimizer step on the busiest device: its parameters' share of the optimizer state (sharded over each
     weight's data-parallel ranks) times the profile's bytes per parameter, at element-wise HBM bandwidth."""
-    from planner.cost.memory import sharding_degrees
-
     per = hw.profile.optimizer_bytes_per_param
     recipe = rates(hw, wl).recipe
     cast = 0.0 if recipe is None else recipe.weight_cast_bytes_per_param * (1.0 - recipe.kept_layer_fraction)
