@@ -219,3 +219,19 @@ def test_facility_override_reaches_the_limit_explanation():
         api.plan(1e21, "h100", 1, power_mw=0.05, overrides=["facility.pue=1.5"])
     # 24 GPUs at PUE 1.5: 33,816 W x 1.5 = 0.0507 MW, above 0.05
     assert "PUE 1.5" in exc.value.explanation and "0.0507 MW" in exc.value.explanation
+
+
+@pytest.mark.slow
+def test_readme_python_example_is_true(capsys):
+    """README.md's Python API block runs and prints what its comments say: 1e32 is optimal and flagged, 100 MW is
+    infeasible with what the deadline needs and the fastest plan within it."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = re.search(r"## Python API\n\n```python\n(.*?)```", readme, re.S)
+    assert block is not None
+    exec(compile(block.group(1), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "optimal ['beyond any announced build:" in out and "5 GW" in out
+    assert "the deadline needs 61440 GPUs" in out and "within the limit the fastest plan takes" in out
