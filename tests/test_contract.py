@@ -10,7 +10,16 @@ from pydantic import BaseModel
 from planner.goodput import FailureModel, Goodput
 from planner.limits import LimitsRow
 from planner.profile import ExecutionProfile
-from planner.schema import ErrorDocument, Evaluation, Hardware, LaunchDocument, Plan, Workload
+from planner.schema import (
+    Comparison,
+    ErrorDocument,
+    Evaluation,
+    Facility,
+    Hardware,
+    LaunchDocument,
+    Plan,
+    Workload,
+)
 from planner.sensitivity import Sensitivity
 from planner.sweep import SweepResult
 from planner.validation import PublishedRun, ValidationRow
@@ -18,9 +27,9 @@ from planner.workload.scaling import ModelPreset
 
 DOCUMENTS: list[type[BaseModel]] = [Plan, Evaluation, ErrorDocument, Hardware, Workload, ExecutionProfile,
                                     FailureModel, Goodput, Sensitivity, LimitsRow, ModelPreset, SweepResult,
-                                    PublishedRun, ValidationRow, LaunchDocument]
-"""Every document the planner writes (--json of plan, evaluate, limits, sweep, validate, hardware show, errors) or
-reads (hardware, profile, failure-model, preset and runs files; plan files for evaluate --plan)."""
+                                    PublishedRun, ValidationRow, LaunchDocument, Comparison, Facility]
+"""Every document the planner writes (--json of plan, evaluate, limits, sweep, validate, hardware show, --emit, several
+--gpu, errors) or reads (hardware, profile, failure-model, facility, preset and runs files; plan files)."""
 
 
 def undocumented(schema: dict[str, Any]) -> list[str]:
