@@ -63,22 +63,13 @@ def parse_prices(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def _figures(plan: Plan, price: float | None) -> dict[str, Any]:
-    """The ranked figures of one plan. Wall-clock and compute-only cost, power and energy come from the plan's own
-    economics fields where the Plan has them (planner.economics); otherwise the costs are the price times the
-    GPU-hours held (GPUs x wall-clock hours) and the GPU-hours of compute."""
-    econ = vars(plan)  # the economics fields, by name: present once planner.economics prices plans
-    price = econ.get("price_per_gpu_hour") or price
+def _figures(plan: Plan) -> dict[str, Any]:
+    """The figures an option is ranked by, from its plan (planner.economics prices and powers every plan)."""
     wall = plan.wall_clock_days if plan.wall_clock_days is not None else plan.training_days
-    if "compute_cost_usd" in econ:
-        cost, compute = plan.cost_usd, econ["compute_cost_usd"]
-    elif price is not None and plan.gpus is not None and wall is not None and plan.gpu_hours is not None:
-        cost, compute = price * plan.gpus * wall * 24.0, price * plan.gpu_hours
-    else:
-        cost = compute = None
-    return {"gpus": plan.gpus, "racks": plan.racks, "nodes": plan.nodes, "wall_clock_days": wall, "cost_usd": cost,
-            "compute_cost_usd": compute, "price_per_gpu_hour": price, "mfu": plan.mfu,
-            "facility_power_MW": econ.get("facility_power_MW"), "energy_MWh": econ.get("energy_MWh")}
+    return {"gpus": plan.gpus, "racks": plan.racks, "nodes": plan.nodes, "wall_clock_days": wall,
+            "cost_usd": plan.cost_usd, "compute_cost_usd": plan.compute_cost_usd,
+            "price_per_gpu_hour": plan.price_per_gpu_hour, "mfu": plan.mfu,
+            "facility_power_MW": plan.facility_power_MW, "energy_MWh": plan.energy_MWh}
 
 
 def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: Mapping[str, float] | None = None,
@@ -102,10 +93,9 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
         kwargs = dict(plan_kwargs)
         if name in prices:
             kwargs["price_per_gpu_hour"] = prices[name]
-        price = kwargs.get("price_per_gpu_hour")
         try:
             plan = api.plan(gpu=name, **kwargs)
-            options.append({"hardware": name, "status": plan.status, "plan": plan, **_figures(plan, price)})
+            options.append({"hardware": name, "status": plan.status, "plan": plan, **_figures(plan)})
         except Infeasible as exc:
             doc = exc.plan
             why = (doc.explanation.splitlines()[0] if doc is not None and doc.explanation else str(exc))
@@ -121,7 +111,7 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
         if opt["status"] not in ("optimal", "feasible"):
             unranked.append(opt)
         elif opt.get(keys[0]) is None:
-            missing = {"cost_usd": "no price: give --price-per-gpu-hour or --gpu-price NAME=USD",
+            missing = {"cost_usd": "no price in its hardware file: give --price-per-gpu-hour or --gpu-price NAME=USD",
                        "energy_MWh": "no power figures in its hardware file"}.get(keys[0], f"no {keys[0]}")
             unranked.append({**opt, "why": missing})
         else:

@@ -395,3 +395,24 @@ def test_comparison_table(capsys):
     assert "ranked by gpus" in out and "h100" in out and "h200" in out and "optimal" in out
     code, out, err = invoke(capsys, ["plan", "--compute", "1e23", "--gpu", "h100,h200", "--emit", "megatron"])
     assert code == 2 and "takes one accelerator" in err
+
+
+def test_four_accelerators_for_1e26_in_90_days_by_cost():
+    """The issue's request: h100, h200, b200 and gb200-nvl72 for 1e26 FLOP in 90 days, ranked by cost, each with $
+    wall-clock and compute-only, MW and MWh."""
+    from planner.compare import compare
+
+    c = compare(["h100", "h200", "b200", "gb200-nvl72"], compute_flop=1e26, days=90.0, why_smaller=False)
+    assert c.objective == "cost" and [o.rank for o in c.options] == [1, 2, 3, 4]
+    costs = [o.cost_usd for o in c.options]
+    assert costs == sorted(costs) and c.best == c.options[0].hardware
+    for o in c.options:
+        assert o.status == "optimal" and o.wall_clock_days <= 90
+        assert None not in (o.cost_usd, o.compute_cost_usd, o.facility_power_MW, o.energy_MWh)
+        # by hand: MWh = MW x wall-clock hours (no failures in the paper profile: wall-clock = compute days)
+        assert o.energy_MWh == pytest.approx(o.facility_power_MW * o.wall_clock_days * 24.0, rel=1e-9)
+        assert o.compute_cost_usd == pytest.approx(o.price_per_gpu_hour * o.plan.gpu_hours, rel=1e-12)
+    nvl = next(o for o in c.options if o.hardware == "gb200-nvl72")
+    # GB200 NVL72 racks are taken whole: 72 GPUs held per rack, 64 used, so wall-clock / compute-only = 72 / 64
+    assert nvl.gpus == nvl.racks * 64
+    assert nvl.cost_usd / nvl.compute_cost_usd == pytest.approx(72 / 64, rel=1e-9)
