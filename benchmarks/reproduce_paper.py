@@ -126,6 +126,7 @@ def retry_unproven(s: Scenario, time_limit: float) -> None:
     time-limited gaps below the last feasible point, feasible-but-unproven points, and the first time-limited
     point above the last feasible one (only that one, to bound the time). The retried points
     are listed in docs/reproduction/<scenario>.retries.json and in the document."""
+    from planner.request import PlanRequest
     from planner.sweep import solve_point
 
     res = load(s.key)
@@ -147,8 +148,9 @@ def retry_unproven(s: Scenario, time_limit: float) -> None:
                 break  # above the first time-limited point past the wall: not worth the time
             c = res.compute_flop[j]
             t0 = time.time()
-            q = solve_point(hwobj, c, res.days, res.sparse, res.batch_scaling, res.schedule, time_limit, 1, "cpsat",
-                            budget=BUDGET)
+            q = solve_point(PlanRequest(compute_flop=c, gpu=hwobj, days=res.days, sparse=res.sparse,
+                                        batch_scaling=res.batch_scaling, schedule=res.schedule,
+                                        time_limit_s=time_limit, workers=1, dp_overlap=False, budget=BUDGET))
             print(f"  [{s.key} retry] {hw} {c:.3g}: {p.status}/{p.solver.status} -> {q.status}/{q.solver.status} "
                   f"mfu={q.mfu} ({time.time() - t0:.0f} s)", flush=True)
             plans[idx] = q
