@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import BIN, EXH, TINY, invoke
 
-import planner.cli.commands as cli
+import planner.cli.plan as cli
 from planner.cli import app, plan_app, run
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
