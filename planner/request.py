@@ -56,7 +56,7 @@ _TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("time_limit_s", (int, float, *_NONE), "a number of seconds or None"),
     ("price_per_gpu_hour", (int, float, *_NONE), "a number or None"),
 )
-_DOCUMENTS = {"gpu": Hardware, "workload": Workload, "failures": FailureModel}
+_DOCUMENTS: dict[str, type[BaseModel]] = {"gpu": Hardware, "workload": Workload, "failures": FailureModel}
 """Fields that may hold a document: read back from JSON or TOML they arrive as tables (dicts)."""
 
 

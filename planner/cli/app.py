@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,7 +43,8 @@ hardware_app = typer.Typer(help="The hardware library: shipped systems and user 
 app.add_typer(hardware_app, name="hardware")
 
 
-def _print_version(value: bool) -> None:
+def print_version(value: bool) -> None:
+    """--version (of `planner` and of `plan`): print it and exit."""
     if value:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -56,7 +57,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main(version_flag: Annotated[bool, typer.Option(
-        "--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False) -> None:
+        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False) -> None:
     """Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model)."""
 
 
@@ -114,11 +115,22 @@ def _help_width() -> None:
         rich_utils.MAX_WIDTH = HELP_WIDTH_PIPED
 
 
+def _switches_as_switches(command: Any) -> None:
+    """In help, an on/off flag (--json, --quiet, --sparse) is a switch: no `<bool>` value column beside it, since it
+    takes no value. Applied to every option of every (sub)command once the click command is built."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _switches_as_switches(sub)
+
+
 def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
     import signal
 
     command = typer.main.get_command(typer_app)
+    _switches_as_switches(command)
     _help_width()
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)

@@ -11,7 +11,7 @@ import typer
 
 from planner import api
 from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
-from planner.cli.app import app, plan_app
+from planner.cli.app import app, plan_app, print_version
 from planner.cli.inputs import (
     with_batch_sequences,
     with_training,
@@ -111,7 +111,11 @@ def plan_command(
         "--cp", help="Fix context parallelism N_CP (default: the search chooses).", rich_help_panel=SEARCH_PANEL,
         show_default=False)] = None,
     sp: Annotated[int | None, typer.Option(
-        "--sp", parser=dimension_parser(BY_NAME["sp"]), metavar="off|on", help="Fix sequence parallelism (default: "
+        "--sp", parser=dimension_parser(BY_NAME["sp"]), metavar="off|on",
+        help="Fix sequence parallelism: 'on' splits the activations that tensor parallelism leaves whole (layer "
+        "norms, dropout, residuals) along the sequence over the TP ranks, trading each "
+        "TP all-reduce for a reduce-scatter and an all-gather of the same volume and cutting that activation memory "
+        "by the TP degree (Megatron's --sequence-parallel; needs a transformer and TP > 1) (default: "
         "the search chooses).", rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
     recompute: Annotated[int | None, typer.Option(
         "--recompute", parser=dimension_parser(BY_NAME["recompute"]), metavar="none|selective|full",
@@ -125,6 +129,8 @@ def plan_command(
         rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress spinner on stderr.",
                                         rich_help_panel=OUTPUT_PANEL)] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False,
     emit: Annotated[Framework | None, typer.Option(
         "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
         "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=OUTPUT_PANEL,

@@ -85,12 +85,13 @@ def sweep_command(
         metavar="FIELD=VALUE", show_default=False)] = None,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
-    from planner.api import _positive, resolve
+    from planner.api import resolve
+    from planner.request import check_positive
     from planner.overrides import parse_overrides
     from planner.sweep import compute_grid, read_journal
 
     grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
-    _positive("--price-per-gpu-hour", price_per_gpu_hour)
+    check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     sets = parse_overrides(list(set_ or []))
     names = [resolve(name, profile, sets).name for name in gpu or ["h100"]]  # --set and --profile checked here too
     if resume and csv_file is None:
