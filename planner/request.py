@@ -171,6 +171,13 @@ class PlanRequest(BaseModel):
                 data[name] = doc.model_validate(value)  # a document read back from JSON or TOML
                 continue
             check_type(name, value, types, what)
+        # numbers as given (before pydantic makes a float of an int): the message quotes what the caller wrote
+        check_positive("--days", data.get("days"))
+        check_positive("--time-limit", data.get("time_limit_s"), " (seconds)")
+        check_positive("--price-per-gpu-hour", data.get("price_per_gpu_hour"))
+        gpus = data.get("gpus")
+        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS):
+            raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
         if "workers" in data:
             check_workers(data["workers"])
         if data.get("memory_headroom_GB") is not None:
@@ -203,11 +210,6 @@ class PlanRequest(BaseModel):
                                f"{', '.join(b.value for b in BatchScaling)}")
         if self.budget not in [b.value for b in Budget]:
             raise InvalidInput(f"unknown budget rule '{self.budget}'; choose exact or paper")
-        check_positive("--days", self.days)
-        check_positive("--time-limit", self.time_limit_s, " (seconds)")
-        check_positive("--price-per-gpu-hour", self.price_per_gpu_hour)
-        if self.gpus is not None and not 1 <= self.gpus <= MAX_GPUS:
-            raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {self.gpus!r}")
         if self.workload is None and self.compute_flop is None:
             raise InvalidInput("give --compute FLOP, a model preset, or an explicit shape")
         if self.workload is not None and self.compute_flop is not None:
@@ -254,7 +256,12 @@ class PlanRequest(BaseModel):
 
     def to_toml(self) -> str:
         """The request as TOML: one `key = value` line per field set (documents as tables after them); TOML has no
-        null, so fields left at None are left out (None is their default or their meaning when absent)."""
+        null, so fields at None are left out: their default is None; time_limit_s = None (no limit, default 60 s)
+        cannot be written and is an InvalidInput."""
+        unwritable = [k for k, f in type(self).model_fields.items() if getattr(self, k) is None
+                      and f.default is not None]
+        if unwritable:
+            raise InvalidInput(f"TOML has no null: {', '.join(unwritable)} = None cannot be written (use to_json)")
         data = self.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
         scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
         tables = {k: v for k, v in data.items() if isinstance(v, dict)}

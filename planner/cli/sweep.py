@@ -14,9 +14,9 @@ from rich.progress import TaskID
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
 from planner.cli.options import parse_number, parse_whole
+from planner.cli.output import stdout_console
 from planner.errors import InvalidInput
 from planner.files import journal
-from planner.render import StdoutConsole
 from planner.render.sweep import (
     _check_outputs,
     _requested,
@@ -86,8 +86,8 @@ def sweep_command(
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
     from planner.api import resolve
-    from planner.request import check_positive
     from planner.overrides import parse_overrides
+    from planner.request import check_positive
     from planner.sweep import compute_grid, read_journal
 
     grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
@@ -117,8 +117,8 @@ def sweep_command(
     if json_out:
         sys.stdout.write(res.model_dump_json(indent=2) + "\n")
         return
-    console = StdoutConsole(width=max(Console().width, 140))
-    console.print(sweep_table(res))
+    console = stdout_console()  # the terminal's width (COLUMNS when set); 140 columns when piped
+    console.print(sweep_table(res, console.width))
     console.print(summary_table(res))
     for path in ([csv_file] if csv_file else []) + written:
         console.print(f"wrote {path}")

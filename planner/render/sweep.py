@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
 from planner.files import check_output, safe_file_part, write_atomic
@@ -43,31 +44,59 @@ def _requested(p: Plan) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
-def sweep_table(res: SweepResult) -> Table:
+SWEEP_DROP_ORDER = ("trained FLOP", "tp_model", "ep", "schedule", "cost (USD)", "days (wall-clock)", "pp", "tp_ff",
+                    "dp")
+"""Columns left out, in this order, until the sweep table fits the terminal (a row never wraps or is cut)."""
+
+
+def sweep_table(res: SweepResult, width: int | None = None) -> Table:
+    """One row per point. With `width` (the terminal's columns), the columns of SWEEP_DROP_ORDER are left out, one
+    at a time, until every row fits on one line; the title says which were left out."""
+    dropped: list[str] = []
+    table = _sweep_table(res, dropped)
+    if width is not None:
+        for col in SWEEP_DROP_ORDER:
+            if _table_width(table) <= width:
+                break
+            if col in [c.header for c in table.columns]:
+                dropped.append(col)
+                table = _sweep_table(res, dropped)
+    return table
+
+
+def _table_width(table: Table) -> int:
+    return Console(width=10_000).measure(table).maximum
+
+
+def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
     priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
                     f"batch scaling {res.batch_scaling}, {res.budget} budget, {res.profile} profile"
                     + (f", {', '.join(res.overrides)}" if res.overrides else "")
                     + (", DP overlapped with compute" if res.dp_overlap else "")
-                    + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
+                    + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else "")
+                    + (f" (narrow terminal: {', '.join(dropped)} left out)" if dropped else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days (wall-clock)") \
         + (("cost (USD)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
+    keep = [c not in dropped for c in cols]
+    for col, kept in zip(cols, keep):
+        if kept:
+            t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right", no_wrap=True)
     for p in res.plans:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
         cost = (_usd(p.cost_usd),) if priced else ()
-        t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
-                  "-" if p.gpus is None else f"{p.gpus:,}",
-                  "-" if p.mfu is None else f"{p.mfu:.3f}",
-                  "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
-                  *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
-                                                    str(lay.ep))),
-                  "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
-                  status)
+        cells = (p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
+                 "-" if p.gpus is None else f"{p.gpus:,}",
+                 "-" if p.mfu is None else f"{p.mfu:.3f}",
+                 "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
+                 *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
+                                                   str(lay.ep))),
+                 "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
+                 status)
+        t.add_row(*(c for c, kept in zip(cells, keep) if kept))
     return t
 
 
