@@ -121,6 +121,15 @@ def _switches_as_switches(command: Any) -> None:
     for param in getattr(command, "params", []):
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+    built = command.get_help_option  # click makes --help itself, per context
+
+    def help_option(ctx: Any) -> Any:
+        option = built(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
     for sub in getattr(command, "commands", {}).values():
         _switches_as_switches(sub)
 
