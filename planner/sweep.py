@@ -282,6 +282,33 @@ def solve_point(request: PlanRequest) -> Plan:
         return _infeasible_doc(hw, exc, request.compute_flop, request.days)
 
 
+def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
+             finished: Callable[[int, Plan], None] | None = None) -> list[Plan]:
+    """Every request planned, `jobs` at a time in worker processes (one process: in order, here); an infeasible
+    request gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k
+    finishes, in whatever order they finish; the list returned is in the order of `requests`."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
+    plans: list[Plan | None] = [None] * len(requests)
+
+    def record(k: int, plan: Plan) -> None:
+        plans[k] = plan
+        if finished:
+            finished(k, plan)
+
+    if jobs == 1 or len(requests) <= 1:
+        for k, request in enumerate(requests):
+            record(k, solve_point(request))
+    else:
+        with worker_pool(min(jobs, len(requests))) as pool:
+            pending = {pool.submit(solve_point, request): k for k, request in enumerate(requests)}
+            while pending:
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(ready, key=pending.__getitem__):
+                    record(pending.pop(fut), fut.result())
+    return [p for p in plans if p is not None]
+
+
 # --------------------------------------------------------------------------------------------------
 # The sweep
 # --------------------------------------------------------------------------------------------------
@@ -354,25 +381,15 @@ def sweep(
             results[k] = earlier
             done += 1
     todo = [k for k in range(len(tasks)) if results[k] is None]
-    if jobs == 1 or len(todo) <= 1:
-        for k in todo:
-            plan = solve_point(point(k))
-            results[k] = plan
-            done += 1
-            if progress:
-                progress(done, len(tasks), plan)
-    else:
-        with worker_pool(min(jobs, len(todo))) as pool:
-            pending = {pool.submit(solve_point, point(k)): k for k in todo}
-            while pending:
-                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(ready, key=pending.__getitem__):
-                    k = pending.pop(fut)
-                    plan = fut.result()
-                    results[k] = plan
-                    done += 1
-                    if progress:
-                        progress(done, len(tasks), plan)
+
+    def finished_one(j: int, plan: Plan) -> None:
+        nonlocal done
+        results[todo[j]] = plan
+        done += 1
+        if progress:
+            progress(done, len(tasks), plan)
+
+    plan_all([point(k) for k in todo], jobs, finished_one)
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
@@ -443,6 +460,8 @@ def _journal_plan_ok(key: tuple[str, float], plan: Plan) -> bool:
 
 __all__ = [
     "MAX_POINTS",
+    "plan_all",
+    "solve_point",
     "journal_line",
     "read_journal",
     "THREE_MONTHS_DAYS",

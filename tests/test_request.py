@@ -91,3 +91,17 @@ def test_the_sweep_table_fits_the_terminal(columns):
     assert all("…" not in line for line in rows)  # nothing cut
     headers = next(line for line in lines if line.startswith("┃"))
     assert "hardware" in headers and "requested FLOP" in headers and "GPUs" in headers and "MFU" in headers
+
+
+@pytest.mark.slow  # worker processes: about 14 s on 2 shared cores
+def test_plan_all_answers_a_list_of_requests_in_order():
+    from planner.sweep import plan_all
+
+    base = PlanRequest(compute_flop=1e22, days=30, time_limit_s=30, workers=1)
+    requests = [base, base.model_copy(update={"compute_flop": 1e23}),
+                base.model_copy(update={"gpus": 1, "days": 0.01})]  # one GPU cannot train 1e22 FLOP in 15 minutes
+    seen: list[int] = []
+    plans = plan_all(requests, jobs=2, finished=lambda k, _: seen.append(k))
+    assert sorted(seen) == [0, 1, 2]
+    assert [p.gpus for p in plans[:2]] == [api.plan(r).gpus for r in requests[:2]]
+    assert plans[2].status == "infeasible" and plans[2].explanation
