@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
 from planner.errors import InvalidInput, validation_message
-from planner.goodput import FailureModel
 from planner.schema import Hardware, Workload
+from planner.schema.goodput import FailureModel
 
 MAX_WORKERS = 256
 """Most CP-SAT worker threads accepted per plan."""
