@@ -94,7 +94,10 @@ def _choice(kind: str, value: str, choices: Sequence[str]) -> None:
 
 class PlanRequest(BaseModel):
     """One planning question: train this workload on this hardware within `days` (the fewest GPUs) or on exactly
-    `gpus` (the fastest layout), priced under this profile with these what-if overrides."""
+    `gpus` (the fastest layout), priced under this profile with these what-if overrides.
+
+    A new question (a power cap, a GPU ceiling, ...) is a new field here, with its unit in its description and its
+    rule in a validator; the flag that sets it goes in planner/cli/plan.py, and planner.api.plan reads it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

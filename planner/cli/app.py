@@ -1,9 +1,10 @@
-"""Command line: a thin typer skin over `planner.api` (parse, call the library, render). README.md, "Commands".
+"""The command line's typer apps, entry points and error handling; each command is a module beside this one
+(planner/cli/plan.py, evaluate.py, sweep.py, ...), a thin skin over the library. README.md, "Commands".
 
 Two console scripts share these commands:
 
     plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
-    planner plan | evaluate | limits | hardware list|show | schema
+    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | schema | reference
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
 document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
@@ -15,6 +16,7 @@ is ever printed. `--json` writes exactly one JSON document on stdout.
 The commands run through `run()` with click's standalone mode off, so that usage errors, library errors and
 bugs all end up in the one place that turns them into one-line messages and exit codes.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,5 +1,5 @@
 """Shared command-line options: number parsers and the option types several commands take (one definition each,
-so a flag reads the same in `plan`, `evaluate` and `sweep`)."""
+so a flag reads the same in `plan` and `evaluate`; `sweep` shares the number parsers)."""
 
 from __future__ import annotations
 
