@@ -20,7 +20,6 @@ from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
 from planner.profile import entry_for, get_profile
-from planner.request import PlanRequest, check_headroom, check_type
 from planner.schema import (
     LAYOUT_EXTRA,
     DependsOn,
@@ -34,6 +33,7 @@ from planner.schema import (
     Workload,
     WorkloadReport,
 )
+from planner.schema.request import PlanRequest, check_headroom, check_type
 from planner.search.result import SearchResult
 from planner.workload import infer_workload
 
@@ -338,7 +338,7 @@ def _fixed_dimensions(wl: Workload, fixed: Mapping[str, int]) -> tuple[tuple[str
 def plan(request: PlanRequest | float | None = None, /, *args: Any, **fields: Any) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
-    The question is a PlanRequest (planner.request: every field with its meaning and unit). The keyword form
+    The question is a PlanRequest (planner.schema.request: every field with its meaning and unit). The keyword form
     `plan(1e28, "h100", 90, sparse=True, ...)`, compute_flop, gpu and days then any PlanRequest field by name, builds
     that request: one code path. With `gpus` and `days`, the fastest layout on that cluster must also meet the
     deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout. No

@@ -20,8 +20,8 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
-    from planner.request import PlanRequest
     from planner.schema import Plan
+    from planner.schema.request import PlanRequest
 
 ESTIMATE_FACTORS = (0.8, 1.2)
 """An estimated or fitted value: +-20 %."""

@@ -56,7 +56,7 @@ from planner.cli.output import emit_json, plan_json, searching, stdout_console
 from planner.errors import Infeasible, InvalidInput
 from planner.parallel.dimensions import BY_NAME
 from planner.render.plan import print_plan
-from planner.request import PlanRequest
+from planner.schema.request import PlanRequest
 
 
 def plan_command(
