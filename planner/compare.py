@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planner import api
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import hardware_names
 from planner.schema import AcceleratorOption, Comparison, Objective, Plan
+from planner.schema.request import PlanRequest
 
 PAPER_SCENARIOS = ("h100-superpod", "h100-low-latency", "h100-global-nvlink", "h100-global-nvlink-ll",
                    "h100-infinite-ll")
@@ -73,13 +74,17 @@ def _figures(plan: Plan) -> dict[str, Any]:
 
 
 def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: Mapping[str, float] | None = None,
-            progress: Callable[[str], None] | None = None, **plan_kwargs: Any) -> Comparison:
-    """Plan the same request on each accelerator of `hardware` (names or TOML paths) with `api.plan(**plan_kwargs)`
-    and rank the plans by `objective`. `prices` overrides the price per GPU-hour of single accelerators (by name);
-    `plan_kwargs['price_per_gpu_hour']`, if given, prices the others. An option that cannot meet the request keeps
-    its infeasible plan and says why; bad input that concerns every option (a bad --days) raises InvalidInput."""
+            request: PlanRequest | None = None, **fields: Any) -> Comparison:
+    """Plan the same request on each accelerator of `hardware` (names or TOML paths) and rank the plans by
+    `objective`. The request is `request` (its `gpu` replaced by each name) or the PlanRequest `fields` build.
+    `prices` overrides the price per GPU-hour of single accelerators (by name); the others keep the request's
+    `price_per_gpu_hour`, else their hardware file's. An option that cannot meet the request keeps its infeasible
+    plan and says why; bad input for every option (an unknown name, a bad --days) raises InvalidInput."""
     if objective not in OBJECTIVES:
         raise InvalidInput(f"unknown objective '{objective}'; choose one of {', '.join(OBJECTIVES)}")
+    if request is not None and fields:
+        raise InvalidInput("give a PlanRequest or its fields, not both")
+    base = request if request is not None else PlanRequest(gpu=hardware[0], **fields)
     prices = dict(prices or {})
     unknown = sorted(set(prices) - set(hardware))
     if unknown:
@@ -88,13 +93,11 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
         api.resolve_hardware(name)
     options: list[dict[str, Any]] = []
     for name in hardware:
-        if progress is not None:
-            progress(name)
-        kwargs = dict(plan_kwargs)
+        update: dict[str, Any] = {"gpu": name}
         if name in prices:
-            kwargs["price_per_gpu_hour"] = prices[name]
+            update["price_per_gpu_hour"] = prices[name]
         try:
-            plan = api.plan(gpu=name, **kwargs)
+            plan = api.plan(base.model_copy(update=update))
             options.append({"hardware": name, "status": plan.status, "plan": plan, **_figures(plan)})
         except Infeasible as exc:
             doc = exc.plan
