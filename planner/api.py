@@ -109,7 +109,7 @@ def workload_report(wl: Workload) -> WorkloadReport:
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
         params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
         model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
-        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name,
+        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name, family=wl.family,
     )
 
 

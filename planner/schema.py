@@ -330,6 +330,8 @@ class Workload(_Frozen):
         None, description="The compute the user asked for, when the shape was inferred from it."
     )
     label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
+    family: str | None = Field(None, description="The model family (models/families/) the shape was scaled from "
+                               "by its rules (--model-family); None otherwise.")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; None: the paper's toy "
                                                  "model.")
     precision: Literal["bf16", "fp8", "fp4"] = Field(
@@ -737,6 +739,8 @@ class WorkloadReport(_Frozen):
     attention_flop_per_token: float = Field(0.0, description="Of which attention scores and values (transformer).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; null for the paper's toy "
                                                  "model.")
+    family: str | None = Field(None, description="The model family (models/families/) the shape was scaled from "
+                               "(--model-family); null otherwise.")
 
 
 class _LayoutReportBase(_Frozen):

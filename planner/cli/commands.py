@@ -409,7 +409,7 @@ def _workload_of_plan(doc: Plan) -> Workload:
         return Workload(d_model=w.d_model, d_ff=w.d_ff, layers=w.layers, experts=w.experts,
                         batch_tokens=w.batch_tokens, tokens=w.tokens, seq_len=w.seq_len,
                         requested_compute_flop=w.requested_compute_flop, label=w.label, transformer=w.transformer,
-                        precision=w.precision)
+                        precision=w.precision, family=w.family)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InvalidInput(f"plan file workload: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
