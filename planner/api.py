@@ -517,6 +517,9 @@ def plan(
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
     notes = list(ignored)
+    if workload.family:
+        notes.append(f"model scaled from the {workload.family} family's published configs by its rules "
+                     f"(models/families/{workload.family}.toml, docs/families.md): N and D = 20 N for the budget")
     if workload.requested_compute_flop:
         ratio = workload.compute_flop / workload.requested_compute_flop
         if abs(ratio - 1.0) > 0.005:

@@ -61,6 +61,7 @@ from planner.render.plan import hardware_list_table, hardware_show_renderables, 
 from planner.schema import DEGREES, LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
 from planner.search.result import SearchResult
 from planner.workload import load_model_preset, workload_from_shape
+from planner.workload.families import workload_for_family
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
 """Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
@@ -167,6 +168,10 @@ ComputeOpt = Annotated[float | None, _number_option(
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="A model preset name (see models/) or a path to a preset TOML file.", metavar="PRESET|FILE.toml",
     rich_help_panel=_W, show_default=False)]
+ModelFamilyOpt = Annotated[str | None, typer.Option(
+    "--model-family", help="With --compute: scale a published family (llama3, qwen3-moe; models/families/) to the "
+    "budget by its rules and plan it as a real transformer (docs/families.md).", metavar="NAME", rich_help_panel=_W,
+    show_default=False)]
 SparseOpt = Annotated[bool, typer.Option(
     "--sparse", help="With --compute: a sparse (mixture-of-experts) model, E = 8 sqrt(d_model d_ff / (4 12288^2)).",
     rich_help_panel=_W)]
@@ -269,13 +274,21 @@ def _check_positive(flag: str, value: float | None) -> None:
 
 
 def _workload_options(compute: float | None, model: str | None, sparse: bool, batch_scaling: BatchScaling | None,
-                      shape: Mapping[str, float | None]) -> Workload | None:
+                      shape: Mapping[str, float | None], family: str | None = None,
+                      budget: Budget = Budget.exact) -> Workload | None:
     """The workload the flags describe, or None for compute mode (the library infers the shape from --compute).
+    --model-family with --compute scales that family to the budget (planner.workload.families).
 
     Exactly one source is allowed: --compute (with optional --sparse / --batch-scaling), --model, or the shape
     flags (--d-model, --d-ff, --layers, --batch-tokens required; --experts, --tokens optional).
     """
     given_shape = [flag for flag, v in shape.items() if v is not None]
+    if family is not None and (model is not None or given_shape):
+        other = "--model" if model is not None else ", ".join(given_shape)
+        raise InvalidInput(f"contradictory workload flags: --model-family and {other}; a family's rules give the "
+                           "shape, so give --compute with --model-family, or a preset or shape without it")
+    if family is not None and compute is None:
+        raise InvalidInput(f"--model-family {family} needs --compute FLOP: the budget the family is scaled to")
     sources = [name for name, on in (("--compute", compute is not None), ("--model", model is not None),
                                      (", ".join(given_shape), bool(given_shape))) if on]
     if len(sources) > 1:
@@ -288,6 +301,14 @@ def _workload_options(compute: float | None, model: str | None, sparse: bool, ba
         used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
         raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling "
                            "laws); a preset or an explicit shape fixes E and the batch itself")
+    if family is not None:
+        if sparse:
+            raise InvalidInput("--sparse does not apply with --model-family: the family's rules fix its experts")
+        if budget != Budget.exact:
+            raise InvalidInput("--budget paper does not apply with --model-family: a family trains the compute asked "
+                               "for (D = 20 N, tokens in whole steps)")
+        assert compute is not None  # checked with the sources above
+        return workload_for_family(family, compute, (batch_scaling or BatchScaling.paper).value)
     if compute is not None:
         return None
     if model is not None:
@@ -528,6 +549,7 @@ def plan_command(
     batch_tokens: BatchTokensOpt = None,
     tokens: TokensOpt = None,
     model: ModelOpt = None,
+    model_family: ModelFamilyOpt = None,
     batch_sequences: BatchSequencesOpt = None,
     seq_len: SeqLenOpt = None,
     precision: PrecisionOpt = None,
@@ -556,8 +578,10 @@ def plan_command(
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
-    workload = _with_batch_sequences(_with_training(_workload_options(compute, model, sparse, batch_scaling, shape),
-                                                    seq_len, precision), batch_sequences)
+    given = _workload_options(compute, model, sparse, batch_scaling, shape, model_family, budget)
+    if model_family is not None:
+        compute = None  # the family's workload carries the budget (requested_compute_flop)
+    workload = _with_batch_sequences(_with_training(given, seq_len, precision), batch_sequences)
     fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
                                      ("tp_model", tp_model)) if v is not None}
     if emit is not None and json_out:
