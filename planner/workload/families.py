@@ -282,13 +282,21 @@ def _search(fam: ModelFamily, compute_flop: float | None = None, params: float |
     def exact_depth(k: int, offset: int = 0) -> float:
         return depth(*_linear_in_layers(fam, k * step, offset))
 
+    def needs_wider(k: int) -> bool:
+        """The target needs more layers than the rule gives at this width (a width past the planner's limits,
+        e.g. more than 1024 heads, counts as too wide)."""
+        try:
+            return exact_depth(k) > rule_layers(fam, k * step)
+        except InvalidInput:
+            return False
+
     # log(L_needed(d) / L_rule(d)) falls as d grows: bisect for the width where the rule meets the target.
     k_lo, k_hi = 1, 1
-    while exact_depth(k_hi) > rule_layers(fam, k_hi * step) and k_hi < 2**20:
+    while needs_wider(k_hi) and k_hi < 2**20:
         k_lo, k_hi = k_hi, 2 * k_hi
     while k_hi - k_lo > 1:
         mid = (k_lo + k_hi) // 2
-        if exact_depth(mid) > rule_layers(fam, mid * step):
+        if needs_wider(mid):
             k_lo = mid
         else:
             k_hi = mid
@@ -301,7 +309,11 @@ def _search(fam: ModelFamily, compute_flop: float | None = None, params: float |
             width = rule_width + offset * width_quantum(fam)
             if width <= 0:
                 continue
-            real = exact_depth(k, offset)
+            try:
+                real = exact_depth(k, offset)
+            except InvalidInput as exc:
+                problems.append(f"d_model {d}: {exc}")
+                continue
             for layers in {max(lo_layers, math.floor(real)), max(lo_layers, math.ceil(real))}:
                 try:
                     wl = family_workload(fam, d, layers, fam.seq_len, 1.0, "", width_offset=offset)
