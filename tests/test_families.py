@@ -140,6 +140,8 @@ def test_a_family_past_the_planners_limits_is_one_line():
     # 128 experts x more than 192 layers is beyond the 24576 layer-experts the planner accepts.
     with pytest.raises(InvalidInput, match="qwen3-moe.*24576"):
         workload_for_family("qwen3-moe", 1e27)
+    with pytest.raises(InvalidInput, match="family llama3: no shape"):
+        workload_for_family("llama3", 1e40)
 
 
 @pytest.mark.slow
