@@ -340,8 +340,8 @@ def model_page() -> str:
     transformer = [rows[k] for k in TRANSFORMER_KEYS]
     not_keys = sorted(set(TransformerShape.model_fields) - set(TRANSFORMER_KEYS))
     return (
-        _HEADER.format(sources="planner/workload/scaling.py (PRESET_KEYS, TRANSFORMER_KEYS, ModelPreset) and "
-                       "planner/schema/__init__.py (Workload, TransformerShape)")
+        _HEADER.format(sources="planner/workload/scaling.py (PRESET_KEYS, TRANSFORMER_KEYS), planner/schema/preset.py "
+                       "(ModelPreset) and planner/schema/__init__.py (Workload, TransformerShape)")
         + "# Model preset format\n\n"
         + "A model preset fixes the shape that `--model NAME|FILE.toml` plans (instead of inferring one from "
         "`--compute` and the scaling laws). The shipped presets are in `models/`; the file's stem is its name. "

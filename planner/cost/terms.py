@@ -228,8 +228,7 @@ class Rates:
         if prof.gemm_model == "roofline":
             return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
         launch = g.matmul_latency_s if prof.gemm_launch_s is None else prof.gemm_launch_s
-        fraction = (prof.gemm_fraction(self.hw.gpu.name, self.precision if low else "bf16")
-                    * prof.sustained_factor(self.hw.gpu.name))
+        fraction = gemm_peak_fraction(self.hw, self.precision if low else "bf16")
         if low and self.recipe is not None:
             fraction *= self.recipe.gemm_efficiency
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
@@ -272,6 +271,16 @@ class Rates:
         """Share of the operation list's element-wise bytes that still move: compiled kernels fuse the rest."""
         prof = self.hw.profile
         return prof.compiled_elementwise_fraction if prof.compiled else 1.0
+
+
+def gemm_peak_fraction(hw: Hardware, precision: str = "bf16") -> float:
+    """The share of its precision's peak a large GEMM reaches on one GPU, before tile, wave and launch losses: the
+    sustained clock under the roofline (App. 8.1.1), the profile's measured large-GEMM fraction times its sustained
+    factor under 'measured'. The toy model's MFU ceiling: its GEMMs are all its work."""
+    prof = hw.profile
+    if prof.gemm_model == "roofline":
+        return hw.gpu.sustained_clock_factor
+    return prof.gemm_fraction(hw.gpu.name, precision) * prof.sustained_factor(hw.gpu.name)
 
 
 def rates(hw: Hardware, wl: Workload) -> Rates:
