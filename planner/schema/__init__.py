@@ -3,7 +3,7 @@
 This package is the bottom layer but one (README, "Code layout"): it imports only pydantic, numpy and the base
 (planner.errors, the dimension registry planner.parallel.dimensions), never logic. Here: hardware, workload,
 layout, evaluation, plan and error documents; beside it the workload's operations (`ops`), the execution profile
-(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs and model
+(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs, model
 presets and model families (`family`). The modules that read or produce them (planner.profile, planner.sweep, ...)
 re-export them.
 
