@@ -458,7 +458,7 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
 
 def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit: MemoryFit) -> str:
     scan = fit_search(hw, wl, options)
-    cap = hw.gpu.hbm_bytes
+    cap = mem.capacity_bytes(hw)
     gpus = f"{n} GPU{'s' if n != 1 else ''} of {hw.name}"
     numbers = (f"needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has {cap / GB:.4g} GB of HBM "
                f"({fit.total_bytes / cap:.3g}x as much is needed)")

@@ -375,7 +375,8 @@ def profile_page() -> str:
             else 1.0
         rows.append(_row(key, ExecutionProfile, field, scale))
     for key, field in TABLES.items():
-        rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit="table: GPU family = fraction"))
+        unit = "table: GPU = MiB" if key.endswith("_MiB") else "table: GPU family = fraction"
+        rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit=unit))
     missing = set(ExecutionProfile.model_fields) - {*FIELDS.values(), *TABLES.values()} - {
         "name", "description", "frameworks", "sources", "recipes"}
     recipe_rows = [_row(f"recipe.NAME.{field}", Recipe, field, 1) for field in Recipe.model_fields]

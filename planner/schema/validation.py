@@ -23,6 +23,13 @@ class PublishedRun(BaseModel):
         "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
         "precision's default, or 16-bit).")
     compiled: bool = Field(False, description="The run used torch.compile (torchtitan) or equivalent fused kernels.")
+    moe_dispatch_dedup: bool | None = Field(None, description="The run's token dispatcher sends a token once per "
+                                            "destination rank / node (DeepEP, HybridEP: true) or once per expert "
+                                            "(Megatron's alltoall dispatcher: false); None: the framework's profile "
+                                            "value.")
+    compiled_loss: bool = Field(False, description="The run compiles its loss function as well as the model "
+                                "(torchtitan with training.compile since 2025): the profile's compiled_logits_bytes "
+                                "applies.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
