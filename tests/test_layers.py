@@ -23,8 +23,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # operations). Imports only the base.
     ("documents", ("planner.schema", "planner.request")),
     # Reading the data files into documents: --set overrides, sourced TOML values, hardware, profiles, failure model
-    # (and the goodput that prices it).
-    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput")),
+    # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics).
+    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",
+                 "planner.economics")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
