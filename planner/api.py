@@ -92,7 +92,7 @@ def workload_report(wl: Workload) -> WorkloadReport:
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
         params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
         model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
-        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name,
+        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name, family=wl.family,
     )
 
 
@@ -688,6 +688,9 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
     notes = list(ignored)
+    if workload.family:
+        notes.append(f"model scaled from the {workload.family} family's published configs by its rules "
+                     f"(models/families/{workload.family}.toml, docs/families.md): N and D = 20 N for the budget")
     if workload.requested_compute_flop:
         ratio = workload.compute_flop / workload.requested_compute_flop
         if abs(ratio - 1.0) > 0.005:

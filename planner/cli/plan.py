@@ -40,6 +40,7 @@ from planner.cli.options import (
     LatencyOpt,
     LayersOpt,
     MemoryHeadroomOpt,
+    ModelFamilyOpt,
     ModelOpt,
     PrecisionOpt,
     PriceOpt,
@@ -113,6 +114,7 @@ def plan_command(
     batch_tokens: BatchTokensOpt = None,
     tokens: TokensOpt = None,
     model: ModelOpt = None,
+    model_family: ModelFamilyOpt = None,
     batch_sequences: BatchSequencesOpt = None,
     seq_len: SeqLenOpt = None,
     precision: PrecisionOpt = None,
@@ -157,8 +159,10 @@ def plan_command(
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
-    workload = with_batch_sequences(with_training(workload_of_flags(compute, model, sparse, batch_scaling, shape),
-                                                    seq_len, precision), batch_sequences)
+    given = workload_of_flags(compute, model, sparse, batch_scaling, shape, model_family, budget)
+    if model_family is not None:
+        compute = None  # the family's workload carries the budget (requested_compute_flop)
+    workload = with_batch_sequences(with_training(given, seq_len, precision), batch_sequences)
     fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
                                      ("tp_model", tp_model)) if v is not None}
     if tornado is not None and not sensitivity:
