@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
+from planner.sourced import Spread, spreads_of
 from planner.overrides import Override
 from planner.sourced import load_sourced, load_toml, unwrap
 
@@ -54,6 +55,8 @@ class FailureModel(BaseModel):
     checkpoint_interval_s: float | None = Field(None, gt=0, description="Compute seconds between checkpoints (None: "
                                                 "Daly's optimum for the plan).")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
 
 KEYS: dict[str, tuple[str, float]] = {
@@ -84,7 +87,7 @@ def parse_failure_model(doc: dict[str, Any], origin: str, require_source: bool =
         field, scale = KEYS[key]
         fields[field] = float(value) * scale
     try:
-        return FailureModel(**fields, sources=sources)
+        return FailureModel(**fields, sources=sources, spreads=spreads_of(doc))
     except ValidationError as exc:
         err = exc.errors()[0]
         names = {field: key for key, (field, _) in KEYS.items()}

@@ -39,7 +39,7 @@ from planner.errors import InvalidInput
 from planner.overrides import Override
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Gpu, Hardware, NetworkLevel
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 KiB = 1024
 MiB = 1024**2
@@ -176,7 +176,8 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
                            "flop_per_clock_per_thread x max_clock) is not a GPU; at most 1e21 FLOP/s is accepted")
     built = tuple(build(lambda lv=lv: NetworkLevel(**lv), f"levels[{k}].", LEVEL_KEYS) for k, lv in enumerate(levels))
     hw = build(lambda: Hardware(name=doc["name"], description=doc.get("description", ""),
-                                gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources),
+                                gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources,
+                                spreads=spreads_of(doc)),
                "", {})
     # Nodes are counted as GPUs / gpus_per_node; a node must tile the lowest bounded network group or be tiled by
     # it (8 per DGX node = 8 per NVLink group; 4 per GB200 tray inside a 72-GPU NVLink domain).

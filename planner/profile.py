@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
 from planner.overrides import Override
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import Spread, load_sourced, load_toml, spreads_of, unwrap
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -218,6 +218,8 @@ class ExecutionProfile(BaseModel):
         default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
@@ -347,7 +349,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             raise InvalidInput(f"{origin}: [framework.{fw}] may hold only the sections {', '.join(sorted(sections))}")
         over = parse_profile({"name": fw, **body}, f"{origin} [framework.{fw}]", require_source)
         fields.setdefault("frameworks", {})[fw] = {k: getattr(over, k) for k in over.model_fields_set
-                                                   if k not in ("name", "sources")}
+                                                   if k not in ("name", "sources", "spreads")}
         sources.update({f"framework.{fw}.{k}": v for k, v in over.sources.items()})
     if "recipe" in doc:
         fields["recipes"] = _parse_recipes(doc["recipe"], origin, sources, require_source)
@@ -377,7 +379,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             fields[FIELDS[path]] = value
     try:
-        return ExecutionProfile(**fields, sources=sources)
+        return ExecutionProfile(**fields, sources=sources, spreads=spreads_of(doc))
     except ValidationError as exc:  # name the TOML key (overlap.tp), not the field (overlap_tp)
         keys = {field: key for key, field in {**FIELDS, **TABLES}.items()}
         err = exc.errors()[0]

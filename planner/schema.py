@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
 from planner.profile import PAPER, ExecutionProfile
+from planner.sourced import Spread
 
 if TYPE_CHECKING:
     from planner.workload.ops import LayerOps, ModelOps
@@ -205,6 +206,8 @@ class Hardware(_Frozen):
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
     profile: ExecutionProfile = Field(PAPER, description="How training runs on it (planner.profile); the paper's "
                                       "idealised model unless a profile is applied.")
 

@@ -7,20 +7,89 @@ import difflib
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
+
+SHAPES = ("uniform", "triangular", "loguniform")
+
+
+class Spread(BaseModel):
+    """How far an estimated or fitted value may be off: a range of factors on the file's value, with its shape and
+    the reason (`spread = { low = 0.9, high = 1.1, shape = "uniform", why = "..." }` next to `value`). --confidence
+    samples it; depends_on shows it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: float = Field(gt=0, description="Smallest factor on the value (0.9: 10 % below it).")
+    high: float = Field(gt=0, description="Largest factor on the value.")
+    shape: Literal["uniform", "triangular", "loguniform"] = Field(
+        "uniform", description="uniform: every factor in [low, high] equally likely; triangular: most likely 1 (the "
+        "file's value), falling to 0 at low and high; loguniform: uniform in log(factor).")
+    why: str = Field(min_length=1, description="Where the range comes from.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Spread:
+        if not (self.low <= 1.0 <= self.high) or self.low == self.high:
+            raise ValueError(f"spread needs low <= 1 <= high and low < high (factors on the value), got "
+                             f"low={self.low!r}, high={self.high!r}")
+        return self
+
+    def factor(self, u: float) -> float:
+        """The factor at quantile `u` in (0, 1) (the inverse of the shape's distribution function)."""
+        lo, hi = self.low, self.high
+        if self.shape == "uniform":
+            return lo + (hi - lo) * u
+        if self.shape == "loguniform":
+            return float(lo * (hi / lo) ** u)
+        # triangular on [lo, hi] with its mode at 1
+        c = (1.0 - lo) / (hi - lo)
+        if u < c:
+            return lo + ((hi - lo) * (1.0 - lo) * u) ** 0.5
+        return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
+
+
+def parse_spread(raw: Any, path: str) -> Spread:
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"{path}.spread: expected {{ low = ..., high = ..., shape = \"uniform\", why = \"...\" }}")
+    try:
+        return Spread(**raw)
+    except (ValidationError, TypeError) as exc:
+        msg = str(exc.errors()[0]["msg"]) if isinstance(exc, ValidationError) else str(exc)
+        raise InvalidInput(f"{path}.spread: {msg.removeprefix('Value error, ')} (shapes: {', '.join(SHAPES)})"
+                           ) from None
+
+
+def spreads_of(doc: Any, prefix: str = "") -> dict[str, Spread]:
+    """Every `spread` in a parsed data file, by the path its source is recorded under (gpu.l2_GBps, levels[1].lat_us,
+    network.bus_bw_fraction)."""
+    out: dict[str, Spread] = {}
+    if isinstance(doc, dict):
+        if "value" in doc and "spread" in doc:
+            out[prefix] = parse_spread(doc["spread"], prefix)
+            return out
+        for k, v in doc.items():
+            out.update(spreads_of(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(doc, list):
+        for k, v in enumerate(doc):
+            if isinstance(v, dict):
+                out.update(spreads_of(v, f"{prefix}[{k}]"))
+    return out
 
 
 def unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool, rule: str) -> Any:
     """The value of `{ value = ..., source = "...", note = "..." }` (or a plain value in a user file), recording its
     source under `path`. `rule` names what must be sourced, e.g. 'every number in a shipped hardware file'."""
     if isinstance(raw, dict):
-        unknown = set(raw) - {"value", "source", "note"}
+        unknown = set(raw) - {"value", "source", "note", "spread"}
         if unknown or "value" not in raw:
             raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
         if require_source and not str(raw.get("source", "")).strip():
             raise InvalidInput(f"{path}: {rule} needs a source")
+        if "spread" in raw:
+            parse_spread(raw["spread"], path)
         sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
         return raw["value"]
     if require_source:
