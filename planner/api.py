@@ -33,6 +33,7 @@ from planner.schema import (
     WorkloadReport,
 )
 from planner.search.result import SearchResult
+from planner.uncertainty import uncertain_inputs
 from planner.workload import infer_workload
 
 SOLVERS = ("cpsat", "exhaustive")
@@ -261,7 +262,8 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
                                  else [])
-    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est)
+    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est,
+                     uncertain=uncertain_inputs(hw, failures, wl, est))
 
 
 def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:

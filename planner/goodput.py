@@ -31,9 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import InvalidInput
-from planner.sourced import Spread, spreads_of
 from planner.overrides import Override
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import Spread, load_sourced, load_toml, spreads_of, unwrap
 
 HOUR_S = 3600.0
 MINUTE_S = 60.0
@@ -207,7 +206,12 @@ def useful_gpu_range(g, need_gpu_seconds: float, deadline_s: float, n_max: float
     grid = [1.0]
     while grid[-1] < n_max:
         grid.append(min(n_max, max(grid[-1] + 1.0, grid[-1] * 1.01)))
-    ok = [k for k, n in enumerate(grid) if n * g(n) * deadline_s >= need_gpu_seconds]
+    import numpy as np
+
+    arr = np.array(grid)
+    # g on the whole grid at once (the same values as one call per point, without a numpy round trip each)
+    gs = np.asarray(g(arr), dtype=np.float64)
+    ok = np.nonzero(arr * gs * deadline_s >= need_gpu_seconds)[0].tolist()
     if not ok:
         return None
     lo = grid[max(0, ok[0] - 1)]

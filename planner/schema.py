@@ -794,6 +794,23 @@ class SolverReport(_Frozen):
     models: int = Field(0, description="CP-SAT models solved (incumbent batches, counts proven infeasible, decision).")
 
 
+class UncertainInput(_Frozen):
+    """One uncertain input of a plan: a range of factors on its value, the shape of its distribution and why."""
+
+    input: str = Field(description="The --set field, or 'step-time model' for the model's own measured error.")
+    kind: Literal["estimate", "fitted", "measured", "model error"] = Field(
+        description="estimate / fitted: its source says so; measured: a measured value whose file states a spread; "
+                    "model error: the step time's factor from the held-out validation residuals.")
+    low: float = Field(description="Smallest factor on the value (model error: the smallest residual).")
+    high: float = Field(description="Largest factor on the value.")
+    shape: str = Field(description="uniform, triangular (mode 1), loguniform, or empirical (the residuals' own "
+                       "distribution).")
+    why: str = Field(description="Where the range comes from.")
+    sampled: bool = Field(True, description="Whether --confidence samples it: a fitted value is not, because the "
+                          "held-out residuals already measure the fitted model's error (sampling both would count it "
+                          "twice).")
+
+
 class DependsOn(_Frozen):
     """What a plan's answer rests on (docs/model.md §10)."""
 
@@ -802,6 +819,34 @@ class DependsOn(_Frozen):
     estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits and "
                                         "that can change this plan, as --set names them (gpu.*, levels.NAME.*, "
                                         "profile.*, goodput.*).")
+    uncertain: list[UncertainInput] = Field(default_factory=list, description="How far each estimated or fitted "
+                                            "input may be off, and the step-time model's measured error "
+                                            "(docs/confidence.md); --confidence samples the rows marked sampled.")
+
+
+class Confidence(_Frozen):
+    """--confidence P: the smallest cluster that meets the deadline with probability P under the uncertain inputs
+    (planner.confidence, docs/confidence.md)."""
+
+    probability: float = Field(description="P asked: the share of samples that must meet the deadline.")
+    samples: int = Field(description="Samples of the uncertain inputs.")
+    seed: int = Field(description="Seed of the sample points (the same seed gives the same answer).")
+    method: str = Field(description="How the samples were drawn and propagated.")
+    deadline_days: float = Field(description="The deadline the samples are checked against, wall-clock days.")
+    gpus: int | None = Field(description="The chosen cluster: the fewest GPUs (among the samples' own minimal "
+                             "counts) on which at least P of the samples meet the deadline; null: none does.")
+    met: float = Field(description="Share of samples that meet the deadline on `gpus`.")
+    days_p10: float | None = Field(description="10th percentile of wall-clock days on `gpus` over the samples.")
+    days_p50: float | None = Field(description="Median wall-clock days on `gpus`.")
+    days_p90: float | None = Field(description="90th percentile of wall-clock days on `gpus`.")
+    gpus_p50: int | None = Field(description="The cluster that meets the deadline with probability 0.5.")
+    gpus_p90: int | None = Field(description="The cluster that meets the deadline with probability 0.9.")
+    point_gpus: int | None = Field(description="The point estimate's GPUs (every input at its file value).")
+    inputs: list[UncertainInput] = Field(description="What was sampled.")
+    replans: int = Field(description="Searches run: one per distinct sample (its fewest GPUs), plus fixed-cluster "
+                         "searches where re-pricing known layouts could not decide.")
+    repriced: int = Field(description="Known layouts re-priced under a sample instead of searched again.")
+    leaves_out: list[str] = Field(description="What the probability does not cover.")
 
 
 from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)
@@ -862,6 +907,8 @@ class Plan(_Frozen):
                                          "inputs are estimates.")
     sensitivity: Sensitivity | None = Field(None, description="With --sensitivity: the answer re-planned with each "
                                             "uncertain input moved down and up (planner.sensitivity).")
+    confidence: Confidence | None = Field(None, description="With --confidence P: the cluster that meets the "
+                                          "deadline with probability P and the spread of its wall-clock days.")
 
 
 class ErrorDetail(_Frozen):

@@ -519,6 +519,14 @@ def plan_command(
     tornado: Annotated[Path | None, typer.Option(
         "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
         rich_help_panel=_WI, show_default=False, dir_okay=False)] = None,
+    confidence: Annotated[float | None, _number_option(
+        "--confidence", help="Plan the fewest GPUs that meet the deadline with probability P (0 < P < 1) under the "
+        "uncertain inputs and the model's measured error; shows the days' P10/P50/P90 (docs/confidence.md).",
+        metavar="P", rich_help_panel=_WI, show_default=False)] = None,
+    samples: Annotated[int, _whole_option("--samples", help="With --confidence: quasi-Monte Carlo samples.",
+                                          rich_help_panel=_WI)] = 64,
+    seed: Annotated[int, _whole_option("--seed", help="With --confidence: seed of the sample points.",
+                                       rich_help_panel=_WI)] = 0,
     price_per_gpu_hour: PriceOpt = None,
     json_out: JsonOpt = False,
     d_model: DModelOpt = None,
@@ -572,6 +580,10 @@ def plan_command(
         check_output(tornado, "--tornado")  # a FIFO, device or link is refused now, not after the re-plans
     if sensitivity and emit is not None:
         raise InvalidInput("--sensitivity and --emit: give one")
+    if confidence is not None:
+        from planner.confidence import check_request
+
+        check_request(confidence, samples, seed, gpus=gpus, sensitivity=sensitivity, emit=emit is not None)
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     if days is None and gpus is None:
@@ -593,6 +605,11 @@ def plan_command(
             else:
                 print_plan(_stdout_console(), doc)
         raise
+    if confidence is not None:
+        from planner.confidence import with_confidence
+
+        with _searching(enabled=not (json_out or quiet)):
+            result = with_confidence(result, kwargs, confidence, samples, seed)
     if sensitivity:
         from planner.sensitivity import sensitivity as replan
         from planner.sensitivity import tornado_png
