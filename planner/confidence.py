@@ -96,18 +96,12 @@ def sampled_inputs(plan: Plan, kw: Mapping[str, Any], include: Sequence[str] | N
     return rows, me
 
 
-def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, samples: int = DEFAULT_SAMPLES,
-               seed: int = DEFAULT_SEED, jobs: int | None = None, include: Sequence[str] | None = None,
-               model: ModelError | None = None) -> Confidence:
-    """The fewest GPUs that meet `plan`'s deadline with `probability` (plan made by api.plan(**plan_kwargs)).
-    `include` limits the sampled inputs to those named ('step-time model' for the model's error); `model` replaces
-    the measured model error (tests)."""
-    p = check_probability(probability)
-    samples = _check_whole("--samples", samples, 2, MAX_SAMPLES)
-    seed = _check_whole("--seed", seed, 0, 2**32 - 1)
-    if plan_kwargs.get("gpus") is not None:
-        raise InvalidInput("--confidence finds the cluster: drop --gpus")
-    deadline = float(plan_kwargs.get("days") or 90.0)
+def draw(plan: Plan, plan_kwargs: Mapping[str, Any], samples: int, seed: int, include: Sequence[str] | None = None,
+         model: ModelError | None = None
+         ) -> tuple[list[tuple[UncertainInput, Any, float | None]], ModelError | None, list[tuple[str, ...]],
+                    list[float]]:
+    """The samples: (inputs sampled, model error, per sample its --set strings, per sample its step-time factor).
+    Dimension 0 of the point set is the model's error (when measured), the rest the inputs in depends_on's order."""
     rows, me = sampled_inputs(plan, plan_kwargs, include)
     if model is not None:
         me = model
@@ -116,7 +110,6 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
         raise InvalidInput("--confidence: nothing uncertain to sample (every estimated input is fixed by --set and "
                            "this profile has no measured model error)")
     u = scrambled_halton(samples, dims, seed)
-    base_sets = list(plan_kwargs.get("overrides", ()))
     sample_sets: list[tuple[str, ...]] = []
     factors: list[float] = []
     for k in range(samples):
@@ -130,7 +123,24 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
             sets.append(f"{row.input}={_fmt(_move(row.input, value, factor, cap))}")
         sample_sets.append(tuple(sets))
         factors.append(f)
+    return rows, me, sample_sets, factors
 
+
+def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, samples: int = DEFAULT_SAMPLES,
+               seed: int = DEFAULT_SEED, jobs: int | None = None, include: Sequence[str] | None = None,
+               model: ModelError | None = None) -> Confidence:
+    """The fewest GPUs that meet `plan`'s deadline with `probability` (plan made by api.plan(**plan_kwargs)).
+    `include` limits the sampled inputs to those named ('step-time model' for the model's error); `model` replaces
+    the measured model error (tests)."""
+    p = check_probability(probability)
+    samples = _check_whole("--samples", samples, 2, MAX_SAMPLES)
+    seed = _check_whole("--seed", seed, 0, 2**32 - 1)
+    if plan_kwargs.get("gpus") is not None:
+        raise InvalidInput("--confidence finds the cluster: drop --gpus")
+    deadline = float(plan_kwargs.get("days") or 90.0)
+    rows, me, sample_sets, factors = draw(plan, plan_kwargs, samples, seed, include, model)
+    dims = len(rows) + (1 if me is not None else 0)
+    base_sets = list(plan_kwargs.get("overrides", ()))
     kw = {k: v for k, v in plan_kwargs.items() if k not in ("days", "overrides")}
     # 1. Each distinct sample's fewest GPUs: one search at deadline D / f with its overrides.
     keys = sorted({(s, deadline / f) for s, f in zip(sample_sets, factors)})
@@ -297,5 +307,5 @@ def plan_with_confidence(plan_kwargs: Mapping[str, Any], probability: float, sam
     return with_confidence(api.plan(**plan_kwargs), plan_kwargs, probability, samples, seed, jobs)
 
 
-__all__ = ["DEFAULT_SAMPLES", "DEFAULT_SEED", "LEAVES_OUT", "check_probability", "check_request", "confidence",
+__all__ = ["DEFAULT_SAMPLES", "DEFAULT_SEED", "LEAVES_OUT", "check_probability", "check_request", "confidence", "draw",
            "plan_with_confidence", "sampled_inputs", "with_confidence"]
