@@ -172,6 +172,55 @@ def _replan(kwargs: Mapping[str, Any]) -> tuple[int | None, float | None]:
     return p.gpus, p.wall_clock_days
 
 
+ONLY_REMOVES = ("profile.memory.", "goodput.restart_minutes")
+"""Inputs whose increase only takes options away and changes no layout's step time: every memory term grows (fewer
+layouts fit; planner.cost.memory), a longer restart lowers goodput on every count (Daly's interval does not depend on
+it). Moved up, the plan's own layout, if it still fits and meets the deadline, is still the answer: every smaller
+count stayed infeasible and the layout kept its place in the order (fewest GPUs, least step time, least network
+time) among the layouts left. Re-pricing it replaces the re-plan (sensitivity_reuse)."""
+
+
+def _reused(plan: Plan, plan_kwargs: Mapping[str, Any], field: str, factor: float, sets: list[str]
+            ) -> tuple[int | None, float | None] | None:
+    """The re-plan's answer without a search when an ONLY_REMOVES input moves up and the plan's layout survives it;
+    None when a search is needed."""
+    if factor <= 1.0 or not field.startswith(ONLY_REMOVES) or plan.status != "optimal" or plan.layout is None:
+        return None
+    if plan_kwargs.get("gpus") is not None or plan.gpus is None or plan.deadline_days is None:
+        return None
+    from planner import api
+    from planner.cost.step import evaluate
+    from planner.export import layout_of
+    from planner.goodput import goodput_at
+    from planner.overrides import parse_overrides
+    from planner.parallel.space import check_layout
+
+    parsed = parse_overrides(sets)
+    hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan.profile, parsed)
+    wl = _workload_of(plan_kwargs)
+    if wl is None:
+        return None
+    layout = layout_of(plan)
+    if check_layout(hw, wl, layout):
+        return None  # it no longer fits: search
+    days = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap).training_days
+    if plan.goodput is not None:
+        g = goodput_at(api.failure_model(plan_kwargs.get("failures", "default"), parsed), plan.gpus, wl.params).goodput
+        days = days / g if g > 0 else math.inf
+    return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
+
+
+def _workload_of(kw: Mapping[str, Any]) -> Any:
+    if kw.get("workload") is not None:
+        return kw["workload"]
+    if kw.get("compute_flop") is None:
+        return None
+    from planner.workload import infer_workload
+
+    return infer_workload(kw["compute_flop"], sparse=kw.get("sparse", False),
+                          batch_scaling=kw.get("batch_scaling", "paper"), budget=kw.get("budget", "exact"))
+
+
 def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: str | None, failures: str,
                 jobs: int | None = None) -> Sensitivity:
     """Re-plan `plan` (made by api.plan(**plan_kwargs)) with each input of `candidates` moved down and up."""
@@ -180,19 +229,24 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
     rows_in = candidates(gpu, profile, failures, plan)
     base_sets = list(plan_kwargs.get("overrides", ()))
     tasks = []
+    results: list[tuple[int | None, float | None] | None] = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
-            tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
+            results.append(_reused(plan, plan_kwargs, field, factor, [*base_sets, text]))
+            if results[-1] is None:
+                tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
-        results = [_replan(t) for t in tasks]
+        searched = [_replan(t) for t in tasks]
     else:
         from planner.sweep import worker_pool
 
         with worker_pool(jobs) as pool:  # submit, not map: map cancels its futures when interrupted, which races
             futures = [pool.submit(_replan, t) for t in tasks]  # the broken pool's own clean-up
-            results = [f.result() for f in futures]
+            searched = [f.result() for f in futures]
+    fill = iter(searched)
+    done = [r if r is not None else next(fill) for r in results]
     def rel(value: float | None, base: float | None) -> float:
         """|value / base - 1|; infinite when one of the two plans is infeasible (None) and the other not."""
         if base is None or not base:
@@ -201,7 +255,7 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
 
     rows = []
     for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
-        (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
+        (g_lo, d_lo), (g_hi, d_hi) = done[2 * k], done[2 * k + 1]
         rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_move(field, value, lo, cap)),
                                    high=_fmt(_move(field, value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi,
                                    days_low=d_lo, days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import tomllib
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -151,6 +152,12 @@ def shipped_name(name_or_path: str, names: list[str], what: str) -> str | None:
 T = TypeVar("T")
 
 
+@cache
+def _shipped_doc(path: str, what: str) -> dict[str, Any]:
+    """A shipped data file, parsed once (callers must not edit it: planner.overrides.apply copies)."""
+    return load_toml(path, what)
+
+
 def file_of(name_or_path: str, names: list[str], folder: Path, what: str) -> tuple[Path, str | None]:
     """(the file, its shipped name or None for a user's path) that `name_or_path` names."""
     name = shipped_name(name_or_path, names, what)
@@ -169,5 +176,7 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     path, name = file_of(name_or_path, names, folder, what)
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
-    doc = apply(load_toml(path, file_what), overrides, target)
+    # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
+    doc = apply(_shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what), overrides,
+                target)
     return parse(doc, f"{name or path} with --set", name is not None)

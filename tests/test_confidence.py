@@ -154,3 +154,25 @@ def test_confidence_with_gpus_or_bad_samples_is_refused(capsys):
     assert code == 2 and "--samples" in err
     with pytest.raises(InvalidInput):
         confidence(api.plan(**HAND), HAND, math.nan)
+
+
+def test_sensitivity_reuses_the_layout_only_where_a_re_plan_agrees():
+    """--sensitivity answers a memory input or the restart time moved up by re-pricing the plan's layout
+    (planner.sensitivity.ONLY_REMOVES): each such answer equals the re-plan it replaces."""
+    from planner.sensitivity import _fmt, _move, _reused, candidates
+
+    kw = dict(compute_flop=1e24, gpu="h100", days=30, profile="realistic")
+    plan = api.plan(**kw)
+    reused = 0
+    for field, _why, value, cap, (_lo, hi) in candidates("h100", "realistic", "default", plan):
+        text = f"{field}={_fmt(_move(field, value, hi, cap))}"
+        got = _reused(plan, kw, field, hi, [text])
+        if field.startswith(("profile.memory.", "goodput.restart_minutes")):
+            again = api.plan(**{**kw, "overrides": [text]})
+            if got is not None:
+                reused += 1
+                assert got[0] == again.gpus
+                assert got[1] == pytest.approx(again.wall_clock_days, rel=1e-12)
+        else:
+            assert got is None  # a move that can change step times is always searched
+    assert reused >= 3
