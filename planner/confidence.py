@@ -31,9 +31,9 @@ from planner import api
 from planner.errors import Infeasible, InvalidInput
 from planner.goodput import goodput_at
 from planner.overrides import parse_overrides
-from planner.schema import Confidence, Layout, Plan, UncertainInput, Workload
+from planner.schema import Confidence, Layout, Plan, Spread, UncertainInput, Workload
 from planner.sensitivity import _fmt, _move, _replan, candidates
-from planner.uncertainty import DEFAULT_SPREAD, ModelError, model_error, scrambled_halton
+from planner.uncertainty import DEFAULT_SPREAD, ModelError, model_error
 from planner.workload import infer_workload
 
 DEFAULT_SAMPLES = 64
@@ -49,6 +49,34 @@ LEAVES_OUT = (
     "errors of the step-time model beyond those the held-out published runs show (other frameworks, scales or "
     "model families than validation/runs.toml holds)",
 )
+
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101, 103,
+          107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193, 197, 199, 211, 223,
+          227, 229, 233, 239, 241, 251, 257, 263, 269, 271, 277, 281, 283, 293, 307, 311)
+
+
+def scrambled_halton(n: int, dims: int, seed: int) -> np.ndarray:
+    """n points of the Halton sequence in `dims` dimensions, each digit of each dimension put through its own random
+    permutation (random digit scrambling, seeded): a randomized quasi-Monte Carlo point set in (0, 1)^dims. In
+    dimension 0 (base 2) the first 2^k points fall one in each interval [j / 2^k, (j + 1) / 2^k)."""
+    if dims > len(PRIMES):
+        raise InvalidInput(f"at most {len(PRIMES)} uncertain inputs can be sampled, got {dims}")
+    rng = np.random.default_rng(seed)
+    idx = np.arange(n, dtype=np.int64)
+    out = np.zeros((n, dims))
+    for d in range(dims):
+        b = PRIMES[d]
+        depth = max(1, int(53 / math.log2(b)))  # digits down to double precision
+        scale = 1.0
+        q = idx.copy()
+        for _ in range(depth):
+            perm = rng.permutation(b)
+            scale /= b
+            out[:, d] += perm[q % b] * scale
+            q //= b
+    return np.clip(out, 1e-12, 1.0 - 1e-12)
+
 
 
 def check_probability(p: object) -> float:
@@ -252,8 +280,6 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
 
 
 def _spread(row: UncertainInput):
-    from planner.sourced import Spread
-
     if row.shape not in ("uniform", "triangular", "loguniform"):
         return DEFAULT_SPREAD
     return Spread(low=row.low, high=row.high, shape=row.shape, why=row.why)
@@ -308,4 +334,4 @@ def plan_with_confidence(plan_kwargs: Mapping[str, Any], probability: float, sam
 
 
 __all__ = ["DEFAULT_SAMPLES", "DEFAULT_SEED", "LEAVES_OUT", "check_probability", "check_request", "confidence", "draw",
-           "plan_with_confidence", "sampled_inputs", "with_confidence"]
+           "plan_with_confidence", "sampled_inputs", "scrambled_halton", "with_confidence"]

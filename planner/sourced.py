@@ -8,48 +8,13 @@ import tomllib
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
-
-SHAPES = ("uniform", "triangular", "loguniform")
-
-
-class Spread(BaseModel):
-    """How far an estimated or fitted value may be off: a range of factors on the file's value, with its shape and
-    the reason (`spread = { low = 0.9, high = 1.1, shape = "uniform", why = "..." }` next to `value`). --confidence
-    samples it; depends_on shows it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    low: float = Field(gt=0, description="Smallest factor on the value (0.9: 10 % below it).")
-    high: float = Field(gt=0, description="Largest factor on the value.")
-    shape: Literal["uniform", "triangular", "loguniform"] = Field(
-        "uniform", description="uniform: every factor in [low, high] equally likely; triangular: most likely 1 (the "
-        "file's value), falling to 0 at low and high; loguniform: uniform in log(factor).")
-    why: str = Field(min_length=1, description="Where the range comes from.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Spread:
-        if not (self.low <= 1.0 <= self.high) or self.low == self.high:
-            raise ValueError(f"spread needs low <= 1 <= high and low < high (factors on the value), got "
-                             f"low={self.low!r}, high={self.high!r}")
-        return self
-
-    def factor(self, u: float) -> float:
-        """The factor at quantile `u` in (0, 1) (the inverse of the shape's distribution function)."""
-        lo, hi = self.low, self.high
-        if self.shape == "uniform":
-            return lo + (hi - lo) * u
-        if self.shape == "loguniform":
-            return float(lo * (hi / lo) ** u)
-        # triangular on [lo, hi] with its mode at 1
-        c = (1.0 - lo) / (hi - lo)
-        if u < c:
-            return lo + ((hi - lo) * (1.0 - lo) * u) ** 0.5
-        return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
+from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
+from planner.overrides import apply
+from planner.schema.profile import SHAPES, Spread
 
 
 def parse_spread(raw: Any, path: str) -> Spread:
@@ -113,20 +78,6 @@ def load_toml(path: str | Path, what: str) -> dict[str, Any]:
     return doc
 
 
-MAX_DEPTH = 8
-"""Deepest nesting of tables and arrays accepted in a TOML file or a --set value (real files nest 3 deep)."""
-
-
-def check_depth(value: Any, where: str, depth: int = 0) -> None:
-    """InvalidInput when tables and arrays nest more than MAX_DEPTH deep (a deep structure is bad input, not a
-    RecursionError later)."""
-    if depth > MAX_DEPTH:
-        raise InvalidInput(f"{where}: tables and arrays nested more than {MAX_DEPTH} deep")
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for child in children:
-        check_depth(child, where, depth + 1)
-
-
 def _is_file(text: str) -> bool:
     try:
         return Path(text).is_file()
@@ -171,8 +122,6 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     origin, require_source)`; `what` names the kind in an unknown-name error, `file_what` the file in a read error.
     --set `overrides` (planner.overrides) whose target is `target` are applied to the parsed
     document first, so an override is exactly an edited copy of the file."""
-    from planner.overrides import apply
-
     path, name = file_of(name_or_path, names, folder, what)
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)

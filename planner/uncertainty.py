@@ -1,6 +1,6 @@
 """What a plan is unsure of, as data: each estimated or fitted input's spread (from its file, `spread = {...}` next to
 the value, or a stated default) and the step-time model's own error (validation/model_error.toml, held-out residuals
-only), with the sample points --confidence draws them at (planner.confidence, docs/confidence.md).
+only), as documents --confidence samples (planner.confidence, docs/confidence.md).
 """
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-import numpy as np
-
-from planner.errors import InvalidInput
-from planner.goodput import FailureModel
-from planner.schema import Hardware, UncertainInput, Workload
-from planner.sourced import Spread
+from planner.schema import Hardware, Spread, UncertainInput, Workload
+from planner.schema.goodput import FailureModel
 
 DEFAULT_SPREAD = Spread(low=0.8, high=1.2, shape="uniform",
                         why="no range stated in its file: +-20 %, the step --sensitivity takes for an estimate")
@@ -111,31 +107,4 @@ def uncertain_inputs(hw: Hardware, failures: FailureModel | None, wl: Workload |
     return rows
 
 
-PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101, 103,
-          107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193, 197, 199, 211, 223,
-          227, 229, 233, 239, 241, 251, 257, 263, 269, 271, 277, 281, 283, 293, 307, 311)
-
-
-def scrambled_halton(n: int, dims: int, seed: int) -> np.ndarray:
-    """n points of the Halton sequence in `dims` dimensions, each digit of each dimension put through its own random
-    permutation (random digit scrambling, seeded): a randomized quasi-Monte Carlo point set in (0, 1)^dims. In
-    dimension 0 (base 2) the first 2^k points fall one in each interval [j / 2^k, (j + 1) / 2^k)."""
-    if dims > len(PRIMES):
-        raise InvalidInput(f"at most {len(PRIMES)} uncertain inputs can be sampled, got {dims}")
-    rng = np.random.default_rng(seed)
-    idx = np.arange(n, dtype=np.int64)
-    out = np.zeros((n, dims))
-    for d in range(dims):
-        b = PRIMES[d]
-        depth = max(1, int(53 / math.log2(b)))  # digits down to double precision
-        scale = 1.0
-        q = idx.copy()
-        for _ in range(depth):
-            perm = rng.permutation(b)
-            scale /= b
-            out[:, d] += perm[q % b] * scale
-            q //= b
-    return np.clip(out, 1e-12, 1.0 - 1e-12)
-
-
-__all__ = ["DEFAULT_SPREAD", "ModelError", "model_error", "scrambled_halton", "spread_of", "uncertain_inputs"]
+__all__ = ["DEFAULT_SPREAD", "ModelError", "model_error", "spread_of", "uncertain_inputs"]

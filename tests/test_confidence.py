@@ -12,10 +12,10 @@ import pytest
 from cli_helpers import invoke
 
 from planner import api
-from planner.confidence import confidence, draw
+from planner.confidence import confidence, draw, scrambled_halton
 from planner.errors import InvalidInput
-from planner.sourced import Spread
-from planner.uncertainty import ModelError, model_error, scrambled_halton
+from planner.schema import Spread
+from planner.uncertainty import ModelError, model_error
 
 ROOT = Path(__file__).resolve().parent.parent
 

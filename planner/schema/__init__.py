@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
-from planner.profile import PAPER, ExecutionProfile
-from planner.sourced import Spread
+from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
+from planner.schema.goodput import FailureModel, Goodput
+from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
+from planner.schema.profile import PAPER, ExecutionProfile, Spread
+from planner.schema.sensitivity import Sensitivity
+from planner.schema.uncertainty import Confidence, UncertainInput
 
-if TYPE_CHECKING:
-    from planner.workload.ops import LayerOps, ModelOps
+# The failure model's spreads (its module cannot import a sibling: the package would run first)
+FailureModel.model_rebuild(_types_namespace={"Spread": Spread})
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -412,10 +415,8 @@ class Workload(_Frozen):
 
     @property
     def ops(self) -> LayerOps:
-        """What one layer (of one expert, for the toy) runs per token (planner.workload.ops). For a transformer:
+        """What one layer (of one expert, for the toy) runs per token (planner.schema.ops). For a transformer:
         the layer every pipeline stage is priced with (the MoE layer when there are experts)."""
-        from planner.workload.ops import toy_mlp_ops, transformer_ops
-
         if self.transformer is not None:
             return transformer_ops(self).layer
         return toy_mlp_ops(self.d_model, self.d_ff)
@@ -423,8 +424,6 @@ class Workload(_Frozen):
     @property
     def model_ops(self) -> ModelOps | None:
         """A transformer's layers, embedding and LM head as operations (None for the toy model)."""
-        from planner.workload.ops import transformer_ops
-
         return transformer_ops(self) if self.transformer is not None else None
 
     @property
@@ -654,6 +653,19 @@ class StepBreakdown(_Frozen):
         "the paper's tie-break.")
 
 
+# Training state per parameter (App. 8.1.3): what a GPU holds (planner.cost.memory) and what a checkpoint saves
+# (planner.goodput) both count it, so it is named here, below both.
+WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
+GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
+OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1); a transformer's
+# profile may say otherwise (ExecutionProfile.optimizer_state_bytes_per_param, default 12)
+OPTIMIZER_SHARDING = "ZeRO-1"
+"""The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
+not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
+STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
+"""Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
+
+
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
@@ -794,23 +806,6 @@ class SolverReport(_Frozen):
     models: int = Field(0, description="CP-SAT models solved (incumbent batches, counts proven infeasible, decision).")
 
 
-class UncertainInput(_Frozen):
-    """One uncertain input of a plan: a range of factors on its value, the shape of its distribution and why."""
-
-    input: str = Field(description="The --set field, or 'step-time model' for the model's own measured error.")
-    kind: Literal["estimate", "fitted", "measured", "model error"] = Field(
-        description="estimate / fitted: its source says so; measured: a measured value whose file states a spread; "
-                    "model error: the step time's factor from the held-out validation residuals.")
-    low: float = Field(description="Smallest factor on the value (model error: the smallest residual).")
-    high: float = Field(description="Largest factor on the value.")
-    shape: str = Field(description="uniform, triangular (mode 1), loguniform, or empirical (the residuals' own "
-                       "distribution).")
-    why: str = Field(description="Where the range comes from.")
-    sampled: bool = Field(True, description="Whether --confidence samples it: a fitted value is not, because the "
-                          "held-out residuals already measure the fitted model's error (sampling both would count it "
-                          "twice).")
-
-
 class DependsOn(_Frozen):
     """What a plan's answer rests on (docs/model.md §10)."""
 
@@ -822,35 +817,6 @@ class DependsOn(_Frozen):
     uncertain: list[UncertainInput] = Field(default_factory=list, description="How far each estimated or fitted "
                                             "input may be off, and the step-time model's measured error "
                                             "(docs/confidence.md); --confidence samples the rows marked sampled.")
-
-
-class Confidence(_Frozen):
-    """--confidence P: the smallest cluster that meets the deadline with probability P under the uncertain inputs
-    (planner.confidence, docs/confidence.md)."""
-
-    probability: float = Field(description="P asked: the share of samples that must meet the deadline.")
-    samples: int = Field(description="Samples of the uncertain inputs.")
-    seed: int = Field(description="Seed of the sample points (the same seed gives the same answer).")
-    method: str = Field(description="How the samples were drawn and propagated.")
-    deadline_days: float = Field(description="The deadline the samples are checked against, wall-clock days.")
-    gpus: int | None = Field(description="The chosen cluster: the fewest GPUs (among the samples' own minimal "
-                             "counts) on which at least P of the samples meet the deadline; null: none does.")
-    met: float = Field(description="Share of samples that meet the deadline on `gpus`.")
-    days_p10: float | None = Field(description="10th percentile of wall-clock days on `gpus` over the samples.")
-    days_p50: float | None = Field(description="Median wall-clock days on `gpus`.")
-    days_p90: float | None = Field(description="90th percentile of wall-clock days on `gpus`.")
-    gpus_p50: int | None = Field(description="The cluster that meets the deadline with probability 0.5.")
-    gpus_p90: int | None = Field(description="The cluster that meets the deadline with probability 0.9.")
-    point_gpus: int | None = Field(description="The point estimate's GPUs (every input at its file value).")
-    inputs: list[UncertainInput] = Field(description="What was sampled.")
-    replans: int = Field(description="Searches run: one per distinct sample (its fewest GPUs), plus fixed-cluster "
-                         "searches where re-pricing known layouts could not decide.")
-    repriced: int = Field(description="Known layouts re-priced under a sample instead of searched again.")
-    leaves_out: list[str] = Field(description="What the probability does not cover.")
-
-
-from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)
-from planner.sensitivity import Sensitivity  # noqa: E402
 
 
 class Plan(_Frozen):
