@@ -91,6 +91,14 @@ def _check_whole(name: str, value: object, lo: int, hi: int) -> int:
     return value
 
 
+def _base_sets(kw: Mapping[str, Any]) -> list[str]:
+    """The request's own --set strings, with --memory-headroom as the override api.plan makes of it."""
+    sets = list(kw.get("overrides", ()))
+    if kw.get("memory_headroom_GB") is not None:
+        sets.append(f"profile.memory.headroom_GB={kw['memory_headroom_GB']!r}")
+    return sets
+
+
 def _workload(kw: Mapping[str, Any]) -> Workload:
     """The workload api.plan prices for these keyword arguments."""
     if kw.get("workload") is not None:
@@ -105,10 +113,10 @@ def sampled_inputs(plan: Plan, kw: Mapping[str, Any], include: Sequence[str] | N
     this profile). `include` keeps only the inputs named (None: all); the user's own --set fields are fixed."""
     if plan.depends_on is None:
         return [], None
-    gpu, profile, failures = kw.get("gpu", "h100"), plan.profile, kw.get("failures", "default")
+    gpu, profile, failures = kw.get("gpu", "h100"), kw.get("profile") or plan.profile, kw.get("failures", "default")
     if not isinstance(gpu, str) or not isinstance(failures, str):
         raise InvalidInput("--confidence needs the hardware and failure model by name or file")
-    mine = {t.split("=", 1)[0].strip() for t in kw.get("overrides", ())}
+    mine = {t.split("=", 1)[0].strip() for t in _base_sets(kw)}
     values = {c[0]: (c[2], c[3]) for c in candidates(gpu, profile, failures, plan)}
     rows = []
     for row in plan.depends_on.uncertain:
@@ -168,8 +176,8 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
     deadline = float(plan_kwargs.get("days") or 90.0)
     rows, me, sample_sets, factors = draw(plan, plan_kwargs, samples, seed, include, model)
     dims = len(rows) + (1 if me is not None else 0)
-    base_sets = list(plan_kwargs.get("overrides", ()))
-    kw = {k: v for k, v in plan_kwargs.items() if k not in ("days", "overrides")}
+    base_sets = _base_sets(plan_kwargs)
+    kw = {k: v for k, v in plan_kwargs.items() if k not in ("days", "overrides", "memory_headroom_GB")}
     # 1. Each distinct sample's fewest GPUs: one search at deadline D / f with its overrides.
     keys = sorted({(s, deadline / f) for s, f in zip(sample_sets, factors)})
     tasks = [{**kw, "overrides": [*base_sets, *s], "days": d, "workers": 1} for s, d in keys]
@@ -207,7 +215,7 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
             if lay is not None:
                 repriced += 1
                 parsed = parse_overrides([*base_sets, *sets])
-                hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan.profile, parsed)
+                hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan_kwargs.get("profile") or plan.profile, parsed)
                 try:
                     ev = api.evaluate(lay, hw, wl, dp_overlap=plan.dp_overlap)
                     days = ev.training_days

@@ -169,7 +169,9 @@ def _reused(plan: Plan, plan_kwargs: Mapping[str, Any], field: str, factor: floa
     from planner.parallel.space import check_layout
 
     parsed = parse_overrides(sets)
-    hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan.profile, parsed)
+    if plan_kwargs.get("memory_headroom_GB") is not None:
+        return None  # api.plan turns it into an override these sets do not hold: search
+    hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan_kwargs.get("profile") or plan.profile, parsed)
     wl = _workload_of(plan_kwargs)
     if wl is None:
         return None
