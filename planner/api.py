@@ -226,6 +226,19 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     prof = hw.profile
     if key.startswith("framework."):
         return False
+    # Values read only by work this plan does not have: expert routing (a dense model), attention and context
+    # parallelism (the paper's toy model folds attention into the MLP), compiled element-wise kernels (a run that is
+    # not compiled).
+    if key.startswith("moe.") and wl is not None and wl.experts <= 1:
+        return False
+    if key.startswith("attention.") and wl is not None and wl.transformer is None:
+        return False
+    if key == "elementwise.compiled_fraction" and not prof.compiled:
+        return False
+    if key == "overlap.cp" and wl is not None and wl.transformer is None:
+        return False  # context parallelism splits sequences: transformers only
+    if key == "overlap.tp_comm_overlap":
+        return False  # read only by validation, for a published run that enabled TP communication overlap
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
