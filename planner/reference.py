@@ -343,8 +343,8 @@ def model_page() -> str:
     transformer = [rows[k] for k in TRANSFORMER_KEYS]
     not_keys = sorted(set(TransformerShape.model_fields) - set(TRANSFORMER_KEYS))
     return (
-        _HEADER.format(sources="planner/workload/scaling.py (PRESET_KEYS, TRANSFORMER_KEYS, ModelPreset) and "
-                       "planner/schema/__init__.py (Workload, TransformerShape)")
+        _HEADER.format(sources="planner/workload/scaling.py (PRESET_KEYS, TRANSFORMER_KEYS), planner/schema/preset.py "
+                       "(ModelPreset) and planner/schema/__init__.py (Workload, TransformerShape)")
         + "# Model preset format\n\n"
         + "A model preset fixes the shape that `--model NAME|FILE.toml` plans (instead of inferring one from "
         "`--compute` and the scaling laws). The shipped presets are in `models/`; the file's stem is its name. "
@@ -378,7 +378,8 @@ def profile_page() -> str:
             else 1.0
         rows.append(_row(key, ExecutionProfile, field, scale))
     for key, field in TABLES.items():
-        rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit="table: GPU family = fraction"))
+        unit = "table: GPU = MiB" if key.endswith("_MiB") else "table: GPU family = fraction"
+        rows.append(_row(f"[{key}]", ExecutionProfile, field, 1, unit=unit))
     missing = set(ExecutionProfile.model_fields) - {*FIELDS.values(), *TABLES.values()} - {
         "name", "description", "frameworks", "sources", "recipes", "spreads"}
     recipe_rows = [_row(f"recipe.NAME.{field}", Recipe, field, 1) for field in Recipe.model_fields]

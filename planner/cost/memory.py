@@ -60,9 +60,15 @@ def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], na
     return comp
 
 
+def capacity_bytes(hw: Hardware) -> float:
+    """Device memory of one GPU as the profile reads it (ExecutionProfile.device_bytes): what the driver reports
+    where the profile knows it (the datasheet's decimal GB undercount HBM sized in GiB), else the hardware file's."""
+    return hw.profile.device_bytes(hw.gpu.name, hw.gpu.hbm_bytes)
+
+
 def usable_bytes(hw: Hardware) -> float:
-    """HBM a plan may fill: a layout fits when its total <= HBM - the profile's headroom."""
-    return hw.gpu.hbm_bytes - hw.profile.memory_headroom_bytes
+    """HBM a plan may fill: a layout fits when its total <= capacity - the profile's headroom."""
+    return capacity_bytes(hw) - hw.profile.memory_headroom_bytes
 
 
 def communicators(cols: Mapping[str, np.ndarray]) -> np.ndarray:
