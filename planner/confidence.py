@@ -218,7 +218,7 @@ def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, s
                 hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan_kwargs.get("profile") or plan.profile, parsed)
                 try:
                     ev = api.evaluate(lay, hw, wl, dp_overlap=plan.dp_overlap)
-                    days = ev.training_days
+                    days = ev.training_days if ev.memory.fits else math.inf
                     if plan.goodput is not None:
                         fm = api.failure_model(plan_kwargs.get("failures", "default"), parsed)
                         g = goodput_at(fm, n, wl.params).goodput

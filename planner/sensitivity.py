@@ -177,8 +177,11 @@ def _reused(plan: Plan, plan_kwargs: Mapping[str, Any], field: str, factor: floa
         return None
     layout = layout_of(plan)
     if check_layout(hw, wl, layout):
-        return None  # it no longer fits: search
-    days = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap).training_days
+        return None
+    ev = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap)
+    if not ev.memory.fits:
+        return None  # the move took this layout away: search
+    days = ev.training_days
     if plan.goodput is not None:
         g = goodput_at(api.failure_model(plan_kwargs.get("failures", "default"), parsed), plan.gpus, wl.params).goodput
         days = days / g if g > 0 else math.inf

@@ -176,3 +176,7 @@ def test_sensitivity_reuses_the_layout_only_where_a_re_plan_agrees():
         else:
             assert got is None  # a move that can change step times is always searched
     assert reused >= 3
+    # a move that takes the plan's own layout away (70 GB of an 80 GB H100 kept free) is searched, not re-priced
+    total_gb = plan.memory.total_bytes / 1e9
+    assert total_gb + 70 > 80
+    assert _reused(plan, kw, "profile.memory.headroom_GB", 35.0, ["profile.memory.headroom_GB=70"]) is None
