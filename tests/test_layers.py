@@ -23,9 +23,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # operations). Imports only the base.
     ("documents", ("planner.schema", "planner.request")),
     # Reading the data files into documents: --set overrides, sourced TOML values, hardware, profiles, failure model
-    # (and the goodput that prices it).
+    # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics),
+    # the step-time model's measured error (planner.uncertainty).
     ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",
-                 "planner.uncertainty")),
+                 "planner.economics", "planner.uncertainty")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
