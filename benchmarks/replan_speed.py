@@ -16,6 +16,7 @@ import statistics
 import time
 
 from planner import api
+from planner.schema.request import PlanRequest
 from planner.sensitivity import sensitivity
 
 
@@ -33,7 +34,7 @@ def main() -> None:
         cpus.append(cpu_s() - c0)
     one, one_cpu = statistics.median(times), statistics.median(cpus)
     t0, c0 = time.perf_counter(), cpu_s()
-    sens = sensitivity(plan, kw, "h100", "realistic", "default", jobs=args.jobs)
+    sens = sensitivity(plan, PlanRequest(**kw), jobs=args.jobs)
     many, many_cpu = time.perf_counter() - t0, cpu_s() - c0
     print(f"plan: {one:.3f} s wall, {one_cpu:.3f} s CPU (median of {len(times)}); --sensitivity "
           f"({2 * len(sens.rows)} moved inputs, {len(sens.rows)} rows): {many:.2f} s wall, {many_cpu:.2f} s CPU; "

@@ -32,7 +32,8 @@ from planner.errors import Infeasible, InvalidInput
 from planner.goodput import goodput_at
 from planner.overrides import parse_overrides
 from planner.schema import Confidence, Layout, Plan, Spread, UncertainInput, Workload
-from planner.sensitivity import _fmt, _move, _replan, candidates
+from planner.schema.request import PlanRequest
+from planner.sensitivity import _fmt, _move, candidates
 from planner.uncertainty import DEFAULT_SPREAD, ModelError, model_error
 from planner.workload import infer_workload
 
@@ -162,17 +163,19 @@ def draw(plan: Plan, plan_kwargs: Mapping[str, Any], samples: int, seed: int, in
     return rows, me, sample_sets, factors
 
 
-def confidence(plan: Plan, plan_kwargs: Mapping[str, Any], probability: float, samples: int = DEFAULT_SAMPLES,
+def confidence(plan: Plan, plan_kwargs: PlanRequest | Mapping[str, Any], probability: float,
+               samples: int = DEFAULT_SAMPLES,
                seed: int = DEFAULT_SEED, jobs: int | None = None, include: Sequence[str] | None = None,
                model: ModelError | None = None) -> Confidence:
     """The fewest GPUs that meet `plan`'s deadline with `probability` (plan made by api.plan(**plan_kwargs)).
     `include` limits the sampled inputs to those named ('step-time model' for the model's error); `model` replaces
     the measured model error (tests)."""
     p = check_probability(probability)
+    plan_kwargs = fields_of(plan_kwargs)
     samples = _check_whole("--samples", samples, 2, MAX_SAMPLES)
     seed = _check_whole("--seed", seed, 0, 2**32 - 1)
-    if plan_kwargs.get("gpus") is not None:
-        raise InvalidInput("--confidence finds the cluster: drop --gpus")
+    check_request(p, samples, seed, plan_kwargs.get("gpus"),
+                  limits=plan_kwargs.get("power_mw") is not None or plan_kwargs.get("max_gpus") is not None)
     deadline = float(plan_kwargs.get("days") or 90.0)
     rows, me, sample_sets, factors = draw(plan, plan_kwargs, samples, seed, include, model)
     dims = len(rows) + (1 if me is not None else 0)
@@ -293,6 +296,22 @@ def _spread(row: UncertainInput):
     return Spread(low=row.low, high=row.high, shape=row.shape, why=row.why)
 
 
+def _replan(kw: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one sample's plan; (None, None) when it has none."""
+    try:
+        p = api.plan(**kw)
+    except Infeasible:
+        return None, None
+    return p.gpus, p.wall_clock_days
+
+
+def fields_of(request: PlanRequest | Mapping[str, Any]) -> dict[str, Any]:
+    """A request as api.plan's keyword arguments (a PlanRequest field by field, its objects kept)."""
+    if isinstance(request, PlanRequest):
+        return {k: getattr(request, k) for k in PlanRequest.model_fields}
+    return dict(request)
+
+
 def _run(tasks: list[dict[str, Any]], jobs: int | None) -> list[tuple[int | None, float | None]]:
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
@@ -305,7 +324,7 @@ def _run(tasks: list[dict[str, Any]], jobs: int | None) -> list[tuple[int | None
 
 
 def check_request(probability: object, samples: object, seed: object, gpus: object = None, sensitivity: bool = False,
-                  emit: bool = False) -> None:
+                  emit: bool = False, limits: bool = False) -> None:
     """The --confidence options checked before any search (one-line errors)."""
     check_probability(probability)
     _check_whole("--samples", samples, 2, MAX_SAMPLES)
@@ -316,13 +335,18 @@ def check_request(probability: object, samples: object, seed: object, gpus: obje
         raise InvalidInput("--confidence and --sensitivity: give one")
     if emit:
         raise InvalidInput("--confidence and --emit: give one (--emit with --gpus N from the --confidence answer)")
+    if limits:
+        raise InvalidInput("--confidence with --power-mw or --max-gpus is not supported: drop the limit, then compare "
+                           "the answer with it")
 
 
-def with_confidence(point: Plan, plan_kwargs: Mapping[str, Any], probability: float, samples: int = DEFAULT_SAMPLES,
+def with_confidence(point: Plan, plan_kwargs: PlanRequest | Mapping[str, Any], probability: float,
+                    samples: int = DEFAULT_SAMPLES,
                     seed: int = DEFAULT_SEED, jobs: int | None = None) -> Plan:
     """The cluster that meets the deadline of `point` (made by api.plan(**plan_kwargs)) with `probability`: its plan
     document (the point estimate's fastest layout on it; `point` itself when the counts agree) with the Confidence
     attached."""
+    plan_kwargs = fields_of(plan_kwargs)
     conf = confidence(point, plan_kwargs, probability, samples, seed, jobs)
     doc = point
     if conf.gpus is not None and conf.gpus != point.gpus:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
     from planner.schema import Plan
+    from planner.schema.request import PlanRequest
 
 ESTIMATE_FACTORS = (0.8, 1.2)
 """An estimated or fitted value: +-20 %."""
@@ -135,11 +136,11 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(kwargs: Mapping[str, Any]) -> tuple[int | None, float | None]:
+def _replan(request: PlanRequest) -> tuple[int | None, float | None]:
     from planner import api
 
     try:
-        p = api.plan(**kwargs)
+        p = api.plan(request)
     except Infeasible:
         return None, None
     return p.gpus, p.wall_clock_days
@@ -150,30 +151,35 @@ ONLY_REMOVES = ("profile.memory.", "goodput.restart_minutes")
 layouts fit; planner.cost.memory), a longer restart lowers goodput on every count (Daly's interval does not depend on
 it). Moved up, the plan's own layout, if it still fits and meets the deadline, is still the answer: every smaller
 count stayed infeasible and the layout kept its place in the order (fewest GPUs, least step time, least network
-time) among the layouts left. Re-pricing it replaces the re-plan (sensitivity_reuse)."""
+time) among the layouts left. Re-pricing it replaces the re-plan (_reused)."""
 
 
-def _reused(plan: Plan, plan_kwargs: Mapping[str, Any], field: str, factor: float, sets: list[str]
+def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: Sequence[str]
             ) -> tuple[int | None, float | None] | None:
     """The re-plan's answer without a search when an ONLY_REMOVES input moves up and the plan's layout survives it;
     None when a search is needed."""
     if factor <= 1.0 or not field.startswith(ONLY_REMOVES) or plan.status != "optimal" or plan.layout is None:
         return None
-    if plan_kwargs.get("gpus") is not None or plan.gpus is None or plan.deadline_days is None:
+    if request.gpus is not None or plan.gpus is None or plan.deadline_days is None:
         return None
+    if request.power_mw is not None or request.max_gpus is not None:
+        return None  # a buyer's limit: the plan may be the fastest within it, not the fewest GPUs
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
     from planner.goodput import goodput_at
     from planner.overrides import parse_overrides
     from planner.parallel.space import check_layout
+    from planner.workload import infer_workload
 
     parsed = parse_overrides(sets)
-    if plan_kwargs.get("memory_headroom_GB") is not None:
-        return None  # api.plan turns it into an override these sets do not hold: search
-    hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan_kwargs.get("profile") or plan.profile, parsed)
-    wl = _workload_of(plan_kwargs)
-    if wl is None:
+    hw = api.resolve(request.gpu, request.profile or plan.profile, parsed)
+    if request.workload is not None:
+        wl = request.workload
+    elif request.compute_flop is not None:
+        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
+                            budget=request.budget)
+    else:
         return None
     layout = layout_of(plan)
     if check_layout(hw, wl, layout):
@@ -183,37 +189,25 @@ def _reused(plan: Plan, plan_kwargs: Mapping[str, Any], field: str, factor: floa
         return None  # the move took this layout away: search
     days = ev.training_days
     if plan.goodput is not None:
-        g = goodput_at(api.failure_model(plan_kwargs.get("failures", "default"), parsed), plan.gpus, wl.params).goodput
+        g = goodput_at(api.failure_model(request.failures, parsed), plan.gpus, wl.params).goodput
         days = days / g if g > 0 else math.inf
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def _workload_of(kw: Mapping[str, Any]) -> Any:
-    if kw.get("workload") is not None:
-        return kw["workload"]
-    if kw.get("compute_flop") is None:
-        return None
-    from planner.workload import infer_workload
-
-    return infer_workload(kw["compute_flop"], sparse=kw.get("sparse", False),
-                          batch_scaling=kw.get("batch_scaling", "paper"), budget=kw.get("budget", "exact"))
-
-
-def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: str | None, failures: str,
-                jobs: int | None = None) -> Sensitivity:
-    """Re-plan `plan` (made by api.plan(**plan_kwargs)) with each input of `candidates` moved down and up."""
-    if not isinstance(gpu, str):
+def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Sensitivity:
+    """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
+    the request with one more --set override, on one CP-SAT worker."""
+    if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
-    rows_in = candidates(gpu, profile, failures, plan)
-    base_sets = list(plan_kwargs.get("overrides", ()))
+    rows_in = candidates(request.gpu, request.profile, request.failures, plan)
     tasks = []
     results: list[tuple[int | None, float | None] | None] = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
-            results.append(_reused(plan, plan_kwargs, field, factor, [*base_sets, text]))
+            results.append(_reused(plan, request, field, factor, (*request.overrides, text)))
             if results[-1] is None:
-                tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
+                tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1}))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         searched = [_replan(t) for t in tasks]
@@ -225,6 +219,7 @@ def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: s
             searched = [f.result() for f in futures]
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]
+
     def rel(value: float | None, base: float | None) -> float:
         """|value / base - 1|; infinite when one of the two plans is infeasible (None) and the other not."""
         if base is None or not base:

@@ -15,6 +15,7 @@ from planner import api
 from planner.confidence import confidence, draw, scrambled_halton
 from planner.errors import InvalidInput
 from planner.schema import Spread
+from planner.schema.request import PlanRequest
 from planner.uncertainty import ModelError, model_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,10 +164,11 @@ def test_sensitivity_reuses_the_layout_only_where_a_re_plan_agrees():
 
     kw = dict(compute_flop=1e24, gpu="h100", days=30, profile="realistic")
     plan = api.plan(**kw)
+    request = PlanRequest(**kw)
     reused = 0
     for field, _why, value, cap, (_lo, hi) in candidates("h100", "realistic", "default", plan):
         text = f"{field}={_fmt(_move(field, value, hi, cap))}"
-        got = _reused(plan, kw, field, hi, [text])
+        got = _reused(plan, request, field, hi, [text])
         if field.startswith(("profile.memory.", "goodput.restart_minutes")):
             again = api.plan(**{**kw, "overrides": [text]})
             if got is not None:
@@ -179,4 +181,4 @@ def test_sensitivity_reuses_the_layout_only_where_a_re_plan_agrees():
     # a move that takes the plan's own layout away (70 GB of an 80 GB H100 kept free) is searched, not re-priced
     total_gb = plan.memory.total_bytes / 1e9
     assert total_gb + 70 > 80
-    assert _reused(plan, kw, "profile.memory.headroom_GB", 35.0, ["profile.memory.headroom_GB=70"]) is None
+    assert _reused(plan, request, "profile.memory.headroom_GB", 35.0, ["profile.memory.headroom_GB=70"]) is None

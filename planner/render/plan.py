@@ -278,6 +278,9 @@ def _transformer_model_table(plan: Plan) -> Table:
          f"{wl.attention_flop_per_token / wl.model_flop_per_token:.1%}, not halved for the causal mask)"),
         ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
     ]
+    if wl.requested_compute_flop:
+        rows.append(("requested compute", f"{fmt_sci(wl.requested_compute_flop, 4)} FLOP "
+                     f"({wl.compute_flop / wl.requested_compute_flop:.4f}x trained)"))
     return _kv_table("Model (transformer)", rows)
 
 

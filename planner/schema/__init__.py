@@ -3,8 +3,9 @@
 This package is the bottom layer but one (README, "Code layout"): it imports only pydantic, numpy and the base
 (planner.errors, the dimension registry planner.parallel.dimensions), never logic. Here: hardware, workload,
 layout, evaluation, plan and error documents; beside it the workload's operations (`ops`), the execution profile
-(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs and model
-presets. The modules that read or produce them (planner.profile, planner.sweep, ...) re-export them.
+(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs, model
+presets, model families (`family`) and the plan request (`request`: the question `plan` answers). The modules
+that read or produce them (planner.profile, planner.sweep, ...) re-export them.
 
 Every quantity is stored in SI units (seconds, bytes, bytes/s, FLOP/s) with the unit in its name.
 Derived quantities are properties, computed on access, so they can never go stale when a field changes.
@@ -375,6 +376,8 @@ class Workload(_Frozen):
         None, description="The compute the user asked for, when the shape was inferred from it."
     )
     label: str = Field("", description="Where the shape came from (scaling law, preset name, flags).")
+    family: str | None = Field(None, description="The model family (models/families/) the shape was scaled from "
+                               "by its rules (--model-family); None otherwise.")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; None: the paper's toy "
                                                  "model.")
     precision: Literal["bf16", "fp8", "fp4"] = Field(
@@ -791,6 +794,8 @@ class WorkloadReport(_Frozen):
     attention_flop_per_token: float = Field(0.0, description="Of which attention scores and values (transformer).")
     transformer: TransformerShape | None = Field(None, description="Real-transformer sizes; null for the paper's toy "
                                                  "model.")
+    family: str | None = Field(None, description="The model family (models/families/) the shape was scaled from "
+                               "(--model-family); null otherwise.")
 
 
 class _LayoutReportBase(_Frozen):
