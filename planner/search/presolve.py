@@ -23,6 +23,7 @@ import numpy as np
 from planner.cost import terms as T
 from planner.cost.memory import layout_memory
 from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.rows import unique_rows
 from planner.parallel.dimensions import GROUPS
 from planner.parallel.space import Space, factor_options
 from planner.schema import Hardware, Workload
@@ -135,24 +136,6 @@ def group_factor_rows(hw: Hardware, group: str, values: Mapping[str, int]) -> di
         return {d: np.zeros((0, H), dtype=np.int64) for d in degrees}
     ix = np.array(idx, dtype=np.int64)
     return {d: opts[k][ix[:, k]] for k, d in enumerate(degrees)}
-
-
-def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of integer columns and the inverse index (one 1-D sort of a mixed key: much faster than
-    np.unique(axis=0) on the millions of rows presolve sees)."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    for col in columns:
-        vals = np.unique(col) if len(col) < 4096 else np.unique(col[:: max(1, len(col) // 4096)])
-        idx = np.searchsorted(vals, col)
-        if len(col) >= 4096:  # the sample may have missed values: fall back to the full set
-            miss = (idx >= len(vals)) | (vals[np.minimum(idx, len(vals) - 1)] != col)
-            if miss.any():
-                vals = np.unique(col)
-                idx = np.searchsorted(vals, col)
-        key = key * len(vals) + idx
-    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    uniq = np.stack([c[first] for c in columns], axis=1) if len(first) else np.zeros((0, len(columns)), np.int64)
-    return uniq, inv.ravel()
 
 
 class LeastFeatures:
