@@ -71,6 +71,11 @@ def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.ravel()
 
 
+MIN_ROWS = 256
+"""Fewer rows than this (one layout priced, a few hundred candidates) are evaluated directly: finding their distinct
+values would cost more than it saves."""
+
+
 class _Unlisted(Exception):
     """The function read a column that DistinctRows was not built on."""
 
@@ -104,7 +109,8 @@ class _Only(Mapping[str, np.ndarray]):
 
 
 class DistinctRows:
-    """The distinct combinations of `keys` (those of them the rows have) among the rows of `cols`."""
+    """The distinct combinations of `keys` (those of them the rows have) among the rows of `cols` (from MIN_ROWS
+    rows up; fewer are evaluated as they are)."""
 
     def __init__(self, cols: Mapping[str, Any], keys: tuple[str, ...]):
         self.cols = cols
@@ -113,7 +119,7 @@ class DistinctRows:
         self.n = len(columns[0]) if columns else 0
         self.inverse: np.ndarray | None = None
         self.sub: dict[str, np.ndarray] = {}
-        if columns and self.n:
+        if columns and self.n >= MIN_ROWS:
             uniq, self.inverse = unique_rows(columns)
             self.sub = {k: uniq[:, i] for i, k in enumerate(present)}
 
