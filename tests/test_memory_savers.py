@@ -403,7 +403,7 @@ def test_excluded_options_are_dominated():
     from planner.search.cpsat import OPTION_KEYS
     from planner.search.presolve import dominated_options, unique_rows
 
-    hw, wl = _tight(6e6), _tiny_long()
+    hw = _tight(6e6)
     _, t, q, _, step, net = _priced_tiny_long()
     fits = (q["memory_bytes"] <= hw.gpu.hbm_bytes) & np.isfinite(step)
     t, step, net = t.take(np.nonzero(fits)[0]), step[fits], net[fits]
