@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -69,3 +69,17 @@ def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_B
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} '{path}' is not UTF-8 text") from None
+
+
+MAX_DEPTH = 8
+"""Deepest nesting of tables and arrays accepted in a TOML file or a --set value (real files nest 3 deep)."""
+
+
+def check_depth(value: Any, where: str, depth: int = 0) -> None:
+    """InvalidInput when tables and arrays nest more than MAX_DEPTH deep (a deep structure is bad input, not a
+    RecursionError later)."""
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"{where}: tables and arrays nested more than {MAX_DEPTH} deep")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        check_depth(child, where, depth + 1)

@@ -40,7 +40,7 @@ from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, divisors, fill_levels, level_rule
-from planner.schema import Hardware, Workload
+from planner.schema import STATE_BYTES_PER_PARAM, Hardware, Workload
 from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
 from planner.search.result import SearchResult
 
@@ -315,13 +315,13 @@ def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
     A usable count n divides Q = d_ff d_model L E (b/E) (`divisors_allow`, prime by prime) and fills the levels
     bottom-up (`levels_allow`), so the walk takes Q's divisors in increasing order from the lower bound
     ceil(16 N_p / (HBM - reserve)) (docs/model.md §7: weights, gradients and optimizer state alone are
-    mem.STATE_BYTES_PER_PARAM = 16 bytes per parameter,
+    STATE_BYTES_PER_PARAM = 16 bytes per parameter,
     spread over n GPUs) up to the top level's size. It stops at the first count on which some degree tuple fits,
     or after `max_divisors` divisors or `max_priced` priced counts, whichever comes first (a deterministic bound)."""
     room = mem.usable_bytes(hw) - hw.profile.memory_reserve_bytes
     if room <= 0 or wl.batch_tokens % wl.experts:
         return FitSearch(None, 1, None, True)
-    start = max(1, math.ceil(mem.STATE_BYTES_PER_PARAM * wl.params / room))
+    start = max(1, math.ceil(STATE_BYTES_PER_PARAM * wl.params / room))
     factors: dict[int, int] = {}
     for k in _split_dims(wl):
         for p, e in _prime_factors(k).items():

@@ -6,7 +6,7 @@ checkpoint. The failure model is data beside the hardware (`failures/*.toml`, sh
 
 * interruptions per GPU-hour, lambda: the job is interrupted at rate lambda N on N GPUs, so its mean time between
   interruptions is M = 1 / (lambda N);
-* the checkpoint is the plan's model state, S = N_p x (weight + optimizer bytes per parameter) (planner.cost.memory),
+* the checkpoint is the plan's model state, S = N_p x (weight + optimizer bytes per parameter) (planner.schema),
   written and read at the storage bandwidth the cluster brings per GPU, so it takes delta = S / (N x B_gpu);
 * a restart costs R = the fixed restart time (detection, rescheduling, initialisation) + reading the checkpoint back;
 * checkpoints every tau seconds of compute, tau by Daly's higher-order optimum (Young's sqrt(2 delta M) corrected;
@@ -28,32 +28,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from planner.errors import InvalidInput
 from planner.overrides import Override
+from planner.schema import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM
+from planner.schema.goodput import FailureModel, Goodput
 from planner.sourced import load_sourced, load_toml, unwrap
 
 HOUR_S = 3600.0
 MINUTE_S = 60.0
-
-
-class FailureModel(BaseModel):
-    """How often a training job is interrupted and what an interruption and a checkpoint cost."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    description: str = ""
-    interruptions_per_gpu_hour: float = Field(ge=0, description="Job interruptions per GPU-hour (unplanned; the "
-                                              "job's rate is this times its GPU count).")
-    storage_Bps_per_gpu: float = Field(gt=0, description="Checkpoint write and read bandwidth the storage system "
-                                       "provides per GPU of the cluster, bytes/s.")
-    restart_s: float = Field(ge=0, description="Fixed cost of an interruption, seconds: detection, replacing the "
-                             "node, rescheduling and re-initialising the job (reading the checkpoint is added).")
-    checkpoint_interval_s: float | None = Field(None, gt=0, description="Compute seconds between checkpoints (None: "
-                                                "Daly's optimum for the plan).")
-    sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
 
 
 KEYS: dict[str, tuple[str, float]] = {
@@ -124,8 +108,6 @@ def get_failure_model(name_or_path: str = "default", overrides: Sequence[Overrid
 def checkpoint_bytes(params: float) -> float:
     """What a checkpoint holds: 16-bit weights and the fp32 optimizer state (master copy, Adam m and v) of every
     parameter, once (gradients are not saved)."""
-    from planner.cost.memory import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM
-
     return params * (WEIGHT_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM)
 
 
@@ -136,22 +118,6 @@ def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
         return mtbf_s
     x = delta_s / (2.0 * mtbf_s)
     return math.sqrt(2.0 * delta_s * mtbf_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta_s
-
-
-class Goodput(BaseModel):
-    """What failures cost one plan (all times in seconds)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    failure_model: str = Field(description="The failure model's name.")
-    gpus: int
-    mtbf_s: float = Field(description="Mean time between job interruptions, 1 / (lambda N); inf when lambda = 0.")
-    checkpoint_bytes: float = Field(description="Model state saved per checkpoint (weights and optimizer state).")
-    checkpoint_s: float = Field(description="Time to write one checkpoint, delta.")
-    interval_s: float = Field(description="Compute time between checkpoints, tau (Daly's optimum or the file's).")
-    restart_s: float = Field(description="Cost of one interruption before training resumes: restart + reading "
-                             "the checkpoint.")
-    goodput: float = Field(description="Compute time / expected wall-clock time, in [0, 1].")
 
 
 def _daly(model: FailureModel, n: float, size: float) -> tuple[float, float, float, float, float]:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, check_depth
 
 TARGETS = ("hardware", "profile", "goodput")
 
@@ -36,8 +36,6 @@ class Override:
 
 
 def _value(text: str, where: str) -> Any:
-    from planner.sourced import check_depth
-
     try:
         value = tomllib.loads(f"v = {text}")["v"]
     except RecursionError:

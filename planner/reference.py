@@ -244,7 +244,7 @@ def hardware_page() -> str:
         raise ValueError(f"Hardware field(s) {sorted(missing)} have no file key")
     whole = ", ".join(f"`{k}`" for k, (f, _) in {**GPU_KEYS, **LEVEL_KEYS}.items() if f in INT_FIELDS)
     return (
-        _HEADER.format(sources="planner/hardware.py (GPU_KEYS, LEVEL_KEYS) and planner/schema.py (Gpu, "
+        _HEADER.format(sources="planner/hardware.py (GPU_KEYS, LEVEL_KEYS) and planner/schema/__init__.py (Gpu, "
                        "NetworkLevel, Hardware)")
         + "# Hardware file format\n\n"
         + "A hardware file describes one system: a GPU type and its network, bottom (fastest) level first. The "
@@ -341,7 +341,7 @@ def model_page() -> str:
     not_keys = sorted(set(TransformerShape.model_fields) - set(TRANSFORMER_KEYS))
     return (
         _HEADER.format(sources="planner/workload/scaling.py (PRESET_KEYS, TRANSFORMER_KEYS, ModelPreset) and "
-                       "planner/schema.py (Workload, TransformerShape)")
+                       "planner/schema/__init__.py (Workload, TransformerShape)")
         + "# Model preset format\n\n"
         + "A model preset fixes the shape that `--model NAME|FILE.toml` plans (instead of inferring one from "
         "`--compute` and the scaling laws). The shipped presets are in `models/`; the file's stem is its name. "
@@ -383,7 +383,7 @@ def profile_page() -> str:
         raise ValueError(f"ExecutionProfile field(s) {sorted(missing)} have no file key")
     sections = sorted({k.split(".")[0] for k in (*FIELDS, *TABLES)})
     return (
-        _HEADER.format(sources="planner/profile.py (FIELDS, TABLES, ExecutionProfile)")
+        _HEADER.format(sources="planner/profile.py (FIELDS, TABLES) and planner/schema/profile.py (ExecutionProfile)")
         + "# Execution profile format\n\n"
         + "An execution profile says how training runs on the hardware: GEMM and attention efficiency, which "
         "communication hides under compute, what the collectives achieve, what else the GPU does. The shipped ones "
@@ -416,7 +416,7 @@ def failure_page() -> str:
             _row("description", FailureModel, "description", 1, unit="text", meaning="What the model is."),
             *_mapped(KEYS, FailureModel, {"name", "description", "sources"})]
     return (
-        _HEADER.format(sources="planner/goodput.py (KEYS, FailureModel)")
+        _HEADER.format(sources="planner/goodput.py (KEYS) and planner/schema/goodput.py (FailureModel)")
         + "# Failure model format\n\n"
         + "A failure model says how often a training job is interrupted and what an interruption and a checkpoint "
         "cost; the planner turns it into goodput (compute time / wall-clock time, planner/goodput.py). The shipped "

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from planner.errors import Infeasible, InvalidInput
+from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
     from planner.schema import Plan
@@ -27,32 +26,6 @@ ESTIMATE_FACTORS = (0.8, 1.2)
 """An estimated or fitted value: +-20 %."""
 WIDE_FACTORS = (0.5, 2.0)
 """Latency, failure rate and restart time: halved and doubled (published values spread that much)."""
-
-
-class SensitivityRow(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: str = Field(description="The --set field moved (levels.*.lat_us: every level).")
-    why: str = Field(description="'estimate' (its source says so), 'fitted', or 'what-if' (a standard question).")
-    base: str = Field(description="Its value in the plan.")
-    low: str = Field(description="The low value tried (--set FIELD=low).")
-    high: str
-    gpus_low: int | None = Field(description="GPUs with the low value (null: infeasible).")
-    gpus_high: int | None
-    days_low: float | None = Field(description="Wall-clock days with the low value.")
-    days_high: float | None
-    swing: float = Field(description="GPU swing: max |GPUs / plan's GPUs - 1| over low and high (inf when one is "
-                         "infeasible).")
-    days_swing: float = Field(0.0, description="Days swing: max |wall-clock days / plan's - 1| over low and high "
-                              "(inf when one is infeasible).")
-
-
-class Sensitivity(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_gpus: int | None
-    base_days: float | None
-    rows: list[SensitivityRow]
 
 
 def _fmt(v: Any) -> str:

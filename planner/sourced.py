@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file
+from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
+from planner.overrides import apply
 
 
 def unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool, rule: str) -> Any:
@@ -41,20 +42,6 @@ def load_toml(path: str | Path, what: str) -> dict[str, Any]:
         raise InvalidInput(f"malformed TOML in '{path}': nested too deeply") from None
     check_depth(doc, f"'{path}'")
     return doc
-
-
-MAX_DEPTH = 8
-"""Deepest nesting of tables and arrays accepted in a TOML file or a --set value (real files nest 3 deep)."""
-
-
-def check_depth(value: Any, where: str, depth: int = 0) -> None:
-    """InvalidInput when tables and arrays nest more than MAX_DEPTH deep (a deep structure is bad input, not a
-    RecursionError later)."""
-    if depth > MAX_DEPTH:
-        raise InvalidInput(f"{where}: tables and arrays nested more than {MAX_DEPTH} deep")
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for child in children:
-        check_depth(child, where, depth + 1)
 
 
 def _is_file(text: str) -> bool:
@@ -95,8 +82,6 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     origin, require_source)`; `what` names the kind in an unknown-name error, `file_what` the file in a read error.
     --set `overrides` (planner.overrides) whose target is `target` are applied to the parsed
     document first, so an override is exactly an edited copy of the file."""
-    from planner.overrides import apply
-
     path, name = file_of(name_or_path, names, folder, what)
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)

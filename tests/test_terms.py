@@ -135,7 +135,7 @@ def test_elementwise_work_is_priced_at_hbm_bandwidth():
     so to the total), worked by hand against the same block without it."""
     import types
 
-    from planner.workload.ops import Dim, Elementwise, toy_mlp_ops
+    from planner.schema.ops import Dim, Elementwise, toy_mlp_ops
 
     hw = get_hardware("h100")
     toy = toy_mlp_ops(1024, 4096)

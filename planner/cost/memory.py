@@ -1,5 +1,5 @@
 """Per-GPU memory accounting (docs/model.md §7; ZeRO-1 after paper §3.1.3). Not in the paper's results: a constraint
-here. The state bytes per parameter and the optimizer sharding are named once below; reports read them from here."""
+here. The state bytes per parameter and the optimizer sharding are named once, with the documents (planner.schema)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from planner.cost.rows import DistinctRows
+from planner.cost.terms import device_layers, params_per_gpu, sharding_degrees, split_params_per_gpu
 from planner.profile import ExecutionProfile
-from planner.schema import Hardware, Workload
+from planner.schema import (  # the state bytes per parameter, named with the documents (checkpoints read them too)
+    GRAD_BYTES_PER_PARAM,
+    OPTIMIZER_BYTES_PER_PARAM,
+    WEIGHT_BYTES_PER_PARAM,
+    Hardware,
+    Workload,
+)
 
 RESERVE_BYTES = 2e9
 """The paper profile's fixed reserve per GPU for the CUDA context, communication buffers and GEMM workspace
@@ -21,24 +28,11 @@ ALLOCATOR_COMPONENTS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "acti
 """What the framework's caching allocator serves (and fragments): torch.cuda.max_memory_reserved measures these plus
 the fragmentation; the CUDA context and NCCL's buffers lie outside it."""
 
-WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
-GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
-OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1); a transformer's
-# profile may say otherwise (ExecutionProfile.optimizer_state_bytes_per_param, default 12)
-OPTIMIZER_SHARDING = "ZeRO-1"
-"""The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
-not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
-STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
-"""Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
-
-
 def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], nanobatch, in_flight
                   ) -> dict[str, np.ndarray]:
     """Bytes per GPU by component for degree-tuple columns (planner.cost.terms.Cols), from the workload's
     operations: the parameters a GPU holds are its shards of every GEMM weight of its layers and experts; a token
     keeps `saved_words` per layer (each sharded as declared) for the backward pass."""
-    from planner.cost.terms import device_layers, params_per_gpu, split_params_per_gpu
-
     f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "pp", "ep")}
     if wl.transformer is None:
         p = params_per_gpu(wl, cols)
@@ -109,19 +103,7 @@ KEPT_ROLES: dict[int, tuple[str, ...]] = {
     1: ("input", "gemm_input", "other"),  # selective: the attention core's own tensors are recomputed
     2: ("input",),  # full: only each layer's input
 }
-"""Roles of the kept tensors (planner.workload.ops.Saved) each recomputation level keeps, by its value."""
-
-
-def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
-    """(dense, expert) data-parallel ranks a weight's optimizer state (and, under ZeRO-2/3, gradients and weights) is
-    sharded over: N_DP N_EP N_CP for dense weights, N_DP N_CP for expert weights (Megatron's distributed optimizer
-    over each weight's data-parallel group, context-parallel ranks included)."""
-    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "ep", "cp")}
-    if "etp" in cols:  # a folded expert layout: expert weights over N_EDP (planner.cost.terms.expert_dp)
-        tp = np.asarray(cols["tp_ff"], dtype=np.float64) * np.asarray(cols["tp_model"], dtype=np.float64)
-        folded = np.asarray(cols["expert_ep"], dtype=np.float64) * np.asarray(cols["etp"], dtype=np.float64)
-        return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["ep"] * f["cp"] * tp / folded
-    return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["cp"]
+"""Roles of the kept tensors (planner.schema.ops.Saved) each recomputation level keeps, by its value."""
 
 
 def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, f, layers_here, params):
@@ -226,3 +208,4 @@ def op_policy_bytes_per_token(mo, cols: Mapping[str, np.ndarray]) -> np.ndarray:
     scattered = sum((np.asarray(a.words.per_gpu(cols), dtype=np.float64) * a.copies for a in layer.allreduces
                      if a.group == "tp_ff"), np.zeros(1)) / tp
     return kept + 2.0 * (out / 2.0 + np.where(sp & (tp > 1), scattered, 0.0))
+

@@ -18,7 +18,7 @@ readings, and the code uses all three:
 * CP-SAT: per (tuple, factor vector) pair the coefficient x term products of each branch, one integer per pair
   (planner.search.cpsat); a branch is then a linear expression in the model's booleans.
 
-The workload enters only through its operations (planner.workload.ops): GEMM shapes, all-reduce volumes and groups,
+The workload enters only through its operations (planner.schema.ops): GEMM shapes, all-reduce volumes and groups,
 the interface transfer, the activations kept.
 """
 
@@ -503,6 +503,18 @@ def device_time_s(wl: Workload, cols: Cols, layer_s, embed_s, head_s) -> np.ndar
     return np.where(pp == 1, single, np.maximum(middle, best))
 
 
+def sharding_degrees(cols) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, expert) data-parallel ranks a weight's optimizer state (and, under ZeRO-2/3, gradients and weights) is
+    sharded over: N_DP N_EP N_CP for dense weights, N_DP N_CP for expert weights (Megatron's distributed optimizer
+    over each weight's data-parallel group, context-parallel ranks included)."""
+    f = {k: np.asarray(cols[k], dtype=np.float64) for k in ("dp", "ep", "cp")}
+    if "etp" in cols:  # a folded expert layout: expert weights over N_EDP (planner.cost.terms.expert_dp)
+        tp = np.asarray(cols["tp_ff"], dtype=np.float64) * np.asarray(cols["tp_model"], dtype=np.float64)
+        folded = np.asarray(cols["expert_ep"], dtype=np.float64) * np.asarray(cols["etp"], dtype=np.float64)
+        return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["ep"] * f["cp"] * tp / folded
+    return f["dp"] * f["ep"] * f["cp"], f["dp"] * f["cp"]
+
+
 def device_layers(wl: Workload, cols: Cols) -> np.ndarray:
     """Layers on the busiest device (the terms' per-GPU traffic and memory count these, an upper bound for the
     ends): toy L / N_PP, transformer i c."""
@@ -602,8 +614,6 @@ def latency_share(hw: Hardware, zero_bubble, m_over_pp) -> np.ndarray:
 def optimizer_s(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     """The optimizer step on the busiest device: its parameters' share of the optimizer state (sharded over each
     weight's data-parallel ranks) times the profile's bytes per parameter, at element-wise HBM bandwidth."""
-    from planner.cost.memory import sharding_degrees
-
     per = hw.profile.optimizer_bytes_per_param
     recipe = rates(hw, wl).recipe
     cast = 0.0 if recipe is None else recipe.weight_cast_bytes_per_param * (1.0 - recipe.kept_layer_fraction)

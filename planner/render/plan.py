@@ -16,11 +16,10 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from planner.cost.memory import OPTIMIZER_SHARDING
 from planner.hardware import GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
-from planner.schema import DEGREES, Hardware, Plan
+from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan
 
 T = TypeVar("T")
 

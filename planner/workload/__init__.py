@@ -1,5 +1,6 @@
-"""What is trained: the model shape from scaling laws or presets (`scaling`), and the operations one layer of it
-runs (`ops`: GEMMs, collectives, point-to-point transfers, element-wise work), which the cost model prices."""
+"""What is trained: the model shape from scaling laws or presets (`scaling`). The operations one layer of it runs
+(GEMMs, collectives, point-to-point transfers, element-wise work), which the cost model prices, belong to the
+Workload document itself (planner.schema.ops)."""
 
 from planner.workload.scaling import (
     BATCH_LAWS,

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from planner.parallel.dimensions import DEGREES, DIMENSIONS  # noqa: E402  (the registry)
-from planner.profile import PAPER, ExecutionProfile
-
-if TYPE_CHECKING:
-    from planner.workload.ops import LayerOps, ModelOps
+from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
+from planner.schema.goodput import Goodput
+from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
+from planner.schema.profile import PAPER, ExecutionProfile
+from planner.schema.sensitivity import Sensitivity
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -409,10 +409,8 @@ class Workload(_Frozen):
 
     @property
     def ops(self) -> LayerOps:
-        """What one layer (of one expert, for the toy) runs per token (planner.workload.ops). For a transformer:
+        """What one layer (of one expert, for the toy) runs per token (planner.schema.ops). For a transformer:
         the layer every pipeline stage is priced with (the MoE layer when there are experts)."""
-        from planner.workload.ops import toy_mlp_ops, transformer_ops
-
         if self.transformer is not None:
             return transformer_ops(self).layer
         return toy_mlp_ops(self.d_model, self.d_ff)
@@ -420,8 +418,6 @@ class Workload(_Frozen):
     @property
     def model_ops(self) -> ModelOps | None:
         """A transformer's layers, embedding and LM head as operations (None for the toy model)."""
-        from planner.workload.ops import transformer_ops
-
         return transformer_ops(self) if self.transformer is not None else None
 
     @property
@@ -651,6 +647,19 @@ class StepBreakdown(_Frozen):
         "the paper's tie-break.")
 
 
+# Training state per parameter (App. 8.1.3): what a GPU holds (planner.cost.memory) and what a checkpoint saves
+# (planner.goodput) both count it, so it is named here, below both.
+WEIGHT_BYTES_PER_PARAM = 2.0  # 16-bit weights
+GRAD_BYTES_PER_PARAM = 2.0  # 16-bit gradients
+OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master copy + Adam m and v, sharded over DP (ZeRO-1); a transformer's
+# profile may say otherwise (ExecutionProfile.optimizer_state_bytes_per_param, default 12)
+OPTIMIZER_SHARDING = "ZeRO-1"
+"""The paper's toy model: the optimizer state is split over the data-parallel ranks (weights and gradients are
+not). A transformer's layout chooses its ZeRO stage (the `zero` option)."""
+STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
+"""Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
+
+
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
@@ -799,10 +808,6 @@ class DependsOn(_Frozen):
     estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits and "
                                         "that can change this plan, as --set names them (gpu.*, levels.NAME.*, "
                                         "profile.*, goodput.*).")
-
-
-from planner.goodput import Goodput  # noqa: E402  (a leaf module; imported here for the Plan document)
-from planner.sensitivity import Sensitivity  # noqa: E402
 
 
 class Plan(_Frozen):

@@ -1,0 +1,32 @@
+"""The sensitivity document: a plan re-planned with each uncertain input moved down and up (`plan --sensitivity`,
+planner.sensitivity runs it; the Plan document carries it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SensitivityRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str = Field(description="The --set field moved (levels.*.lat_us: every level).")
+    why: str = Field(description="'estimate' (its source says so), 'fitted', or 'what-if' (a standard question).")
+    base: str = Field(description="Its value in the plan.")
+    low: str = Field(description="The low value tried (--set FIELD=low).")
+    high: str
+    gpus_low: int | None = Field(description="GPUs with the low value (null: infeasible).")
+    gpus_high: int | None
+    days_low: float | None = Field(description="Wall-clock days with the low value.")
+    days_high: float | None
+    swing: float = Field(description="GPU swing: max |GPUs / plan's GPUs - 1| over low and high (inf when one is "
+                         "infeasible).")
+    days_swing: float = Field(0.0, description="Days swing: max |wall-clock days / plan's - 1| over low and high "
+                              "(inf when one is infeasible).")
+
+
+class Sensitivity(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_gpus: int | None
+    base_days: float | None
+    rows: list[SensitivityRow]
