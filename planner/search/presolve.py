@@ -44,15 +44,21 @@ class ShapeTable:
         tr = wl.transformer is not None
         self.ep = np.sort(ep) if (tr and ep is not None) else np.array([1], dtype=np.int64)
         self.sp = np.sort(sp) if (tr and sp is not None) else np.array([0], dtype=np.int64)
+        if not tr:
+            # The toy block reads N_TP,ff, N_TP,model and the nanobatch only: given as broadcasting axes, each weight
+            # shard is tiled once for every nanobatch (the same numbers as the full grid, element by element).
+            grid = (len(self.tp_ff), len(self.tp_model), len(self.u))
+            axes = {"tp_ff": self.tp_ff[:, None, None], "tp_model": self.tp_model[None, :, None],
+                    "dp": self.u[None, None, :], "microbatches": np.ones((1, 1, 1), dtype=np.int64)}
+            toy = T.shape_times(hw, wl, axes, (wl.batch_tokens // wl.experts) / axes["dp"].astype(np.float64))
+            self.times = {k: np.broadcast_to(v, grid).ravel() for k, v in toy.items()}
+            return
         g = np.meshgrid(self.tp_ff, self.tp_model, self.u, self.ep, self.sp, indexing="ij")
         n = g[2].size
         cols = {"tp_ff": g[0].ravel(), "tp_model": g[1].ravel(), "dp": g[2].ravel(),
                 "microbatches": np.ones(n, dtype=np.int64), "ep": g[3].ravel(), "cp": np.ones(n, dtype=np.int64),
                 "sp": g[4].ravel()}
-        toy_nanobatch = None
-        if not tr:
-            toy_nanobatch = (wl.batch_tokens // wl.experts) / g[2].ravel().astype(np.float64)
-        self.times = T.shape_times(hw, wl, cols, toy_nanobatch)
+        self.times = T.shape_times(hw, wl, cols)
 
     @classmethod
     def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
