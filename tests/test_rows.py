@@ -71,3 +71,25 @@ def test_transformer_memory_unchanged_by_distinct_rows(monkeypatch):
     slow = layout_memory(hw, wl, t, bn, flight)
     for k in slow:
         assert np.array_equal(np.broadcast_to(fast[k], np.shape(slow[k])), slow[k]), k
+
+
+@pytest.mark.parametrize("compute,sparse", [(1e24, False), (1e28, False), (1e27, True)])
+def test_toy_shape_table_equals_the_full_grid(compute, sparse):
+    """presolve.ShapeTable prices the toy block on broadcasting axes (each weight shard tiled once); the table must
+    equal planner.cost.terms.shape_times on the raveled grid of every (N_TP,ff, N_TP,model, N_DP m), element by
+    element."""
+    from planner.cost import terms as T
+    from planner.hardware import get_hardware
+    from planner.parallel.space import SearchOptions, build_space
+    from planner.search.presolve import ShapeTable
+    from planner.workload import infer_workload
+
+    hw, wl = get_hardware("h100"), infer_workload(compute, sparse=sparse)
+    table = ShapeTable.for_space(hw, wl, build_space(hw, wl, SearchOptions()))
+    f, m, u = np.meshgrid(table.tp_ff, table.tp_model, table.u, indexing="ij")
+    n = f.size
+    cols = {"tp_ff": f.ravel(), "tp_model": m.ravel(), "dp": u.ravel(), "microbatches": np.ones(n, dtype=np.int64)}
+    full = T.shape_times(hw, wl, cols, (wl.batch_tokens // wl.experts) / u.ravel().astype(np.float64))
+    assert full.keys() == table.times.keys()
+    for k in full:
+        assert np.array_equal(full[k], table.times[k]), k
