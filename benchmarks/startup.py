@@ -12,7 +12,10 @@ slows both alike and the ratio of the medians stays meaningful. References:
 Prints one table: median wall time, median peak RSS (per child, from os.wait4), the reference's median, the ratio,
 the target and whether it is met. `--markdown` prints the same table as Markdown for docs/benchmarks.md.
 
-    .venv/bin/python benchmarks/startup.py [--runs 7] [--markdown] [--only SUBSTRING]
+    .venv/bin/python benchmarks/startup.py [--runs 7] [--markdown] [--only SUBSTRING] [--before DIR]
+
+With --before DIR every command is run through `python -c "from planner.cli import ..."` (so that PYTHONPATH picks
+the tree), the current checkout's too.
 """
 
 from __future__ import annotations
@@ -58,20 +61,24 @@ CASES = (
 )
 
 
-def _command(script: str, argv: tuple[str, ...]) -> list[str]:
-    """The installed console script when there is one (what a user runs), else the same entry point via -c."""
+def _command(script: str, argv: tuple[str, ...], via_entry: bool = False) -> list[str]:
+    """The installed console script when there is one (what a user runs), else (or with `via_entry`) the same entry
+    point via -c."""
     exe = Path(sys.executable).parent / script
-    if exe.exists():
+    if exe.exists() and not via_entry:
         return [str(exe), *argv]
     entry = "plan_main" if script == "plan" else "main"
     return [sys.executable, "-c", f"from planner.cli import {entry}; {entry}()", *argv]
 
 
-def run_once(cmd: list[str]) -> tuple[float, float, float]:
+def run_once(cmd: list[str], tree: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one process; its output is discarded, a failure
-    stops the benchmark."""
+    stops the benchmark. `tree`: import planner from that source tree instead (PYTHONPATH)."""
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tree or ROOT, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -83,20 +90,26 @@ def run_once(cmd: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0  # Linux reports kilobytes
 
 
-def measure(cases: tuple[Case, ...], runs: int) -> tuple[dict[str, list[tuple[float, float, float]]],
-                                                         dict[str, list[tuple[float, float, float]]]]:
-    """Interleaved rounds: each round runs every case once, each followed by its reference."""
-    own: dict[str, list[tuple[float, float, float]]] = {c.label: [] for c in cases}
-    ref: dict[str, list[tuple[float, float, float]]] = {c.label: [] for c in cases}
+Samples = dict[str, list[tuple[float, float, float]]]
+
+
+def measure(cases: tuple[Case, ...], runs: int, before: Path | None = None) -> tuple[Samples, Samples, Samples]:
+    """Interleaved rounds: each round runs every case once, each followed by its reference (and, with `before`, by
+    the same command on that source tree)."""
+    own: Samples = {c.label: [] for c in cases}
+    ref: Samples = {c.label: [] for c in cases}
+    old: Samples = {c.label: [] for c in cases}
     for _ in range(runs):
         for c in cases:
-            own[c.label].append(run_once(_command(c.script, c.argv)))
+            own[c.label].append(run_once(_command(c.script, c.argv, via_entry=before is not None)))
             if c.floor is not None:
                 ref[c.label].append(run_once([sys.executable, "-c", c.floor]))
-    return own, ref
+            if before is not None:
+                old[c.label].append(run_once(_command(c.script, c.argv, via_entry=True), before))
+    return own, ref, old
 
 
-def rows(cases: tuple[Case, ...], own, ref) -> list[tuple[str, ...]]:
+def rows(cases: tuple[Case, ...], own: Samples, ref: Samples, old: Samples) -> list[tuple[str, ...]]:
     out = []
     for c in cases:
         wall = statistics.median(w for w, _, _ in own[c.label])
@@ -112,9 +125,17 @@ def rows(cases: tuple[Case, ...], own, ref) -> list[tuple[str, ...]]:
             assert c.max_s is not None
             target, met = f"<= {c.max_s:g} s", wall <= c.max_s
         floor = "plan floor" if c.floor == PLAN_FLOOR else "light floor"
-        out.append((c.label, f"{wall:.2f} s", f"{cpu:.2f} s", f"{rss:.0f} MB",
-                    f"{base:.2f} s ({floor})" if base else "-", f"{ratio:.2f}x" if ratio else "-",
-                    f"{cpu_ratio:.2f}x" if cpu_ratio else "-", target, "met" if met else "NOT met"))
+        row = (c.label, f"{wall:.2f} s", f"{cpu:.2f} s", f"{rss:.0f} MB",
+               f"{base:.2f} s ({floor})" if base else "-", f"{ratio:.2f}x" if ratio else "-",
+               f"{cpu_ratio:.2f}x" if cpu_ratio else "-", target, "met" if met else "NOT met")
+        if old[c.label]:
+            was = statistics.median(w for w, _, _ in old[c.label])
+            was_cpu = statistics.median(u for _, u, _ in old[c.label])
+            was_rss = statistics.median(m for _, _, m in old[c.label])
+            was_ratio = was / base if base else None
+            ratio_text = f" ({was_ratio:.2f}x)" if was_ratio else ""
+            row += (f"{was:.2f} s / {was_cpu:.2f} s / {was_rss:.0f} MB{ratio_text}",)
+        out.append(row)
     return out
 
 
@@ -128,20 +149,24 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7, help="rounds (each runs every command and its reference once)")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table for docs/benchmarks.md")
     ap.add_argument("--only", default="", help="run only the commands whose label contains this")
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR",
+                    help="also run each command on this source tree (e.g. `git archive REV | tar -x -C DIR`), in the "
+                    "same rounds: wall / CPU / RSS before, and the ratio to the reference")
     args = ap.parse_args()
     cases = tuple(c for c in CASES if args.only in c.label)
-    own, ref = measure(cases, args.runs)
-    table = rows(cases, own, ref)
+    own, ref, old = measure(cases, args.runs, args.before)
+    table = rows(cases, own, ref, old)
+    header = HEADER + (("before: wall / CPU / RSS (ratio)",) if args.before else ())
     print(f"{args.runs} interleaved rounds, {os.cpu_count()} CPUs, load average "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; medians")
     if args.markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "---|" * len(HEADER))
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
         for r in table:
             print("| " + " | ".join(f"`{r[0]}`" if i == 0 else x for i, x in enumerate(r)) + " |")
     else:
-        widths = [max(len(x) for x in col) for col in zip(HEADER, *table)]
-        for r in (HEADER, *table):
+        widths = [max(len(x) for x in col) for col in zip(header, *table)]
+        for r in (header, *table):
             print("  ".join(x.ljust(w) for x, w in zip(r, widths)))
 
 
