@@ -62,6 +62,7 @@ from planner.search.presolve import (
     dominated_options,
     pair_step_lower_bound,
     step_lower_bound,
+    tuple_memory,
     tuple_terms,
     unique_rows,
 )
@@ -226,13 +227,17 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, sha
     t = t.take(np.nonzero(valid)[0])
     if len(t) == 0:
         return t, {}
-    q = tuple_terms(hw, wl, t, shapes)
-    ok = q["memory_bytes"] <= usable_bytes(hw)
-    idx = np.nonzero(ok)[0]
-    t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
+    # The hard memory rule and the dominated (ZeRO stage, recomputation) options first: they read the tuple's
+    # columns and its memory only, so the tuple quantities are priced for the rows that remain.
+    mem = tuple_memory(hw, wl, t)
+    idx = np.nonzero(mem <= usable_bytes(hw))[0]
+    t, mem = t.take(idx), mem[idx]
     if wl.transformer is not None and len(t):
         idx = np.nonzero(~dominated_options(t, OPTION_KEYS))[0]
-        t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
+        t, mem = t.take(idx), mem[idx]
+    if len(t) == 0:
+        return t, {}
+    q = tuple_terms(hw, wl, t, shapes, memory_bytes=mem)
     q["step_lb"] = step_lower_bound(hw, wl, t, q, least, dp_overlap)
     if deadline_s is not None:
         idx = np.nonzero(wl.steps * q["step_lb"] <= deadline_s)[0]

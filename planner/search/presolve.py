@@ -200,12 +200,24 @@ class LeastFeatures:
         return out
 
 
-def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes: ShapeTable) -> dict[str, np.ndarray]:
-    """Placement-independent quantities of each degree tuple (tuple quantities of the terms, and total memory)."""
+def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes: ShapeTable,
+                memory_bytes: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Placement-independent quantities of each degree tuple (tuple quantities of the terms, and total memory;
+    `memory_bytes`: `tuple_memory` of these rows when the caller has it already)."""
     q = T.tuple_quantities(hw, wl, t, shapes.lookup(t))
-    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
-    q["memory_bytes"] = layout_memory(hw, wl, t, q["nanobatch"], in_flight)["total_bytes"]
+    q["memory_bytes"] = tuple_memory(hw, wl, t, q["nanobatch"]) if memory_bytes is None else memory_bytes
     return q
+
+
+def tuple_memory(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], nanobatch: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """Total bytes per GPU of each degree tuple (placement-free), so that the memory rule can go before the tuple
+    quantities are priced (`nanobatch`: the rows' nanobatch tokens, as the tuple quantities compute them)."""
+    if nanobatch is None:
+        f = {k: np.asarray(t[k], dtype=np.float64) for k in ("dp", "microbatches", "ep", "cp")}
+        nanobatch = T.nanobatch_tokens(wl, f["dp"], f["microbatches"], f["ep"], f["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    return layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
 
 
 def dominated_options(t: Mapping[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:
