@@ -12,6 +12,7 @@ from typing import Any
 
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
+from planner.economics import fmt_MW, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
@@ -23,6 +24,7 @@ from planner.schema import (
     LAYOUT_EXTRA,
     DependsOn,
     Evaluation,
+    Facility,
     Hardware,
     Layout,
     LayoutReport,
@@ -153,24 +155,27 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
                          notes: list[str] | None = None, dp_overlap: bool = False,
                          fixed_gpus: bool = False, failures: FailureModel | None = None,
-                         overrides: Sequence[str] = ()) -> Plan:
-    """The Plan document of an evaluated layout. `failures` (a failure model) adds the goodput and wall-clock days."""
+                         overrides: Sequence[str] = (), facility: Facility | None = None) -> Plan:
+    """The Plan document of an evaluated layout. `failures` (a failure model) adds the goodput and wall-clock days;
+    `facility` (default: facility/default.toml) the PUE and the plausibility bound of its power figures
+    (planner.economics). The price defaults to the hardware file's."""
     lay = ev.layout
     good = None if failures is None else goodput_at(failures, ev.gpus, wl.params)
     wall = ev.training_days if good is None else (ev.training_days / good.goodput if good.goodput > 0 else math.inf)
     gpu_hours = ev.gpus * ev.training_s / 3600.0
-    cost = None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour
-    if cost is not None and not math.isfinite(cost):
-        raise InvalidInput(f"--price-per-gpu-hour {price_per_gpu_hour:g} makes the cost of {gpu_hours:.3g} GPU-hours "
-                           "overflow; give a price a float can multiply")
+    racks = _rack_fields(hw, ev.gpus)
+    # Racks a job takes in part (GB200/GB300 NVL72: `unit`/`usable` on the lowest level) are held whole; a job smaller
+    # than a DGX node rents its GPUs alone (clouds sell 1-, 2- and 4-GPU instances).
+    held = ev.gpus + (racks.get("spare_gpus", 0) if hw.levels[0].subdivided else 0)
+    money = plan_economics(hw, facility or get_facility(), ev.gpus, held, ev.training_days, wall, price_per_gpu_hour)
+    money_notes = _economics_notes(hw, ev.gpus, money)
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
         hardware=hw.name, gpu=hw.gpu.name, profile=hw.profile.name, peak_flops=peak_flops(hw, wl),
         deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
-        **_rack_fields(hw, ev.gpus),
-        cost_usd=cost,
+        **racks, **money,
         mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
         step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
@@ -184,10 +189,116 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         memory=MemoryReport(**mem.model_dump(exclude={"capacity_bytes"}), capacity=mem.capacity_bytes),
         solver=solver_report(result),
         ops=ev.ops,
-        notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
+        notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay) + money_notes,
         goodput=good, wall_clock_days=wall, overrides=list(overrides),
         depends_on=depends_on(hw, failures, wl),
     )
+
+
+def _economics_notes(hw: Hardware, gpus: int, money: Mapping[str, Any]) -> list[str]:
+    """What the money and power figures rest on: spares counted, no power data, estimated inputs."""
+    from planner.hardware import estimated_fields
+
+    notes = []
+    if money["held_gpus"] > gpus:
+        notes.append(f"the run holds {money['held_gpus']} GPUs ({money['held_gpus'] - gpus} spare in the racks it "
+                     "takes whole): cost_usd and the power figures count them, compute_cost_usd does not")
+    if money.get("it_power_MW") is None:
+        notes.append(f"{hw.name}: no board power in its hardware file ([economics] board_W), so no power or energy "
+                     "figures and no --power-mw")
+    if money.get("price_per_gpu_hour") is None:
+        notes.append(f"{hw.name}: no price in its hardware file ([economics] price_per_gpu_hour_USD); "
+                     "--price-per-gpu-hour prices the plan")
+    est = [k for k in estimated_fields(hw, economic=True)
+           if not (k == "economics.price_per_gpu_hour_USD" and money.get("price_source") == "--price-per-gpu-hour")]
+    if est and money.get("it_power_MW") is not None:
+        notes.append(f"power and price rest on {len(est)} estimated value{'s' if len(est) > 1 else ''} "
+                     f"({', '.join(set_path(hw, k) for k in est)}) and the facility's PUE; `planner hardware show` "
+                     "gives the sources")
+    return notes
+
+
+def _facility(facility: str | Facility, overrides: Sequence[Override]) -> Facility:
+    if isinstance(facility, Facility):
+        if any(o.target == "facility" for o in overrides):
+            raise InvalidInput("--set facility.* needs the facility by name or file, not a Facility object")
+        return facility
+    return get_facility(facility, overrides)
+
+
+def buyer_cap(hw: Hardware, site: Facility, power_mw: float | None, max_gpus: int | None) -> tuple[int | None, str]:
+    """(the most GPUs a buyer's limits allow, the limits in words): --max-gpus and the GPUs whose facility power fits
+    --power-mw (planner.economics.max_gpus_within_power); (None, '') without limits."""
+    caps, words = [], []
+    if max_gpus is not None:
+        caps.append(max_gpus)
+        words.append(f"--max-gpus {max_gpus}")
+    if power_mw is not None:
+        n = max_gpus_within_power(hw, site, power_mw)
+        if n is None:
+            raise InvalidInput(f"--power-mw needs the board power of {hw.name}: its hardware file has no [economics] "
+                               "board_W (add one, or --set economics.board_W=W)")
+        if n < 1:
+            raise InvalidInput(f"--power-mw {power_mw:g}: not even one GPU of {hw.name} fits (one needs "
+                               f"{fmt_MW(max_gpus_power(hw, site, 1))} of facility power at PUE {site.pue:g})")
+        caps.append(n)
+        words.append(f"--power-mw {power_mw:g} ({fmt_MW(power_mw)} at PUE {site.pue:g})")
+    return (min(caps) if caps else None), " and ".join(words)
+
+
+def max_gpus_power(hw: Hardware, site: Facility, n: int) -> float:
+    from planner.economics import facility_power_MW
+
+    return facility_power_MW(hw, site, n) or 0.0
+
+
+def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, days: float | None, why: str,
+                   kwargs: dict[str, Any]) -> str:
+    """Why no plan within a buyer's limit meets the deadline, and what would fit: the GPUs (and MW) the deadline needs
+    without the limit, and the fastest layout on the largest cluster the limit allows."""
+    from planner.parallel.space import nearest_cluster_sizes
+
+    lines = [f"within {limit_words} (at most {cap} GPUs of {hw.name}) no layout trains this in {days:g} days"]
+    try:
+        need = plan(days=days, **kwargs)
+        mw = f" = {fmt_MW(need.facility_power_MW)} of facility power" if need.facility_power_MW else ""
+        lines.append(f"the deadline needs {need.gpus} GPUs{mw}")
+    except Infeasible:
+        lines.append("no cluster of any size meets the deadline: " + (why.splitlines()[0] if why else ""))
+    # The fastest within the limit is on one of the largest counts the model's shape divides: try the largest
+    # f x 2^k (f odd and 3-5-7-smooth, up to 225: the shapes' own rounding, planner.workload, and its products) that
+    # fill the levels, largest first.
+    odd = {3**a * 5**b * 7**c for a in range(5) for b in range(4) for c in range(3)}
+    counts = sorted({f << k for f in odd if f <= 225 for k in range(64) if (f << k) <= cap}, reverse=True)
+    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:3]
+    best: tuple[float, Plan] | None = None
+    for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
+        try:
+            fast = plan(gpus=n, **kwargs)
+        except Infeasible:
+            continue
+        took = fast.wall_clock_days or fast.training_days
+        if took is not None and (best is None or took < best[0]):
+            best = (took, fast)
+    if best is None:
+        lines.append(f"no layout found on {', '.join(map(str, tried)) or 'any count'} GPUs within the limit")
+        return "; ".join(lines)
+    # Then the fastest over every count within the limit: bisect the deadline of the capped search (a deadline is met
+    # within the cap iff some count within it meets it) to 0.5 %.
+    lo, (hi, fast) = (days or 0.0), best
+    for _ in range(8):
+        if lo <= 0 or hi / lo <= 1.005:
+            break
+        mid = math.sqrt(lo * hi)
+        try:
+            fast, hi = (p := plan(days=mid, max_gpus=cap, _explain_limits=False, **kwargs)), (
+                p.wall_clock_days or p.training_days or mid)
+        except Infeasible:
+            lo = mid
+    mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days (none within {lo:.4g}): "
+                 f"--days {math.ceil(hi * 100) / 100:g} gives {fast.gpus} GPUs{mw}")
+    return "; ".join(lines)
 
 
 def failure_model(failures: str | FailureModel, overrides: Sequence[Override] = ()) -> FailureModel:
@@ -203,11 +314,13 @@ MODELLED = (
     "TP, CP, PP, EP, DP and ZeRO traffic per network level, with the profile's overlap",
     "pipeline bubbles of 1F1B / interleaved 1F1B / ZB-H2",
     "memory per GPU: weights, gradients, optimizer state, activations, recomputation",
+    "facility power, energy and cost of the cluster for the time it is held (planner.economics)",
 )
 NOT_MODELLED = (
     "stragglers, load imbalance between experts (routing is balanced), and congestion between jobs",
     "data loading, evaluation, and the first steps' warm-up",
-    "power, cooling and clock throttling beyond the sustained-clock factor",
+    "clock throttling beyond the sustained-clock factor, and power limits on speed (facility power and energy are "
+    "reported from the hardware file's [economics] and the site's PUE, planner.economics, but never slow the run)",
 )
 
 
@@ -386,6 +499,10 @@ def plan(
     failures: str | FailureModel = "default",
     overrides: Sequence[str] = (),
     memory_headroom_GB: float | None = None,
+    power_mw: float | None = None,
+    max_gpus: int | None = None,
+    facility: str | Facility = "default",
+    _explain_limits: bool = True,
 ) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
@@ -401,6 +518,12 @@ def plan(
     strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan.
     `memory_headroom_GB` (None: the profile's) is the HBM a layout must leave free (= profile.memory.headroom_GB).
     Without `gpus`, `days` defaults to 90.
+    A buyer's limits: `max_gpus` (at most that many GPUs) and `power_mw` (facility power at most that many MW, from
+    the hardware file's [economics] power and the `facility`'s PUE, planner.economics): the plan is the fewest GPUs
+    within them that meet the deadline; when none does, Infeasible says what the deadline needs and the fastest
+    layout within the limits (its plan on the largest cluster they allow). `facility` (a shipped name, a TOML path or
+    a Facility; --set facility.KEY=VALUE) also sets the PUE of every plan's power figures and the largest announced
+    site, past which a plan carries a warning.
     With `gpus` and `days`,
     the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
     plan (status "infeasible") carries that layout.
@@ -419,7 +542,9 @@ def plan(
             ("fixed", fixed, (Mapping, type(None)), "a mapping of dimension name to value, or None"),
             ("runs_on", runs_on, (str, type(None)), "'megatron', 'torchtitan' or None"),
             ("time_limit_s", time_limit_s, (int, float, type(None)), "a number of seconds or None"),
-            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None")):
+            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None"),
+            ("power_mw", power_mw, (int, float, type(None)), "a number of MW or None"),
+            ("facility", facility, (str, Facility), "a facility name, a TOML path or a Facility")):
         _check_type(name, value, types, what)
     _check_workers(workers)
     if memory_headroom_GB is not None:
@@ -444,6 +569,11 @@ def plan(
     _positive("--days", days)
     _positive("--time-limit", time_limit_s, " (seconds)")
     _positive("--price-per-gpu-hour", price_per_gpu_hour)
+    _positive("--power-mw", power_mw, " (MW)")
+    if max_gpus is not None and (isinstance(max_gpus, bool) or not isinstance(max_gpus, int)
+                                 or not 1 <= max_gpus <= 2**53):
+        raise InvalidInput(f"--max-gpus must be a whole number from 1 to 2^53, got {max_gpus!r}")
+    site = _facility(facility, sets)
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 2**53):
         raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
     if workload is None:
@@ -488,7 +618,10 @@ def plan(
             excluded += tuple(("tp_ff", v) for v in divisors(size) if tr.kv_heads % v)
     from planner.export import RANK_ORDER
 
-    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
+    cap, limit_words = buyer_cap(hw, site, power_mw, max_gpus)
+    if gpus is not None and cap is not None and gpus > cap:
+        raise InvalidInput(f"--gpus {gpus} is more than {limit_words} allows ({cap} GPUs of {hw.name})")
+    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap, max_gpus=cap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
                             rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
     if hw.gpu.at_precision(workload.precision) is None:
@@ -503,6 +636,12 @@ def plan(
         from planner.explain import explain_infeasible
 
         explanation = explain_infeasible(hw, workload, options, days, result, fm)
+        if cap is not None and gpus is None and _explain_limits:
+            explanation = _explain_limit(cap, limit_words, hw, site, days, explanation, dict(
+                workload=workload, gpu=gpu, schedule=schedule, dp_overlap=dp_overlap, solver=solver,
+                time_limit_s=time_limit_s, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
+                runs_on=runs_on, profile=profile, goodput=goodput, failures=failures, overrides=overrides,
+                facility=facility))
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
             profile=hw.profile.name,
@@ -524,7 +663,17 @@ def plan(
                          f"{workload.requested_compute_flop:.3g} (paper budget: tokens = 20 N_p of the rounded shape; "
                          f"--budget exact trains the request)")
     doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
-                               fixed_gpus=gpus is not None, failures=fm, overrides=[o.text for o in sets])
+                               fixed_gpus=gpus is not None, failures=fm, overrides=[o.text for o in sets],
+                               facility=site)
+    if power_mw is not None and doc.facility_power_MW is not None and doc.facility_power_MW > power_mw * (1 + 1e-12):
+        # Whole racks: the spares of the racks a layout takes count in its power, which the GPU cap could not see.
+        assert doc.gpus is not None
+        return plan(compute_flop, gpu, days, workload=workload, schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
+                    solver=solver, time_limit_s=time_limit_s, workers=workers, price_per_gpu_hour=price_per_gpu_hour,
+                    fixed=fixed, runs_on=runs_on, profile=profile, goodput=goodput, failures=failures,
+                    overrides=overrides, power_mw=power_mw, max_gpus=doc.gpus - 1, facility=facility)
+    if cap is not None:
+        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.

@@ -4,11 +4,10 @@ Every number here comes from cheap, *sound* bounds on the cost model of planner.
 explanation never claims more than it proved:
 
 * `floor_bound`: no layout's step can be shorter than the critical path of one microbatch through all L layers
-  (docs/model.md §6, the critical-path floor:
-  step >= floor = lat_dp + t_dp + L (E / N_EP) block_critical_s + 2 (L lat_TP + lat_P2P)).
-  The bound minimises that floor over the degrees it depends on, each term separately (so it can only be lower
-  than the true floor of any layout): the GEMM term over (N_TP,ff, N_TP,model, nanobatch), the TP all-reduce
-  latencies over each TP degree's placements, the expert-routing latency over N_EP's placements; N_PP = 1 and
+  (docs/model.md §6, the critical-path floor: step >= floor = DP phase + critical GEMMs + latency path), read
+  from the cost model's own terms (planner.cost.terms). The bound minimises that floor over the degrees it
+  depends on, each term separately (so it can only be lower than the true floor of any layout): the GEMM term
+  over (N_TP,ff, N_TP,model, N_EP, nanobatch), each latency-path term over its group's placements; N_PP = 1 and
   N_DP = 1 add nothing. Times D / b steps it is a lower bound on the training time: if it exceeds the deadline,
   the request is proven infeasible without any search (the latency wall).
 * `min_memory_on`: the least per-GPU memory (docs/model.md §7) of any layout on exactly N GPUs, exact over the
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost import memory as mem
+from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
@@ -41,7 +41,7 @@ from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, divisors, fill_levels, level_rule
 from planner.schema import STATE_BYTES_PER_PARAM, Hardware, Workload
-from planner.search.presolve import min_allreduce_latency_s, min_routing_latency_s
+from planner.search.presolve import LeastFeatures, ShapeTable, min_allreduce_latency_s, min_routing_latency_s
 from planner.search.result import SearchResult
 
 GB = 1e9
@@ -65,10 +65,57 @@ class FloorBound:
 
 
 def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None) -> FloorBound:
-    """No layout of `wl` on `hw` has a shorter step than `step_s` (see the module docstring)."""
+    """No layout of `wl` on `hw` has a shorter step than `step_s` (see the module docstring).
+
+    The paper's toy model is read off the cost model's own floor (planner.cost.terms): the critical path's GEMMs
+    (`tuple_quantities`' critical_mm_s) plus every latency-path group term (kind 'path') at its least over the
+    placements (planner.search.presolve.LeastFeatures), at N_PP = N_DP = 1. Neither degree shortens the path: the
+    GEMMs see the tokens of N_DP m through the nanobatch, which takes every value the batch allows; a pipeline adds
+    no interface the layers do not already cross."""
     per_expert = wl.batch_tokens // wl.experts if wl.batch_tokens % wl.experts == 0 else None
     if per_expert is None:  # no layout at all; the workload validator normally prevents this
         return FloorBound(math.inf, math.inf, 1, 1, 1, math.nan)
+    if wl.transformer is not None or np.any(np.diff(T.level_latencies(hw)) < 0):
+        # A transformer's path has more terms than these rows price; and where a level is faster than the one
+        # below it, a pipeline boundary placed above the expert ranks could cost less than the routing hop at
+        # N_PP = 1, so the rows would not bound it.
+        return _per_layer_floor_bound(hw, wl, per_expert, options)
+    cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
+    tf = np.array(divisors(wl.d_ff), dtype=np.int64)
+    tm = np.array(divisors(wl.d_model), dtype=np.int64)
+    u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
+    ep = np.array(divisors(wl.experts), dtype=np.int64)
+    # The toy block's GEMM time depends on (N_TP,ff, N_TP,model, N_DP m) only, and the critical path grows with it:
+    # its least over N_DP m first, for each TP pair (ShapeTable: the search's own table of shape_times).
+    shapes = ShapeTable(hw, wl, tf, tm, u)
+    crit = shapes.times["block_critical_s"].reshape(len(tf), len(tm), len(u))
+    best_u = u[crit.argmin(axis=2)]  # (tf, tm)
+    g = np.meshgrid(np.arange(len(tf)), np.arange(len(tm)), np.arange(len(ep)), indexing="ij")
+    n = g[0].size
+    ones = np.ones(n, dtype=np.int64)
+    rows = {"tp_ff": tf[g[0].ravel()], "tp_model": tm[g[1].ravel()], "ep": ep[g[2].ravel()],
+            "microbatches": best_u[g[0].ravel(), g[1].ravel()], "dp": ones, "pp": ones, "interleave": ones,
+            "cp": ones, "sp": 0 * ones, "recompute": 0 * ones, "zero": ones, "zero_bubble": np.zeros(n, dtype=bool)}
+    q = T.tuple_quantities(hw, wl, rows, shapes.lookup(rows))
+    least = LeastFeatures(hw, wl)
+    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * least.least(t, rows) for t in least.terms
+                                     if t.kind == "path"), np.zeros(n))
+    if cap is not None:
+        step = np.where(rows["tp_ff"] * rows["tp_model"] * rows["ep"] <= cap, step, np.inf)
+    k = int(np.argmin(step))
+    step_s = float(step[k])
+    return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, int(rows["tp_ff"][k]), int(rows["tp_model"][k]),
+                      int(rows["ep"][k]), float(q["nanobatch"][k]))
+
+
+def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options: SearchOptions | None
+                           ) -> FloorBound:
+    """The floor as the toy's was written before it was read from the terms: the layer's GEMMs at every
+    (N_TP,ff, N_TP,model, nanobatch), two all-reduce latencies per TP degree per layer and two routing hops per
+    layer interface, each hop at the least latency of any level at or above the expert ranks. Serves transformers
+    (not yet read from the terms: their path also has context parallelism, the ends and recomputation;
+    `_explain_transformer` reads its explanation from the shape table) and hardware whose latencies fall with the
+    level."""
     cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
     tf = np.array(divisors(wl.d_ff), dtype=np.int64)
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
@@ -412,7 +459,7 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
 
 def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit: MemoryFit) -> str:
     scan = fit_search(hw, wl, options)
-    cap = hw.gpu.hbm_bytes
+    cap = mem.capacity_bytes(hw)
     gpus = f"{n} GPU{'s' if n != 1 else ''} of {hw.name}"
     numbers = (f"needs {fit.total_bytes / GB:,.1f} GB per GPU but the {hw.gpu.name} has {cap / GB:.4g} GB of HBM "
                f"({fit.total_bytes / cap:.3g}x as much is needed)")
@@ -490,10 +537,8 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
     has that many GPUs and the least memory any of them needs; with a deadline, the least critical path of any tuple
     (a lower bound on every layout's step, so on the training time)."""
-    from planner.cost import terms as T
     from planner.parallel.space import build_space, model_parallel_rows
     from planner.search.cpsat import PairIndex, tuples_from_pairs
-    from planner.search.presolve import ShapeTable
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Hardware, Layout, Workload
+from planner.schema.validation import PublishedRun, ValidationRow
 
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
 
@@ -31,84 +32,6 @@ HARDWARE_OF_GPU = {"a100-40gb": "a100", "a100-80gb": "a100-80gb", "h100-80gb": "
 """The shipped hardware file each record's GPU is priced on."""
 
 Convention = Literal["megatron-recompute", "megatron", "model", "6n"]
-
-
-class PublishedRun(BaseModel):
-    """One published run (validation/runs.toml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    source: str = Field(description="Paper or repository, table or page.")
-    gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800", "h200", "b200", "b300", "gb200", "gb300"]
-    gpus: int = Field(gt=0)
-    precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
-    recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8", "nvfp4"] | None = Field(
-        None, description="Low-precision scaling recipe as Transformer Engine names it: per-tensor 'delayed' or "
-        "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
-        "precision's default, or 16-bit).")
-    compiled: bool = Field(False, description="The run used torch.compile (torchtitan) or equivalent fused kernels.")
-    mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
-                                        "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
-    optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
-                                                          "parameter when the run's differ from the profile's 12 "
-                                                          "(fp32 master + Adam m, v): memory only.")
-    unknown: list[Literal["vpp", "sp", "recompute", "micro_batch", "zero", "tp_comm_overlap"]] = Field(
-        default_factory=list, description="Layout fields the source does not give: validation prices the best "
-        "feasible value over them with the planner's own search and says which it took.")
-    peak_memory_GiB: float | None = Field(None, gt=0, description="Peak GPU memory the source reports (GiB), "
-                                          "e.g. torch.cuda.max_memory_reserved.")
-    etp: int | None = Field(None, gt=0, description="Expert tensor-parallel size (Megatron MoE parallel folding: "
-                            "the expert layout ep x etp is carved from dp x cp x tp; None: etp = tp).")
-    first_stage_layers: int | None = Field(None, ge=0, description="Layers on the first pipeline stage when the "
-                                           "source gives a custom layout (Megatron --decoder-first-pipeline-num-"
-                                           "layers; with vpp > 1 the first virtual stage, as "
-                                           "--pipeline-model-parallel-layout gives it); None: an even split.")
-    last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage (Megatron "
-                                          "--decoder-last-pipeline-num-layers); None: an even split.")
-    layers: int = Field(gt=0)
-    d_model: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    ffn: Literal["gelu", "swiglu", "relu2"] = "gelu"
-    d_ff: int = Field(gt=0)
-    vocab: int = Field(gt=0)
-    seq_len: int = Field(gt=0)
-    experts: int = Field(1, gt=0)
-    top_k: int | None = Field(None, gt=0)
-    expert_d_ff: int | None = Field(None, ge=0)
-    shared_experts: int | None = Field(None, ge=0)
-    dense_layers: int | None = Field(None, ge=0)
-    attention: Literal["gqa", "mla"] = "gqa"
-    attention_kernel: Literal["flash", "unfused"] = Field("flash", description="'unfused': the run's attention "
-                                                          "writes its score matrices to HBM (Megatron before 2023).")
-    dropout: bool = False
-    tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
-                                  "--tp-comm-overlap, torchtitan async TP).")
-    framework: str = Field("megatron", description="Training framework (an execution profile may price it "
-                           "differently: planner.profile.ExecutionProfile.frameworks).")
-    q_lora_rank: int | None = Field(None, ge=0)
-    kv_lora_rank: int | None = Field(None, ge=0)
-    rope_head_dim: int | None = Field(None, ge=0)
-    v_head_dim: int | None = Field(None, ge=0)
-    global_batch_sequences: int = Field(gt=0)
-    tp: int = Field(1, gt=0)
-    pp: int = Field(1, gt=0)
-    dp: int = Field(gt=0, description="Data-parallel size as the framework counts it (expert ranks included).")
-    cp: int = Field(1, gt=0)
-    ep: int = Field(1, gt=0)
-    vpp: int = Field(1, gt=0)
-    micro_batch: int | None = Field(None, gt=0, description="Sequences per microbatch (None: 1).")
-    sp: bool = False
-    recompute: Literal["none", "selective", "full"] = "none"
-    zero: int = Field(1, ge=1, le=3)
-    tflops_per_gpu: float | None = Field(None, gt=0)
-    tokens_per_s_per_gpu: float | None = Field(None, gt=0)
-    mfu: float | None = Field(None, gt=0, lt=1)
-    hfu: float | None = Field(None, gt=0, lt=1)
-    flop_convention: str = ""
-    notes: str = ""
 
 
 def load_runs(path: Path = RUNS_PATH) -> list[PublishedRun]:
@@ -214,32 +137,6 @@ def reported_tokens_per_s(run: PublishedRun, wl: Workload, peak_flops: float) ->
     if run.hfu is not None and run.flop_convention.startswith("megatron-recompute"):
         return run.hfu * peak_flops / per_token
     return None
-
-
-class ValidationRow(BaseModel):
-    id: str
-    split: Literal["calibration", "held-out"]
-    gpu: str
-    gpus: int
-    model: str
-    precision: str
-    layout: str
-    reported_tokens_per_s: float | None
-    predicted_tokens_per_s: float | None
-    reported_mfu: float | None
-    predicted_mfu: float | None
-    ratio: float | None = Field(description="Predicted / reported throughput.")
-    fits: bool | None
-    framework: str = "megatron"
-    source: str
-    problem: str = ""
-    assumed: str = Field("", description="Values taken for the fields the source does not give (the fastest that "
-                         "fits), e.g. 'vpp=4, sp=on'.")
-    predicted_peak_GiB: float | None = Field(None, description="Predicted peak of the caching allocator (what "
-                                             "torch.cuda.max_memory_reserved reads), GiB: planner.cost.memory."
-                                             "allocator_peak_bytes.")
-    reported_peak_GiB: float | None = Field(None, description="The record's peak_memory_GiB.")
-    memory_GB: float | None = Field(None, description="Predicted total per GPU (GB), headroom not included.")
 
 
 UNKNOWN_CHOICES: dict[str, tuple[object, ...]] = {
@@ -372,6 +269,10 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
+    if run.compiled_loss and prof.compiled_logits_bytes is not None:
+        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
+    if run.moe_dispatch_dedup is not None:
+        prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.optimizer_state_bytes_per_param is not None:
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
@@ -480,6 +381,42 @@ def _agg_lines(title: str, agg: dict[str, dict[str, float]]) -> list[str]:
     return out
 
 
+TARGETS = {"dense": 0.08, "low": 0.10, "spearman": 0.8, "peak": 0.15}
+"""Issue 25's must-show targets on the held-out runs: mean absolute error of dense 16-bit and of FP8 / FP4 runs,
+Spearman on MFU over all of them; and every reported peak memory within 15 %."""
+
+
+def _targets(rows: list[ValidationRow]) -> list[str]:
+    """One paragraph: each of issue 25's targets, the value reached, met or missed."""
+    dense = summary(dense_16bit(rows)).get("held-out", {})
+    low = summary(low_precision(rows)).get("held-out", {})
+    rho = summary(rows).get("held-out", {}).get("spearman")
+    peaks = [r for r in rows if r.reported_peak_GiB and r.predicted_peak_GiB]
+    within = sum(abs((r.predicted_peak_GiB or 0) / (r.reported_peak_GiB or 1) - 1) <= TARGETS["peak"] for r in peaks)
+    trained = [r for r in rows if r.fits is not None]
+    misfits = sum(not r.fits for r in trained)
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    items = []
+    if dense:
+        items.append(f"held-out dense 16-bit error {dense['mean_abs_error']:.1%} (target <= {TARGETS['dense']:.0%}: "
+                     f"{verdict(dense['mean_abs_error'] <= TARGETS['dense'])})")
+    if low:
+        items.append(f"held-out FP8 / FP4 error {low['mean_abs_error']:.1%} (target <= {TARGETS['low']:.0%}: "
+                     f"{verdict(low['mean_abs_error'] <= TARGETS['low'])})")
+    if rho is not None:
+        items.append(f"Spearman on MFU over the held-out runs {rho:.2f} (target >= {TARGETS['spearman']}: "
+                     f"{verdict(rho >= TARGETS['spearman'])})")
+    items.append(f"{misfits} 'does not fit' verdicts on the {len(trained)} runs that trained (target 0: "
+                 f"{verdict(misfits == 0)})")
+    if peaks:
+        items.append(f"{within} of {len(peaks)} reported peaks within {TARGETS['peak']:.0%} (target all: "
+                     f"{verdict(within == len(peaks))})")
+    return ["Issue 25's targets: " + "; ".join(items) + ".", ""]
+
+
 def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, profile: str,
                  baseline: list[ValidationRow] | None = None, proposals: list[str] | None = None,
                  fitted: dict[str, str] | None = None) -> None:
@@ -535,15 +472,21 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "fitted. The realistic profile's fitted values (below) were chosen on the calibration runs only "
               "(`benchmarks/calibrate.py`); the held-out runs never entered a fit.", ""]
     worst = sorted(priced, key=lambda r: -abs((r.ratio or 1.0) - 1.0))[:6]
+    lines += _targets(rows)
     lines += ["What limits it further. The largest errors: " + "; ".join(
-        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs on Blackwell (gpt-oss, "
-        "Qwen3-235B, DeepSeek-V3): token dispatch, grouped-GEMM efficiency on small experts and routing work are "
-        "approximations, and the Megatron-Bridge recipes' partial recomputation (MLA up-projections, MLP and MoE "
-        "activations: recompute_modules) is not in the model, so where a record leaves recomputation unknown the "
-        "search may take full recomputation that the run did not pay for. Then come torchtitan's long-context ring "
-        "attention at 64K-256K tokens, records that leave out what the run did (Llama 3 405B: interleaving degree "
-        "and micro-batch size) and DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style "
-        "frameworks are where the profile is most accurate; the rest is reported, not hidden.", ""]
+        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs: GPT-OSS 120B as "
+        "Megatron-Bridge runs it is over-predicted on every system (bf16 and MXFP8, H100 to GB300) by a cause not "
+        "yet found (its attention "
+        "sinks and sliding windows, biased and clamped SwiGLU experts are priced as plain kernels), Qwen3-30B-A3B on "
+        "H100 likewise; token dispatch is priced per destination where the recipe's DeepEP / HybridEP dispatcher "
+        "deduplicates it (moe.dispatch_dedup), but node-limited routing, grouped-GEMM efficiency on small experts "
+        "and routing work are approximations. Where a record leaves a field unknown (recomputation, ZeRO stage, "
+        "micro-batch) validate takes the fastest variant that fits, so the device capacity as the driver reports it "
+        "(memory.device_MiB, about 7 % above the datasheets' decimal GB) lets some runs take a faster variant than "
+        "the one they ran. Then come torchtitan's long-context ring attention at 64K-256K tokens, records that "
+        "leave out what the run did (Llama 3 405B: interleaving degree and micro-batch size) and DeepSpeed's 2021 "
+        "ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style frameworks are where the profile is most "
+        "accurate; the rest is reported, not hidden.", ""]
     pairs = precision_pairs(rows)
     if pairs:
         lines += ["**Low precision against 16-bit on the same layout.** Pairs of runs from one source with the same "
@@ -669,8 +612,6 @@ def propose(ids: list[str] | tuple[str, ...], runs: list[PublishedRun], priced: 
                      f"{ratio} | {plan.status}, {secs:.1f} s |")
         out.append({"id": rid, "tp_on_nvlink": tp_nvlink, "proposed_mfu": plan.mfu, "published_mfu": pub})
     return lines + [""] + _why_they_differ(), out
-
-
 
 
 def _why_they_differ() -> list[str]:

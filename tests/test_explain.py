@@ -212,3 +212,35 @@ def test_explain_does_not_import_api():
     assert out.stdout.strip() == "[]"
     assert "planner.api" not in (ROOT / "planner" / "explain.py").read_text()
     assert "import api" not in (ROOT / "planner" / "explain.py").read_text()
+
+
+@pytest.mark.parametrize("experts", [1, 4])
+def test_floor_bound_is_the_cost_models_floor_of_the_layout_it_names(experts):
+    """The latency wall reads the floor from the cost terms: the layout it names (N_PP = N_DP = 1, its TP and EP
+    degrees, the microbatches of its nanobatch), priced in full by planner.cost.step.evaluate, has exactly that
+    critical path (one node here: every placement of it is the same)."""
+    from planner.cost.step import evaluate
+    from planner.parallel.placement import greedy_placement
+    from planner.schema import Layout, Workload
+
+    hw = get_hardware("h100")
+    wl = Workload(d_model=1024, d_ff=4096, layers=8, experts=experts, batch_tokens=2**16, tokens=1e9)
+    fb = explain.floor_bound(hw, wl)
+    degrees = {"dp": 1, "tp_ff": fb.tp_ff, "tp_model": fb.tp_model, "pp": 1, "ep": fb.ep}
+    m = round(wl.batch_tokens / wl.experts / fb.nanobatch)
+    lay = Layout(**degrees, interleave=1, microbatches=m, placement=greedy_placement(hw, degrees))
+    assert fb.tp_ff * fb.tp_model * fb.ep <= 8
+    assert evaluate(hw, wl, lay).step.critical_path_s == pytest.approx(fb.step_s, rel=1e-12)
+
+
+def test_floor_bound_where_a_level_is_faster_than_the_one_below():
+    """A pipeline boundary above the expert ranks could then cost less than the routing hop the N_PP = 1 rows
+    price: the bound takes each hop at the least latency at or above them instead."""
+    hw = get_hardware("h100")
+    wl = infer_workload(1e26, sparse=True)
+    slow_bottom = hw.model_copy(update={"levels": (hw.levels[0].model_copy(update={"lat_s": 1e-4}), *hw.levels[1:])})
+    fb = explain.floor_bound(slow_bottom, wl)
+    assert fb == explain._per_layer_floor_bound(slow_bottom, wl, wl.batch_tokens // wl.experts, None)
+    # with every level that slow, the rows bound it again, and no lower
+    all_slow = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": 1e-4}) for lv in hw.levels)})
+    assert explain.floor_bound(all_slow, wl).step_s >= fb.step_s

@@ -9,6 +9,7 @@ excepted: it imports nothing until an attribute is asked for)."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -22,8 +23,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # operations). Imports only the base.
     ("documents", ("planner.schema", "planner.request")),
     # Reading the data files into documents: --set overrides, sourced TOML values, hardware, profiles, failure model
-    # (and the goodput that prices it).
-    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput")),
+    # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics).
+    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",
+                 "planner.economics")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
@@ -210,26 +212,33 @@ def upward_imports(graph: Mapping[str, set[str]], layers=LAYERS) -> list[str]:
 PACKAGE = Path(__file__).resolve().parent.parent / ROOT
 
 
-def test_every_module_has_a_layer():
+@functools.cache
+def _package() -> tuple[dict[str, tuple[str, bool]], dict[str, set[str]]]:
+    """The package's files and import graph, read once for every test here."""
     files = package_files(PACKAGE)
+    return files, import_graph(files)
+
+
+def test_every_module_has_a_layer():
+    files, _ = _package()
     assert len(files) > 40  # the whole package was read
     lost = [m for m in files if layer_of(m) is None]
     assert not lost, f"modules in no layer: {lost}; add each to LAYERS in tests/test_layers.py and to the README"
 
 
 def test_the_package_has_no_import_cycle():
-    found = cycles(import_graph(package_files(PACKAGE)))
+    found = cycles(_package()[1])
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
 
 
 def test_no_module_imports_a_higher_layer():
-    found = upward_imports(import_graph(package_files(PACKAGE)))
+    found = upward_imports(_package()[1])
     assert not found, "upward imports:\n" + "\n".join(found)
 
 
 def test_documents_import_only_the_base():
     """The documents layer holds data: it imports nothing but the base (and pydantic, numpy, the standard library)."""
-    graph = import_graph(package_files(PACKAGE))
+    graph = _package()[1]
     docs = [m for m in graph if layer_of(m) == (1, "documents")]
     assert "planner.schema" in docs and "planner.schema.profile" in docs
     bad = {m: sorted(t for t in graph[m] if layer_of(t) not in ((0, "base"), (1, "documents"))) for m in docs}
@@ -289,3 +298,27 @@ def test_the_longest_prefix_decides_the_layer():
     assert layer_of("planner.parallel.dimensions") == (0, "base")
     assert layer_of("planner.parallel.space")[1] == "parallel"  # type: ignore[index]
     assert layer_of("planner.schema.ops") == (1, "documents")
+
+
+def test_every_pydantic_model_is_a_document():
+    """A pydantic model is the shape of a file read or a document written: it lives in the documents layer, where
+    every layer can import it (STYLE.md, "House habits")."""
+    outside = []
+    for m, (src, _) in _package()[0].items():
+        if layer_of(m) == (1, "documents"):
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).split(".")[-1] == "BaseModel" for b in node.bases):
+                outside.append(f"{m}.{node.name}")
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "create_model":
+                outside.append(f"{m}: create_model")
+    assert not outside, f"pydantic models outside the documents layer: {outside}"
+
+
+def test_the_readme_lists_the_same_layers():
+    """README.md's "Code layout" table mirrors LAYERS, bottom to top (the package root aside)."""
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Code layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| layer ")]
+    assert rows == [name for name, _ in LAYERS if name != "front door"]

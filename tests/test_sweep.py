@@ -211,3 +211,18 @@ def test_workers_exit_when_the_sweep_is_killed():
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left, f"worker processes {left} outlived the killed sweep"
+
+
+def test_ceiling_is_the_profiles_large_gemm_share():
+    """The curve's ceiling is what the cost model grants one GPU's large GEMMs (planner.cost.terms): the paper's
+    roofline runs them at the sustained clock; the realistic profile at its measured large-GEMM fraction times its
+    sustained factor (profiles/realistic.toml: H100 0.801 x 0.80)."""
+    from planner.hardware import with_profile
+
+    paper = get_hardware("h100")
+    s = summarise(paper, [], [])
+    assert s.ceiling_mfu == paper.gpu.sustained_clock_factor == 0.70
+    real = with_profile(paper, "realistic")
+    s = summarise(real, [], [])
+    assert s.ceiling_mfu == pytest.approx(0.801 * 0.80, rel=1e-12)
+    assert s.threshold_mfu == pytest.approx(0.8 * 0.801 * 0.80, rel=1e-12)

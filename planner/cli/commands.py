@@ -520,6 +520,13 @@ def plan_command(
         "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
         rich_help_panel=_WI, show_default=False, dir_okay=False)] = None,
     price_per_gpu_hour: PriceOpt = None,
+    power_mw: Annotated[float | None, _number_option(
+        "--power-mw", help="A buyer's limit: facility power at most MW (GPU boards, nodes, switches x PUE; "
+        "planner.economics). The fewest GPUs within it that meet --days, or why not and what fits.",
+        metavar="MW", rich_help_panel=_S, show_default=False)] = None,
+    max_gpus: Annotated[int | None, _whole_option(
+        "--max-gpus", help="A buyer's limit: at most N GPUs. The fewest within it that meet --days, or why not and "
+        "what fits.", rich_help_panel=_S, show_default=False)] = None,
     json_out: JsonOpt = False,
     d_model: DModelOpt = None,
     d_ff: DFfOpt = None,
@@ -581,7 +588,7 @@ def plan_command(
                   schedule=schedule.value, gpus=gpus, dp_overlap=dp_overlap, solver=solver.value,
                   time_limit_s=time_limit, workers=workers, price_per_gpu_hour=price_per_gpu_hour, fixed=fixed,
                   profile=profile, goodput=goodput, failures=failures,
-                  overrides=_overrides(set_, bw, latency, memory_headroom))
+                  overrides=_overrides(set_, bw, latency, memory_headroom), power_mw=power_mw, max_gpus=max_gpus)
     try:
         with _searching(enabled=not (json_out or quiet)):
             result = api.plan(**kwargs, runs_on=emit.value if emit else None)

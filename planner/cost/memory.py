@@ -72,9 +72,15 @@ STAGE_KEYS = ("pp", "interleave", "first_layers", "last_layers")
 """The degrees that say how many layers the busiest pipeline device holds (planner.cost.terms.device_layers)."""
 
 
+def capacity_bytes(hw: Hardware) -> float:
+    """Device memory of one GPU as the profile reads it (ExecutionProfile.device_bytes): what the driver reports
+    where the profile knows it (the datasheet's decimal GB undercount HBM sized in GiB), else the hardware file's."""
+    return hw.profile.device_bytes(hw.gpu.name, hw.gpu.hbm_bytes)
+
+
 def usable_bytes(hw: Hardware) -> float:
-    """HBM a plan may fill: a layout fits when its total <= HBM - the profile's headroom."""
-    return hw.gpu.hbm_bytes - hw.profile.memory_headroom_bytes
+    """HBM a plan may fill: a layout fits when its total <= capacity - the profile's headroom."""
+    return capacity_bytes(hw) - hw.profile.memory_headroom_bytes
 
 
 def communicators(cols: Mapping[str, np.ndarray]) -> np.ndarray:

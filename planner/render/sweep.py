@@ -27,7 +27,8 @@ from planner.schema import Plan
 from planner.sweep import SweepResult, sweep
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp",
+              "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "compute_cost_usd",
+              "facility_power_MW", "energy_MWh", "warnings", "dp_overlap", "dp",
               "tp_ff", "tp_model", "pp",
               "interleave", "ep", "microbatches", "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens",
               "bottleneck", "solver_wall_s", "explanation")
@@ -63,7 +64,7 @@ def sweep_table(res: SweepResult) -> Table:
                     + (", DP overlapped with compute" if res.dp_overlap else "")
                     + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days (wall-clock)") \
-        + (("cost (USD)",) if priced else ()) \
+        + (("cost (USD, wall-clock held)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
     for col in cols:
         t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
@@ -103,7 +104,9 @@ def plan_row(p: Plan) -> dict:
         "training_days": p.training_days, "wall_clock_days": p.wall_clock_days,
         "goodput": None if p.goodput is None else p.goodput.goodput, "step_time_s": p.step_time_s,
         "gpu_hours": p.gpu_hours,
-        "cost_usd": p.cost_usd, "dp_overlap": p.dp_overlap, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "cost_usd": p.cost_usd, "compute_cost_usd": p.compute_cost_usd, "facility_power_MW": p.facility_power_MW,
+        "energy_MWh": p.energy_MWh, "warnings": " | ".join(p.warnings), "dp_overlap": p.dp_overlap,
+        "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
     }

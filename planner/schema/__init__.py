@@ -1,4 +1,10 @@
-"""Validated data: hardware, workload, layout, evaluation and plan.
+"""The documents: every file the planner reads and every document it writes, validated (pydantic).
+
+This package is the bottom layer but one (README, "Code layout"): it imports only pydantic, numpy and the base
+(planner.errors, the dimension registry planner.parallel.dimensions), never logic. Here: hardware, workload,
+layout, evaluation, plan and error documents; beside it the workload's operations (`ops`), the execution profile
+(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs and model
+presets. The modules that read or produce them (planner.profile, planner.sweep, ...) re-export them.
 
 Every quantity is stored in SI units (seconds, bytes, bytes/s, FLOP/s) with the unit in its name.
 Derived quantities are properties, computed on access, so they can never go stale when a field changes.
@@ -168,6 +174,10 @@ class NetworkLevel(_Frozen):
         "rack's 18 trays; the rest are spares). A multiple of the unit, at most `size`; None: `size` when `unit` is "
         "set. Neither set: the group is filled exactly, as every other level.")
 
+    switch_W_per_gpu: float = Field(0.0, ge=0, description="Power of this level's switches per GPU it connects, "
+                                    "watts (switches outside the node or tray: InfiniBand fabric, NVLink Switch "
+                                    "trays); 0 when the node's own power already counts them (NVSwitch in a DGX).")
+
     @property
     def bw_unidir_Bps(self) -> float:
         return self.bw_bidir_Bps / 2
@@ -195,6 +205,33 @@ class NetworkLevel(_Frozen):
         return v
 
 
+class Economics(_Frozen):
+    """What a system costs to rent and draws from the wall (a hardware file's [economics] table; planner.economics
+    turns it into a plan's megawatts, megawatt-hours and dollars). Switch power lives on each network level."""
+
+    price_per_gpu_hour_usd: float | None = Field(
+        None, gt=0, description="Rental price per GPU-hour, USD (a dated list price or market index; its source says "
+        "which). None: no default price, a plan is priced only with --price-per-gpu-hour.")
+    board_W: float | None = Field(None, gt=0, description="GPU board power (TDP), watts per GPU. None: no power "
+                                  "figure for this system.")
+    node_overhead_W: float = Field(0.0, ge=0, description="Power of one node (gpus_per_node GPUs: a DGX server or an "
+                                   "NVL72 compute tray) beyond its GPUs' boards: CPUs, memory, NICs, fans, on-board "
+                                   "NVSwitches, power conversion; watts per node.")
+
+
+class Facility(_Frozen):
+    """The site a cluster sits in (facility/*.toml): its power usage effectiveness and the largest build announced,
+    the bound past which a plan is flagged as implausible."""
+
+    name: str = Field(description="Short name, e.g. 'default'.")
+    description: str = ""
+    pue: float = Field(ge=1.0, le=10.0, description="Power usage effectiveness: facility power / IT power (>= 1).")
+    largest_site_MW: float = Field(gt=0, description="Facility power of the largest training site announced, MW: "
+                                   "a plan above it is flagged as beyond any announced build.")
+    largest_site_name: str = Field("", description="Which site that is, and when it was announced.")
+    sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the number comes from.")
+
+
 class Hardware(_Frozen):
     """A system: one GPU type and an ordered list of network levels, bottom (fastest) first."""
 
@@ -207,6 +244,8 @@ class Hardware(_Frozen):
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
     profile: ExecutionProfile = Field(PAPER, description="How training runs on it (planner.profile); the paper's "
                                       "idealised model unless a profile is applied.")
+    economics: Economics | None = Field(None, description="Price and power ([economics] table); None: the file "
+                                        "gives neither (no default price, no power figures).")
 
     @model_validator(mode="after")
     def _check_levels(self) -> Hardware:
@@ -838,9 +877,33 @@ class Plan(_Frozen):
                                       "one; docs/model.md, 'The search space').")
     spare_gpus: int | None = Field(None, description="GPUs in the racks bought that the job leaves idle: racks x rack "
                                    "size - gpus (GB200 NVL72 at 64 of 72 per rack: 8 per rack; 0 on whole DGX nodes). "
-                                   "Not in gpu_hours or cost_usd.")
-    gpu_hours: float | None
-    cost_usd: float | None = None
+                                   "Not in gpu_hours or compute_cost_usd; where racks are taken whole (GB200/GB300 "
+                                   "NVL72) they are held: in held_gpus, cost_usd and the power figures.")
+    gpu_hours: float | None = Field(description="GPU-hours of compute: gpus x training_days x 24 (no failures, no "
+                                    "spares).")
+    held_gpus: int | None = Field(None, description="GPUs the run holds and pays for: gpus + spare_gpus where racks "
+                                  "are taken whole (GB200/GB300 NVL72: a lowest level with unit/usable), else gpus (a "
+                                  "job smaller than a DGX node rents its GPUs alone).")
+    held_days: float | None = Field(None, description="Days the cluster is held: wall_clock_days (training_days / "
+                                    "goodput when failures are modelled, else training_days).")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour that priced cost_usd and "
+                                             "compute_cost_usd: --price-per-gpu-hour, else the hardware file's.")
+    price_source: str | None = Field(None, description="Where that price comes from (with its date), or "
+                                     "'--price-per-gpu-hour'.")
+    cost_usd: float | None = Field(None, description="USD for the time the cluster is held: price x held_gpus x "
+                                   "held_days x 24 (wall-clock, spares included). Null without a price.")
+    compute_cost_usd: float | None = Field(None, description="USD for the compute alone: price x gpu_hours (no "
+                                           "failures, restarts or spare GPUs). Null without a price.")
+    it_power_MW: float | None = Field(None, description="IT power of the held cluster, MW: held GPUs x (board power "
+                                      "+ every level's switch power per GPU) + nodes x node overhead. Null when the "
+                                      "hardware file has no [economics] board power.")
+    pue: float | None = Field(None, description="Power usage effectiveness that scaled it (facility.pue).")
+    facility_power_MW: float | None = Field(None, description="Facility power, MW: it_power_MW x pue.")
+    energy_MWh: float | None = Field(None, description="Facility energy for the time held, MWh: facility_power_MW x "
+                                     "held_days x 24.")
+    warnings: list[str] = Field(default_factory=list, description="Why the answer, optimal under the cost model, may "
+                                "not be buildable: facility power above the largest announced site (the bound and its "
+                                "source named). Empty when nothing is flagged.")
     mfu: float | None
     hfu: float | None = Field(None, description="Hardware FLOP utilisation (model + recomputed FLOPs) against peak.")
     training_days: float | None

@@ -119,6 +119,11 @@ class ExecutionProfile(BaseModel):
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
+    moe_dispatch_dedup: bool = Field(False, description="The token dispatcher sends a token once to each expert "
+                                     "rank (and once over the network to each node) that its top-k experts live on, "
+                                     "not once per expert (DeepEP / HybridEP; Megatron's alltoall dispatcher sends one "
+                                     "copy per expert): the all-to-all's bytes at each level count distinct "
+                                     "destinations (planner.cost.terms).")
     overlap_zero: float = Field(1.0, ge=0, le=1, description="Share of ZeRO-2/3 traffic during the microbatches "
                                 "hidden.")
     dp_overlap: bool = Field(False, description="Default for --dp-overlap: the gradient reduction runs under the "
@@ -159,6 +164,13 @@ class ExecutionProfile(BaseModel):
     memory_fragmentation: float = Field(0.0, ge=0, le=1, description="The caching allocator's reserved / allocated "
                                         "- 1: a fraction of what it serves (weights, gradients, optimizer state, "
                                         "activations).")
+    memory_device_bytes: dict[str, float] = Field(
+        default_factory=dict, description="Per GPU (entry_for: full name, family, default): the device memory the "
+        "driver reports (nvidia-smi's total; bytes, TOML MiB) where it differs from the datasheet's decimal GB of the "
+        "hardware file; no entry: the hardware file's capacity.")
+    memory_driver_reserved_bytes: float = Field(0.0, ge=0, description="Device memory the CUDA driver keeps "
+                                                "from the runtime's total (cudaMemGetInfo) below nvidia-smi's total "
+                                                "(bytes; TOML GB); read with memory_device_bytes.")
     memory_headroom_bytes: float = Field(0.0, ge=0, description="Memory a plan must leave free (bytes; TOML GB): a "
                                          "layout fits when total + headroom <= HBM (--memory-headroom).")
     zero3_unit: Literal["matrix", "layer"] = Field(
@@ -183,6 +195,10 @@ class ExecutionProfile(BaseModel):
                                               "their sum (planner.cost.memory; the paper profile adds them).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
+    compiled_logits_bytes: float | None = Field(None, gt=0, description="`logits_bytes` when the loss function "
+                                                "itself is compiled (torchtitan since 2025 compiles it with the "
+                                                "model): the fused kernels keep no fp32 copies over the vocabulary. "
+                                                "None: a compiled loss holds what an eager one does.")
     selective_policy: Literal["megatron", "op"] = Field(
         "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
         "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "
@@ -208,6 +224,14 @@ class ExecutionProfile(BaseModel):
             return table[key]
         label = precision if precision in ("fp8", "fp4") else "16-bit"
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
+
+    def device_bytes(self, gpu_name: str, datasheet_bytes: float) -> float:
+        """Device memory a GPU's processes share: `memory_device_bytes` for this GPU (`entry_for`) less the driver's
+        reservation, else the hardware file's datasheet capacity."""
+        key = entry_for(self.memory_device_bytes, gpu_name)
+        if key is None:
+            return datasheet_bytes
+        return self.memory_device_bytes[key] - self.memory_driver_reserved_bytes
 
     def sustained_factor(self, gpu_name: str) -> float:
         """`gemm_sustained_by_family` for this GPU (`entry_for`: a variant such as a power-capped part by its full
