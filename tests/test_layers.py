@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("planner.errors", "planner.choices", "planner.files", "planner.parallel.dimensions")),
     # Every pydantic model of a file read or a document written, and the types those models need (a workload's
     # operations). Imports only the base.
-    ("documents", ("planner.schema", "planner.request")),
+    ("documents", ("planner.schema",)),
     # Reading the data files into documents: --set overrides, sourced TOML values, hardware, profiles, failure model
     # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics).
     ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",

@@ -3,8 +3,9 @@
 This package is the bottom layer but one (README, "Code layout"): it imports only pydantic, numpy and the base
 (planner.errors, the dimension registry planner.parallel.dimensions), never logic. Here: hardware, workload,
 layout, evaluation, plan and error documents; beside it the workload's operations (`ops`), the execution profile
-(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs and model
-presets. The modules that read or produce them (planner.profile, planner.sweep, ...) re-export them.
+(`profile`), the failure model and goodput (`goodput`), sensitivity, sweep, limits, validation runs, model
+presets and the plan request (`request`: the question `plan` answers). The modules that read or produce them
+(planner.profile, planner.sweep, ...) re-export them.
 
 Every quantity is stored in SI units (seconds, bytes, bytes/s, FLOP/s) with the unit in its name.
 Derived quantities are properties, computed on access, so they can never go stale when a field changes.
