@@ -156,7 +156,8 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
-            tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1}))
+            tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
+                                                    "why_smaller": False}))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         results = [_replan(t) for t in tasks]

@@ -4,7 +4,8 @@
 Two console scripts share these commands:
 
     plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
-    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | schema | reference
+    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | models list|show | schema |
+    reference
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
 document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
@@ -43,6 +44,9 @@ app = typer.Typer(
 )
 hardware_app = typer.Typer(help="The hardware library: shipped systems and user TOML files.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
+models_app = typer.Typer(help="The model presets: shipped models/*.toml and user TOML files (--model NAME|FILE).",
+                         no_args_is_help=True)
+app.add_typer(models_app, name="models")
 
 
 def print_version(value: bool) -> None:

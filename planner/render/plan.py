@@ -248,6 +248,9 @@ def _transformer_model_table(plan: Plan) -> Table:
          f"{wl.attention_flop_per_token / wl.model_flop_per_token:.1%}, not halved for the causal mask)"),
         ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
     ]
+    if wl.requested_compute_flop:
+        rows.append(("requested compute", f"{fmt_sci(wl.requested_compute_flop, 4)} FLOP "
+                     f"({wl.compute_flop / wl.requested_compute_flop:.4f}x trained)"))
     return _kv_table("Model (transformer)", rows)
 
 
@@ -559,6 +562,12 @@ def why_text(plan: Plan) -> Text:
     return Text.assemble(("Why:", "bold"), *(f"\n  - {ln}" for ln in lines))
 
 
+def smaller_text(plan: Plan) -> Text:
+    """Why the cluster is not smaller: the next sizes below the plan's and why each fails."""
+    return Text.assemble((f"Why not fewer than {plan.gpus:,} GPUs:", "bold"),
+                         *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
+
+
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
@@ -580,6 +589,8 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
                         style="italic"))
     else:
         out += [solver_table(plan), proof_line(plan)]
+        if plan.smaller_clusters:
+            out.append(smaller_text(plan))
     for note in plan.notes:
         out.append(Text(f"note: {note}"))
     return out
