@@ -613,9 +613,16 @@ def plan(request: PlanRequest | float | None = None, /, *args: Any, **fields: An
     return _plan(PlanRequest(**given, **fields))
 
 
-def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
+def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
+    """`plan(request)` when the caller has proven that no cluster of fewer than `min_gpus` GPUs meets the request's
+    deadline (a re-plan whose moved inputs slow every layout: planner.monotone); the search starts at that count.
+    None: no bound, the same as `plan`."""
+    return _plan(request, min_gpus=min_gpus)
+
+
+def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
-    limit does not re-plan to say what would fit (the re-plans that say it)."""
+    limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -673,7 +680,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
         raise InvalidInput(f"--gpus {gpus} is more than {limit_words} allows ({cap} GPUs of {hw.name})")
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap, max_gpus=cap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
-                            rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
+                            rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None,
+                            min_gpus=min_gpus if gpus is None and days is not None else None)
     if hw.gpu.at_precision(workload.precision) is None:
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
                            "precision bf16")
@@ -719,7 +727,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
             and doc.facility_power_MW > r.power_mw * (1 + 1e-12)):
         # Whole racks: the spares of the racks a layout takes count in its power, which the GPU cap could not see.
         assert doc.gpus is not None
-        return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits)
+        return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits, min_gpus)
     if cap is not None:
         doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:

@@ -147,17 +147,50 @@ def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
                    interval_s=tau, restart_s=restart, goodput=g)
 
 
-def goodput_fraction(model: FailureModel, params: float):
-    """g(N) as a function of the GPU count, for the search (scalar or numpy array in, same out)."""
-    import numpy as np
+class GoodputCurve:
+    """g(N) of one failure model and checkpoint size, for the search: called with a scalar or an array of counts
+    (Daly's formula per count, as plain floats), or `scan` for a whole grid at once (numpy)."""
 
-    size = checkpoint_bytes(params)
+    def __init__(self, model: FailureModel, size: float):
+        self.model, self.size = model, size
 
-    def g(n):
+    def __call__(self, n):
+        import numpy as np
+
         arr = np.atleast_1d(np.asarray(n, dtype=np.float64))
-        out = np.array([_daly(model, float(x), size)[0] for x in arr])
+        out = np.array([_daly(self.model, float(x), self.size)[0] for x in arr])
         return out if np.ndim(n) else float(out[0])
-    return g
+
+    def scan(self, n):
+        """g on an array of counts in numpy: the same formula as _daly, possibly an ulp off it (numpy's exp), so
+        only for scans whose ends are widened (useful_gpu_range), never for a deadline."""
+        import numpy as np
+
+        m = self.model
+        n = np.asarray(n, dtype=np.float64)
+        delta = self.size / (n * m.storage_Bps_per_gpu)
+        restart = m.restart_s + delta
+        rate = m.interruptions_per_gpu_hour * n / HOUR_S
+        if m.interruptions_per_gpu_hour <= 0.0:
+            tau0 = m.checkpoint_interval_s
+            return np.ones_like(n) if tau0 is None else tau0 / (tau0 + delta)
+        mtbf = 1.0 / rate
+        if m.checkpoint_interval_s is not None:
+            tau = np.full_like(n, m.checkpoint_interval_s)
+        else:
+            x = delta / (2.0 * mtbf)
+            tau = np.where(delta >= 2.0 * mtbf, mtbf,
+                           np.sqrt(2.0 * delta * mtbf) * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - delta)
+        exponent = (restart + tau + delta) / mtbf
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g = tau / (mtbf * np.exp(restart / mtbf) * np.expm1((tau + delta) / mtbf))
+        g = np.where((exponent > 700.0) | (tau <= 0), 0.0, g)
+        return np.minimum(1.0, g)
+
+
+def goodput_fraction(model: FailureModel, params: float) -> GoodputCurve:
+    """g(N) as a function of the GPU count, for the search (scalar or numpy array in, same out)."""
+    return GoodputCurve(model, checkpoint_bytes(params))
 
 
 def useful_gpu_range(g, need_gpu_seconds: float, deadline_s: float, n_max: float) -> tuple[float, float] | None:
@@ -170,16 +203,20 @@ def useful_gpu_range(g, need_gpu_seconds: float, deadline_s: float, n_max: float
     grid = [1.0]
     while grid[-1] < n_max:
         grid.append(min(n_max, max(grid[-1] + 1.0, grid[-1] * 1.01)))
-    ok = [k for k, n in enumerate(grid) if n * g(n) * deadline_s >= need_gpu_seconds]
-    if not ok:
+    import numpy as np
+
+    at = np.array(grid)
+    values = g.scan(at) if isinstance(g, GoodputCurve) else np.array([g(n) for n in grid], dtype=np.float64)
+    ok = np.nonzero(at * values * deadline_s >= need_gpu_seconds)[0]
+    if len(ok) == 0:
         return None
-    lo = grid[max(0, ok[0] - 1)]
-    hi = grid[min(len(grid) - 1, ok[-1] + 1)]
+    lo = grid[max(0, int(ok[0]) - 1)]
+    hi = grid[min(len(grid) - 1, int(ok[-1]) + 1)]
     return lo, hi
 
 
 __all__ = [
-    "FailureModel", "Goodput", "KEYS", "checkpoint_bytes", "daly_interval_s", "failure_model_names",
+    "FailureModel", "Goodput", "GoodputCurve", "KEYS", "checkpoint_bytes", "daly_interval_s", "failure_model_names",
     "get_failure_model", "goodput_at", "goodput_fraction", "load_failure_file", "parse_failure_model",
     "useful_gpu_range",
 ]

@@ -6,10 +6,14 @@ top level's bandwidth and, when failures are modelled, the interruption rate and
 and up by a stated factor (`FACTORS`), through the same --set overrides a user would type (planner.overrides), so a
 row can be reproduced by hand. The re-plans run in parallel processes (`jobs`). Rows are ordered by how far they move
 the GPU count (then the wall-clock days).
+
+A re-plan whose move slows every layout (planner.monotone) cannot need fewer GPUs than the plan: its search starts at
+the plan's count (`least_gpus`), which skips proving every smaller count infeasible again.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 from collections.abc import Sequence
@@ -136,14 +140,40 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(request: PlanRequest) -> tuple[int | None, float | None]:
+def _replan(task: tuple[PlanRequest, int | None]) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None)."""
     from planner import api
 
+    request, min_gpus = task
     try:
-        p = api.plan(request)
+        p = api.replan(request, min_gpus)
     except Infeasible:
         return None, None
     return p.gpus, p.wall_clock_days
+
+
+def _set_fields(request: PlanRequest) -> list[str]:
+    """The --set fields the request itself sets (--memory-headroom is one)."""
+    fields = [t.split("=", 1)[0].strip() for t in request.overrides]
+    if request.memory_headroom_GB is not None:
+        fields.append("profile.memory.headroom_GB")
+    return fields
+
+
+def least_gpus(plan: Plan, request: PlanRequest, field: str, before: Any, after: Any) -> int | None:
+    """A proven lower bound on the GPU count of the re-plan that moves `field` from `before` (its file value) to
+    `after`: the plan's own count when the move slows every layout (planner.monotone) and the plan is the proven
+    fewest GPUs for the same request without the move; None otherwise (the re-plan searches from the compute bound).
+    """
+    from planner.monotone import slows
+
+    if plan.status != "optimal" or plan.gpus is None or plan.fixed_gpus or plan.deadline_days is None:
+        return None
+    if request.gpus is not None or request.power_mw is not None or request.max_gpus is not None:
+        return None  # a buyer's limit: keep the re-plan's own path
+    if any(f == field or fnmatch.fnmatchcase(f, field) or fnmatch.fnmatchcase(field, f) for f in _set_fields(request)):
+        return None  # the request sets this input itself: the file value is not the plan's
+    return plan.gpus if slows(field, before, after) else None
 
 
 ONLY_REMOVES = ("profile.memory.", "goodput.restart_minutes")
@@ -204,11 +234,13 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
     results: list[tuple[int | None, float | None] | None] = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
-            text = f"{field}={_fmt(_move(field, value, factor, cap))}"
+            moved = _move(field, value, factor, cap)
+            text = f"{field}={_fmt(moved)}"
             results.append(_reused(plan, request, field, factor, (*request.overrides, text)))
             if results[-1] is None:
-                tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
-                                                        "why_smaller": False}))
+                tasks.append((request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
+                                                         "why_smaller": False}),
+                              least_gpus(plan, request, field, value, moved)))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         searched = [_replan(t) for t in tasks]

@@ -59,6 +59,11 @@ class SearchOptions:
     max_gpus: int | None = None
     """A buyer's limit on the cluster (--max-gpus, or the GPUs --power-mw allows): layouts of more GPUs are left
     out, as the hardware's own bound (Hardware.max_gpus) leaves them out."""
+    min_gpus: int | None = None
+    """A GPU count below which the caller has proven that no layout meets the deadline (deadline mode only): the
+    search starts there instead of at the compute bound. Sound only with such a proof: a re-plan whose moved inputs
+    slow every layout starts at the count of the plan it moves (planner.monotone). Counts at and above it are
+    searched exactly as without it."""
     fixed: tuple[tuple[str, int], ...] = ()
     """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
     (sequence parallelism, recomputation, ZeRO stage)."""

@@ -812,6 +812,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         cap = int(math.floor(deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S))
         return None if cap > INT_MAX else cap  # beyond the model's integer range a deadline constrains nothing
 
+    if options.min_gpus is not None and deadline_s is not None:
+        # Counts below a proven bound are not visited. The tuples of each count, and their order, do not depend on
+        # where the windows start (each window holds whole counts, each in N_DP-then-row order), so every count
+        # from the bound up is decided exactly as in a search from the compute bound.
+        lo = max(lo, float(options.min_gpus))
     index = PairIndex.build(space, mp)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
