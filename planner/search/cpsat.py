@@ -820,7 +820,12 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     index = PairIndex.build(space, mp)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
-    for ii, jj, n_lo, _n_hi in windows(index, lo, n_max, WINDOW_TUPLES):
+    spans = windows(index, lo, n_max, WINDOW_TUPLES)
+    if options.min_gpus is not None and deadline_s is not None and lo == float(options.min_gpus) and lo <= n_max:
+        # A proven bound is usually the answer of a re-plan (its move rarely changes the count): its count alone
+        # first, so that no tuple of a larger count is filtered before it is decided.
+        spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES), windows(index, lo + 1, n_max, WINDOW_TUPLES))
+    for ii, jj, n_lo, _n_hi in spans:
         if clock.out:
             return _timed_out(result, clock, None, n_lo, deadline_s)
         if deadline_s is not None:

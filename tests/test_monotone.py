@@ -1,0 +1,243 @@
+"""The direction claims of planner.monotone, and the re-plan bound built on them.
+
+Each input declared slower-when-higher (or -lower) is moved in that direction, as `plan --sensitivity` moves it (the
+same --set text), and every layout of small spaces is priced whole by the exhaustive enumerator's pricing before and
+after: no step time may drop, no memory need may drop, no layout may start to fit; failure inputs: Daly's goodput may
+not rise on any count. Then the bound itself: a search that starts at the unmoved plan's count returns what a search
+from the compute bound returns (the exhaustive enumerator and CP-SAT), and `plan --sensitivity` gives the same rows
+with and without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from planner import api
+from planner import sensitivity as sens
+from planner.cost.memory import usable_bytes
+from planner.goodput import get_failure_model, goodput_fraction
+from planner.monotone import SLOWER_WHEN_HIGHER, SLOWER_WHEN_LOWER, slowing_direction, slows
+from planner.overrides import parse_overrides
+from planner.parallel.space import SearchOptions, build_space, model_parallel_rows, tuples_for_model_parallel
+from planner.schema import Workload
+from planner.schema.request import PlanRequest
+from planner.search.exhaustive import price_placements, solve_exhaustive
+from planner.search.presolve import ShapeTable, tuple_memory, tuple_terms
+from planner.workload.scaling import transformer_workload
+
+TOY_DENSE = Workload(d_model=256, d_ff=1024, layers=4, experts=1, batch_tokens=4096, tokens=1e9)
+TOY_MOE = Workload(d_model=128, d_ff=512, layers=2, experts=4, batch_tokens=1024, tokens=1e9)
+TINY_GPT = transformer_workload(64, 128, 4, 1, 64, 16 * 64, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256}, "tiny")
+TINY_MOE = transformer_workload(64, 64, 2, 8, 32, 16 * 32, 1e9,
+                                {"heads": 4, "kv_heads": 2, "vocab": 256, "ffn": "swiglu", "top_k": 2,
+                                 "expert_d_ff": 64, "shared_experts": 0, "dense_layers": 0}, "tiny-moe")
+WORKLOADS = {"toy-dense": TOY_DENSE, "toy-moe": TOY_MOE, "tiny-gpt": TINY_GPT, "tiny-moe": TINY_MOE}
+
+PROFILE_FIELDS = [f for f in SLOWER_WHEN_HIGHER + SLOWER_WHEN_LOWER if not f.startswith("goodput.")]
+FAILURE_FIELDS = [f for f in SLOWER_WHEN_HIGHER + SLOWER_WHEN_LOWER if f.startswith("goodput.")]
+
+
+def _current(field: str, gpu: str, profile: str):
+    """The field's value in the shipped files, as `plan --sensitivity` reads it (levels.* on the top level)."""
+    from planner.hardware import _spec_dir, hardware_names
+    from planner.profile import profile_dir, profile_names
+    from planner.sourced import file_of, load_toml
+
+    def raw(doc, keys):
+        node = doc
+        for k in keys:
+            node = node[k]
+        return node["value"] if isinstance(node, dict) and "value" in node else node
+
+    hw_doc = load_toml(file_of(gpu, hardware_names(), _spec_dir(), "hardware")[0], "hardware file")
+    prof_doc = load_toml(file_of(profile, profile_names(), profile_dir(), "profile")[0], "profile file")
+    if field.startswith("levels.*."):
+        top = hw_doc["levels"][-1]
+        return f"levels.{top['name']}.{field.split('.', 2)[2]}", raw(top, [field.split(".", 2)[2]])
+    if field.startswith("profile."):
+        return field, raw(prof_doc, field.split(".")[1:])
+    if field.startswith("goodput."):
+        from planner.goodput import failures_dir
+
+        return field, raw(load_toml(failures_dir() / "default.toml", "failure model file"), field.split(".")[1:])
+    return field, raw(hw_doc, field.split("."))
+
+
+def _slower(field: str, value, factor: float):
+    """`value` moved by `factor` (> 1) in the field's slowing direction, fractions capped at 1 as --sensitivity
+    caps them."""
+    cap = 1.0 if sens._fraction(field.removeprefix("profile.")) else None
+    f = factor if slowing_direction(field) > 0 else 1.0 / factor
+    return sens._move(field, value, f, cap)
+
+
+def _layouts(hw, wl, dp_overlap: bool, limit: int = 1500):
+    """Every placement of `limit` degree tuples drawn at random (a fixed seed) from the whole space, priced whole:
+    (step_s per layout, memory bytes per tuple, tuple row of each layout, the tuples)."""
+    space = build_space(hw, wl, SearchOptions())
+    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
+    if len(t) > limit:
+        t = t.take(np.sort(np.random.default_rng(0).choice(len(t), limit, replace=False)))
+    q = tuple_terms(hw, wl, t, ShapeTable.for_space(hw, wl, space))
+    rows, _pl, arr = price_placements(hw, wl, t, dp_overlap, q)
+    return arr["step_s"], tuple_memory(hw, wl, t), rows, t
+
+
+@functools.cache
+def _base(wl_name: str, dp_overlap: bool):
+    return _layouts(api.resolve("h100", "realistic"), WORKLOADS[wl_name], dp_overlap)
+
+
+@pytest.mark.parametrize("wl_name", [pytest.param(w, marks=[pytest.mark.slow] if "moe" in w else [])
+                                     for w in WORKLOADS])
+@pytest.mark.parametrize("field", PROFILE_FIELDS)
+def test_a_slowing_move_never_speeds_a_layout_up_nor_lets_one_fit(field, wl_name):
+    """Mixture-of-experts workloads (the routing imbalance, all-to-all terms) are in the slow set (-m slow)."""
+    wl = WORKLOADS[wl_name]
+    name, value = _current(field, "h100", "realistic")
+    hw = api.resolve("h100", "realistic")
+    for factor in (1.25, 2.0):
+        moved = _slower(field, value, factor)
+        assert slows(name, value, moved)
+        hw2 = api.resolve("h100", "realistic", parse_overrides([f"{name}={sens._fmt(moved)}"]))
+        for dp_overlap in (False, True):
+            step, mem, rows, t = _base(wl_name, dp_overlap)
+            step2, mem2, rows2, t2 = _layouts(hw2, wl, dp_overlap)
+            assert len(rows) > 100 and np.array_equal(rows, rows2) and len(t) == len(t2)
+            # no layout faster (float pricing: an ulp of slack)
+            assert np.all(step2 >= step * (1 - 1e-12)), (name, moved, float(np.min(step2 / step)))
+            fits, fits2 = mem <= usable_bytes(hw), mem2 <= usable_bytes(hw2)
+            assert np.all(mem2 >= mem * (1 - 1e-12)) and not np.any(fits2 & ~fits), (name, moved)
+
+
+def test_some_declared_moves_do_slow_layouts_down():
+    """The check above is not vacuous: the step-time inputs it covers change step times."""
+    step, *_ = _base("toy-dense", True)
+    for field in ("profile.gemm.sustained_factor", "levels.*.bw_bidir_GBps", "profile.overlap.pp",
+                  "profile.network.latency_us"):
+        name, value = _current(field, "h100", "realistic")
+        hw2 = api.resolve("h100", "realistic", parse_overrides([f"{name}={sens._fmt(_slower(field, value, 2.0))}"]))
+        step2, *_ = _layouts(hw2, TOY_DENSE, True)
+        assert np.any(step2 > step * (1 + 1e-6)), field
+
+
+@pytest.mark.parametrize("field", FAILURE_FIELDS)
+def test_a_slowing_failure_move_never_raises_goodput(field):
+    fm = get_failure_model("default")
+    value = {"goodput.interruptions_per_gpu_hour": fm.interruptions_per_gpu_hour,
+             "goodput.restart_minutes": fm.restart_s / 60.0,
+             "goodput.storage_GBps_per_gpu": fm.storage_Bps_per_gpu / 1e9}[field]
+    n = np.geomspace(1, 1e8, 2000)
+    for params in (1e9, 4e11, 1e13):
+        g = goodput_fraction(fm, params)(n)
+        for factor in (1.25, 2.0, 10.0):
+            moved = _slower(field, value, factor)
+            g2 = goodput_fraction(get_failure_model("default", parse_overrides([f"{field}={moved!r}"])), params)(n)
+            assert np.all(g2 <= g + 1e-15), (field, moved, params)
+            assert np.any(g2 < g - 1e-6)
+
+
+def test_slows_reads_the_declared_direction():
+    assert slowing_direction("levels.InfiniBand.bw_bidir_GBps") == -1
+    assert slowing_direction("levels.NVLink.lat_us") == 1
+    assert slowing_direction("profile.memory.device_MiB.H100") == 0  # more device memory is faster: no claim
+    assert slows("profile.network.latency_us", [10.0, 15.0], [20.0, 30.0])
+    assert not slows("profile.network.latency_us", [10.0, 15.0], [5.0, 7.5])
+    assert not slows("profile.network.bus_bw_fraction", [0.8, 0.9], [0.7, 1.0])  # both ways: no claim
+    assert slows("profile.overlap.pp", 0.75, 0.6) and not slows("profile.overlap.pp", 0.75, 0.9)
+    assert not slows("profile.gemm.tile", [128, 256], [128, 256, 1])
+    assert not slows("gpu.hbm_GBps", 3350, 3000)  # undeclared
+
+
+@pytest.mark.parametrize("field,factor,expect", [
+    ("profile.network.latency_us", 4.0, 8),
+    pytest.param("profile.gemm.sustained_factor", 1.6, 16, marks=pytest.mark.slow),
+    pytest.param("levels.*.bw_bidir_GBps", 4.0, 4, marks=pytest.mark.slow),
+    pytest.param("profile.overlap.pp", 4.0, 4, marks=pytest.mark.slow)])
+def test_a_search_from_the_plans_count_finds_the_full_searchs_answer(field, factor, expect):
+    """Exhaustive enumerator: the moved instance's optimum, searched from the compute bound, is at or above the
+    unmoved optimum's count, and the search started at that count returns the same layout; CP-SAT from that count
+    returns the same count and step time. The unmoved optimum (500 s deadline) is 4 GPUs; `expect` is the moved
+    one's, as the enumerator found it when the cases were chosen."""
+    from planner.search.cpsat import solve_cpsat
+
+    wl = TOY_DENSE
+    hw = api.resolve("h100", "realistic")
+    name, value = _current(field, "h100", "realistic")
+    hw2 = api.resolve("h100", "realistic", parse_overrides([f"{name}={sens._fmt(_slower(field, value, factor))}"]))
+    deadline_s = 500.0
+    base = solve_exhaustive(hw, wl, SearchOptions(dp_overlap=True), deadline_s)
+    assert base.status == "optimal" and base.layout is not None
+    n0 = base.layout.gpus
+    assert n0 == 4
+    full = solve_exhaustive(hw2, wl, SearchOptions(dp_overlap=True), deadline_s)
+    bounded = solve_exhaustive(hw2, wl, SearchOptions(dp_overlap=True, min_gpus=n0), deadline_s)
+    assert full.status == bounded.status == "optimal" and full.layout is not None
+    assert full.layout.gpus == expect >= n0
+    assert bounded.layout == full.layout
+    cp = solve_cpsat(hw2, wl, SearchOptions(dp_overlap=True, min_gpus=n0), deadline_s, workers=1)
+    assert cp.status == "optimal" and cp.layout is not None and cp.layout.gpus == full.layout.gpus
+    from planner.cost.step import evaluate
+
+    a = evaluate(hw2, wl, cp.layout, dp_overlap=True).step.step_s
+    b = evaluate(hw2, wl, full.layout, dp_overlap=True).step.step_s
+    assert math.isclose(a, b, rel_tol=1e-8)
+
+
+@pytest.mark.parametrize("text", ["profile.gemm.sustained_factor=0.64", "profile.network.latency_us=[20, 30]",
+                                  "goodput.interruptions_per_gpu_hour=3.94e-05", "profile.overlap.pp=0.6"])
+def test_a_bounded_replan_is_the_full_replan(text):
+    """A realistic-profile plan of 224 GPUs, one input moved the slowing way: api.replan from the plan's count gives
+    the plan api.plan gives (the same GPUs, days and layout)."""
+    kw = dict(compute_flop=1e23, gpu="h100", days=10.0, profile="realistic", why_smaller=False)
+    plan = api.plan(**kw)
+    assert plan.status == "optimal" and plan.gpus == 224
+    req = PlanRequest(**kw, overrides=[text])
+    field = text.split("=")[0]
+    assert sens.least_gpus(plan, PlanRequest(**kw), field, _current(field, "h100", "realistic")[1],
+                           parse_overrides([text])[0].value) == 224
+    full, bounded = api.plan(req), api.replan(req, 224)
+    assert (bounded.gpus, bounded.wall_clock_days, bounded.layout) == (full.gpus, full.wall_clock_days, full.layout)
+    assert full.gpus >= 224
+
+
+@pytest.mark.slow
+def test_sensitivity_rows_are_the_same_with_and_without_the_bound(monkeypatch):
+    """`plan --sensitivity` of a small realistic-profile plan: the bounded re-plans give the same rows as re-plans
+    searched from the compute bound, and some re-plans were bounded, some not."""
+    kw = dict(compute_flop=1e23, gpu="h100", days=10.0, profile="realistic")
+    plan = api.plan(**kw)
+    request = PlanRequest(**kw)
+    bounded = []
+    real = sens.least_gpus
+
+    def spy(*a):
+        out = real(*a)
+        bounded.append(out)
+        return out
+
+    monkeypatch.setattr(sens, "least_gpus", spy)
+    with_bound = sens.sensitivity(plan, request, jobs=1)
+    assert any(b == plan.gpus for b in bounded) and any(b is None for b in bounded)
+    monkeypatch.setattr(sens, "least_gpus", lambda *a: None)
+    without = sens.sensitivity(plan, request, jobs=1)
+    assert with_bound == without
+
+
+def test_no_bound_when_the_request_sets_the_field_itself():
+    kw = dict(compute_flop=1e25, gpu="h100", days=30.0, profile="realistic")
+    plan = api.plan(**kw)
+    assert plan.status == "optimal"
+    req = PlanRequest(**kw)
+    assert sens.least_gpus(plan, req, "profile.overlap.pp", 0.75, 0.6) == plan.gpus
+    assert sens.least_gpus(plan, req, "profile.overlap.pp", 0.75, 0.9) is None  # speeds up: no lower bound
+    mine = PlanRequest(**kw, overrides=["profile.overlap.pp=0.3"])
+    assert sens.least_gpus(plan, mine, "profile.overlap.pp", 0.75, 0.6) is None
+    capped = PlanRequest(**kw, max_gpus=10**6)
+    assert sens.least_gpus(plan, capped, "profile.overlap.pp", 0.75, 0.6) is None
+    headroom = PlanRequest(**kw, memory_headroom_GB=4.0)
+    assert sens.least_gpus(plan, headroom, "profile.memory.headroom_GB", 2.0, 2.4) is None
