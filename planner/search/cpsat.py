@@ -24,6 +24,7 @@ When the time limit stops the search, the best layout so far is returned with th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -772,13 +773,16 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
         return keep
 
-    rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows)
-    if rows is None:
-        return _presolve_out(result, clock)
-    mp = rows
-
-    if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
-        return result("infeasible", None)
+    key = (wl, dataclasses.replace(options, min_gpus=None))
+    shared = _SHARED.get(key)
+    if shared is None:
+        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows)
+        if rows is None:
+            return _presolve_out(result, clock)
+        if len(rows["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
+            return result("infeasible", None)
+        shared = _share(key, rows, PairIndex.build(space, rows))
+    mp, index = shared
     if clock.out:  # the limit covers presolve: building the space may already have spent it
         return _presolve_out(result, clock)
     n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
@@ -817,7 +821,6 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         # where the windows start (each window holds whole counts, each in N_DP-then-row order), so every count
         # from the bound up is decided exactly as in a search from the compute bound.
         lo = max(lo, float(options.min_gpus))
-    index = PairIndex.build(space, mp)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     spans = windows(index, lo, n_max, WINDOW_TUPLES)
@@ -866,6 +869,24 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _timed_out(result, clock, None, n_max, deadline_s)
     return result("infeasible", None)
+
+
+_SHARED: dict[tuple[Workload, SearchOptions], tuple[dict[str, np.ndarray], PairIndex]] = {}
+"""The model-parallel rows of recent searches and their index, keyed by all they are built from: the workload and the
+options (the space's candidate values and the rows a search keeps read nothing else; a proven min_gpus only moves
+where the windows start). Re-plans that move a hardware, profile or failure input in one process share them
+(`plan --sensitivity`, `--confidence`). Read-only arrays: a search that wrote into them would fail loudly."""
+SHARED_ENTRIES = 4
+
+
+def _share(key: tuple[Workload, SearchOptions], rows: dict[str, np.ndarray], index: PairIndex
+           ) -> tuple[dict[str, np.ndarray], PairIndex]:
+    for arr in [*rows.values(), index.order, index.mp_sorted, index.dps, index.m_counts, index.m_min, index.m_max]:
+        arr.setflags(write=False)
+    while len(_SHARED) >= SHARED_ENTRIES:
+        _SHARED.pop(next(iter(_SHARED)))
+    _SHARED[key] = (rows, index)
+    return rows, index
 
 
 def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions) -> float:
