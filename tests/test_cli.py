@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import BIN, EXH, TINY, invoke
 
-import planner.cli.plan as cli
+import planner.api
 from planner.cli import app, plan_app, run
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
@@ -519,7 +519,7 @@ def test_internal_error_is_one_line_exit_3(capsys, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(cli.api, "plan", boom)
+    monkeypatch.setattr(planner.api, "plan", boom)  # what `plan` calls (imported when it runs)
     code, out, err = invoke(capsys, ["plan", "--compute", "1e28"])
     assert code == 3
     assert err == "internal error: RuntimeError: boom second line\n"
@@ -529,7 +529,7 @@ def test_keyboard_interrupt_is_not_swallowed(capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli.api, "plan", interrupted)
+    monkeypatch.setattr(planner.api, "plan", interrupted)
     capsys.readouterr()
     try:
         code = run(app, ["plan", "--compute", "1e28"], "planner")

@@ -12,14 +12,13 @@ from planner.cli.app import app
 from planner.cli.options import OutOpt
 from planner.cli.output import SCHEMA_PATH, docs_dir
 from planner.errors import InvalidInput
-from planner.schema import Plan
 
 
 def plan_schema_text() -> str:
     """The JSON Schema of what `plan --json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
     readable): a Plan, a LaunchDocument (--emit with --json), a Comparison (several --gpu), or an ErrorDocument when
     the command failed before it had one."""
-    from planner.schema import Comparison, ErrorDocument, LaunchDocument
+    from planner.schema import Comparison, ErrorDocument, LaunchDocument, Plan
 
     schema = Plan.model_json_schema()
     defs = schema.setdefault("$defs", {})
