@@ -425,6 +425,15 @@ def test_hardware_show_user_file_and_infinite_bandwidth(capsys, tmp_path):
     assert doc["levels"][0]["bw_bidir_Bps"] == "Infinity"  # not null: the value survives a round trip
 
 
+def test_packaged_schema_is_generated_from_the_code():
+    """`planner schema` prints planner/schema/plan.schema.json (package data) instead of building the models: that
+    file must be what the models generate today."""
+    from planner.cli.schema import PACKAGED_SCHEMA, plan_schema_text
+
+    assert PACKAGED_SCHEMA.read_text(encoding="utf-8") == plan_schema_text(), (
+        "planner/schema/plan.schema.json is stale: regenerate it with `planner schema --write`")
+
+
 def test_schema_matches_published_file(capsys):
     code, out, err = invoke(capsys, ["schema"])
     assert code == 0, err

@@ -39,7 +39,7 @@ DEFAULT_RECIPE: dict[str, RecipeName] = {"fp8": "current", "fp4": "nvfp4"}
 Megatron-Bridge's 'FP8-CS' default), NVFP4 for FP4."""
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 MAX_TRANSFORMER_LAYERS = 512
