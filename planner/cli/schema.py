@@ -14,7 +14,6 @@ from planner.cli.options import OutOpt
 from planner.cli.output import SCHEMA_PATH, docs_dir
 from planner.errors import InvalidInput
 
-
 PACKAGED_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "plan.schema.json"
 """The same schema shipped as package data beside the documents it describes (planner/schema/), so that `planner
 schema` prints it without building the pydantic models (about as long as the rest of the command line takes to
