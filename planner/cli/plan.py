@@ -163,7 +163,6 @@ def plan_command(
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     from planner import api
     from planner.cli.inputs import with_batch_sequences, with_training, workload_of_flags, workload_of_plan
-    from planner.compare import accelerator_names
     from planner.render.plan import print_plan
     from planner.schema.request import PlanRequest
 
@@ -189,7 +188,12 @@ def plan_command(
     if several and (emit is not None or sensitivity):
         raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
                            "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
-    names = accelerator_names(gpu) if several else [gpu]
+    if several:
+        from planner.compare import accelerator_names
+
+        names = accelerator_names(gpu)
+    else:
+        names = [gpu]
     if confidence is not None:
         from planner.confidence import check_request
 
