@@ -273,12 +273,17 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
     if run.moe_dispatch_dedup is not None:
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
+    if run.activation_offload_layers:
+        prof = prof.model_copy(update={"activation_offload_layers": run.activation_offload_layers})
     if run.optimizer_state_bytes_per_param is not None:
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
     try:
         lay = layout_of(run, hw)
         problems = check_layout(hw, wl, lay)
+        if run.activation_offload_layers and run.pp > 1:  # Megatron refuses CPU offloading with PP
+            problems.append(f"activation_offload_layers {run.activation_offload_layers} with pp {run.pp}: "
+                            "Megatron offloads activations only without pipeline parallelism")
         if lay.gpus != run.gpus:
             problems.append(f"tp x pp x dp x cp = {lay.gpus} GPUs, the source says {run.gpus}")
         if problems:

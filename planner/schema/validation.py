@@ -32,6 +32,10 @@ class PublishedRun(BaseModel):
                                 "applies.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
+    activation_offload_layers: int | None = Field(None, ge=0, description="Layers whose activations the run "
+                                                  "offloads to host memory (Megatron --cpu-offloading-num-layers, "
+                                                  "cpu_offloading_num_layers in Megatron-Bridge's recipes; pp 1 "
+                                                  "only): memory only.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
                                                           "parameter when the run's differ from the profile's 12 "
                                                           "(fp32 master + Adam m, v): memory only.")
