@@ -34,6 +34,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "KiB": ("KiB (2^10 bytes)", 2.0**10),
     "us": ("µs", 1e-6),
     "minutes": ("minutes", 60.0),
+    "W": ("W", 1.0),
+    "USD": ("USD", 1.0),
 }
 """Unit words that may end a TOML key (or precede `_per_gpu`), as written, with their size in SI units. A key's
 declared multiplier must equal its unit's, which `_unit` checks."""
@@ -70,7 +72,9 @@ def _unit(key: str, scale: float | None, finfo: FieldInfo | None) -> str:
             raise ValueError(f"{key}: the key says {found[-1]} (x{size:g}) but it is converted with x{scale:g}")
         if finfo is not None and _type_text(finfo.annotation).startswith("list"):
             label = f"list of {label}, one per network level"
-        return label + (" per GPU" if "per_gpu" in key.split(".")[-1] and "per_gpu_hour" not in key else "")
+        if "per_gpu_hour" in key:
+            return label + " per GPU-hour"
+        return label + (" per GPU" if "per_gpu" in key.split(".")[-1] else "")
     if scale != 1:
         raise ValueError(f"{key}: converted with x{scale:g} but its name carries no unit")
     if "per_gpu_hour" in key:
@@ -230,16 +234,17 @@ lat_us = 1.125
 
 
 def hardware_page() -> str:
-    from planner.hardware import GPU_KEYS, INT_FIELDS, LEVEL_KEYS, MAX_INT_FIELD
-    from planner.schema import Gpu, Hardware, NetworkLevel
+    from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, INT_FIELDS, LEVEL_KEYS, MAX_INT_FIELD
+    from planner.schema import Economics, Gpu, Hardware, NetworkLevel
 
     top = [_row("name", Hardware, "name", 1, unit="text"),
            _row("description", Hardware, "description", 1, unit="text"),
            _row("gpus_per_node", Hardware, "gpus_per_node", 1)]
     gpu = [_row("name", Gpu, "name", 1, unit="text"), *_mapped(GPU_KEYS, Gpu, {"name"})]
     levels = [_row("name", NetworkLevel, "name", 1, unit="text"), *_mapped(LEVEL_KEYS, NetworkLevel, {"name"})]
-    missing = set(Hardware.model_fields) - {"name", "description", "gpus_per_node", "gpu", "levels", "sources",
-                                            "profile"}  # the last two are set by the reader
+    economics = _mapped(ECONOMICS_KEYS, Economics, set())
+    missing = set(Hardware.model_fields) - {"name", "description", "gpus_per_node", "gpu", "levels", "economics",
+                                            "sources", "profile"}  # the last two are set by the reader
     if missing:
         raise ValueError(f"Hardware field(s) {sorted(missing)} have no file key")
     whole = ", ".join(f"`{k}`" for k, (f, _) in {**GPU_KEYS, **LEVEL_KEYS}.items() if f in INT_FIELDS)
@@ -258,6 +263,11 @@ def hardware_page() -> str:
         + "\n## Top level\n\n" + _table(top)
         + "\n## `[gpu]`\n\n" + _table(gpu)
         + "\n## `[[levels]]` (one table per network level, bottom-up)\n\n" + _table(levels)
+        + "\n## `[economics]` (optional: price and power, planner/economics.py)\n\n"
+        + "Without it a plan has no default price (`--price-per-gpu-hour` gives one) and no power figures (and "
+        "`--power-mw` is refused). Facility power = (GPUs held x (`board_W` + every level's `switch_W_per_gpu`) + "
+        "nodes x `node_overhead_W`) x the PUE of `facility/default.toml` (`--set facility.pue=X`).\n\n"
+        + _table(economics)
         + "\n## Rules\n\n"
         + f"- Whole numbers: {whole} (at most {MAX_INT_FIELD:,}). Only bandwidths (`*_GBps`) may be `inf`; nothing "
         "may be NaN.\n"

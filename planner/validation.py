@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Hardware, Layout, Workload
+from planner.schema.request import PlanRequest
 from planner.schema.validation import PublishedRun, ValidationRow
 
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
@@ -601,8 +602,8 @@ def propose(ids: list[str] | tuple[str, ...], runs: list[PublishedRun], priced: 
         row = rows[rid]
         t0 = time.perf_counter()
         try:
-            plan = api.plan(gpu=HARDWARE_OF_GPU[run.gpu], workload=workload_of(run), gpus=run.gpus,
-                            profile="realistic", runs_on="megatron", time_limit_s=120.0)
+            plan = api.plan(PlanRequest(gpu=HARDWARE_OF_GPU[run.gpu], workload=workload_of(run), gpus=run.gpus,
+                                        profile="realistic", runs_on="megatron", time_limit_s=120.0))
         except PlannerError as exc:
             lines.append(f"| {rid} | {run.gpus} | {row.layout} | — | — | no layout: {exc} | — | — | — | — |")
             continue

@@ -56,6 +56,9 @@ class SearchOptions:
     schedule: str = "auto"  # auto | 1f1b | zb-h2
     gpus: int | None = None
     dp_overlap: bool = False
+    max_gpus: int | None = None
+    """A buyer's limit on the cluster (--max-gpus, or the GPUs --power-mw allows): layouts of more GPUs are left
+    out, as the hardware's own bound (Hardware.max_gpus) leaves them out."""
     fixed: tuple[tuple[str, int], ...] = ()
     """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
     (sequence parallelism, recomputation, ZeRO stage)."""

@@ -72,8 +72,8 @@ class ExecutionProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
+    description: str = Field("", description="What the profile describes, in words.")
     gemm_model: Literal["roofline", "measured"] = Field(
         "roofline", description="'roofline': App. 8.1.1's memory-hierarchy model at the sustained clock; 'measured': "
         "peak x the measured large-GEMM fraction x tile and wave quantization, or HBM-bound.")

@@ -766,6 +766,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
+    if options.max_gpus is not None:
+        n_max = min(n_max, options.max_gpus)
     shapes = ShapeTable.for_space(hw, wl, space)
     if clock.out:
         return _presolve_out(result, clock)
