@@ -276,6 +276,13 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.activation_offload_layers:
         prof = prof.model_copy(update={"activation_offload_layers": run.activation_offload_layers})
+    name = wl.recipe_name
+    if run.bf16_layers is not None and name is not None and name in prof.recipes:
+        if run.bf16_layers >= run.layers:
+            return _unpriced(base, f"bf16_layers {run.bf16_layers}: a low-precision run keeps fewer than its "
+                             f"{run.layers} layers in 16-bit")
+        kept = prof.recipes[name].model_copy(update={"kept_layer_fraction": run.bf16_layers / run.layers})
+        prof = prof.model_copy(update={"recipes": {**prof.recipes, name: kept}})
     if run.optimizer_state_bytes_per_param is not None:
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
