@@ -274,6 +274,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
     if run.moe_dispatch_dedup is not None:
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
+    if run.recompute_norm_act:
+        prof = prof.model_copy(update={"recompute_norm_act": True})
     if run.activation_offload_layers:
         prof = prof.model_copy(update={"activation_offload_layers": run.activation_offload_layers})
     name = wl.recipe_name

@@ -256,6 +256,26 @@ def test_activation_offloading_by_hand():
     assert ROWS[run.id].fits and ROWS[run.id].assumed == ""
 
 
+def test_norm_and_expert_activation_recomputation_by_hand():
+    # mbridge260401-gpt-oss-120b-64gpu-bf16-b200: the recipe recomputes 'layernorm' and 'moe_act' (Megatron-Bridge
+    # GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1). GPT-OSS 120B's layer then keeps per token, 2 bytes each, neither the
+    # attention norm's nor the MLP norm's output (2 x 2880) nor the experts' SwiGLU products (top-4 x 2880): 34,560
+    # bytes fewer per token and layer, 36 layers of one microbatch of 4 x 4096 tokens (pp 1).
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "mbridge260401-gpt-oss-120b-64gpu-bf16-b200")
+    assert run.recompute_norm_act and run.recompute == "none" and run.pp == 1 and run.layers == 36
+    prof = REALISTIC.for_framework("megatron-bridge")
+    kept, rebuilt = (on(p, "b200") for p in (prof, prof.model_copy(update={"recompute_norm_act": True})))
+    wl = workload_of(run)
+    lay = layout_of(run, kept)
+    ev = evaluate(kept, wl, lay)
+    assert ev.nanobatch_tokens == 16_384
+    diff = ev.memory.activations_bytes - evaluate(rebuilt, wl, lay).memory.activations_bytes
+    assert diff == pytest.approx((2 * 2880 * 2 + 4 * 2880 * 2) * 36 * 16_384, rel=1e-12)
+    assert ROWS[run.id].fits and ROWS[run.id].assumed == ""
+
+
 def test_activation_offloading_refused_with_pipeline_parallelism():
     # Megatron refuses CPU offloading under pipeline parallelism: a record that asks for both is not priced.
     run = next(r for r in load_runs() if r.id == "mbridge260401-llama3-70b-64gpu-fp8")

@@ -133,7 +133,9 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
         weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
         grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
 
-    fused = prof.compiled and prof.compiled_fuses
+    # Compiled kernels and Megatron's 'layernorm' + 'moe_act' recomputation drop the same tensors: the norm outputs
+    # and the activation output, rebuilt in the backward pass from the kept norm input and up-projection output.
+    fused = (prof.compiled and prof.compiled_fuses) or prof.recompute_norm_act
 
     up_proj = prof.mla_recompute_up_proj
 

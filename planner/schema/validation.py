@@ -33,6 +33,8 @@ class PublishedRun(BaseModel):
                                 "applies.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
+    recompute_norm_act: bool = Field(False, description="The run recomputes its norms and its experts' activation "
+                                     "(Megatron recompute_modules ['layernorm', 'moe_act']): memory only.")
     activation_offload_layers: int | None = Field(None, ge=0, description="Layers whose activations the run "
                                                   "offloads to host memory (Megatron --cpu-offloading-num-layers, "
                                                   "cpu_offloading_num_layers in Megatron-Bridge's recipes; pp 1 "
