@@ -41,6 +41,7 @@ from planner.schema import (
 )
 from planner.schema.request import PlanRequest, check_headroom, check_positive, check_type
 from planner.search.result import SearchResult
+from planner.uncertainty import uncertain_inputs
 from planner.workload import infer_workload
 
 SOLVERS = tuple(s.value for s in Solver)
@@ -435,6 +436,19 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     prof = hw.profile
     if key.startswith("framework."):
         return False
+    # Values read only by work this plan does not have: expert routing (a dense model), attention and context
+    # parallelism (the paper's toy model folds attention into the MLP), compiled element-wise kernels (a run that is
+    # not compiled).
+    if key.startswith("moe.") and wl is not None and wl.experts <= 1:
+        return False
+    if key.startswith("attention.") and wl is not None and wl.transformer is None:
+        return False
+    if key == "elementwise.compiled_fraction" and not prof.compiled:
+        return False
+    if key == "overlap.cp" and wl is not None and wl.transformer is None:
+        return False  # context parallelism splits sequences: transformers only
+    if key == "overlap.tp_comm_overlap":
+        return False  # read only by validation, for a published run that enabled TP communication overlap
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
@@ -471,7 +485,8 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
                                  else [])
-    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est)
+    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est,
+                     uncertain=uncertain_inputs(hw, failures, wl, est))
 
 
 def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:

@@ -120,10 +120,11 @@ def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options:
     tf = np.array(divisors(wl.d_ff), dtype=np.int64)
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
     u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
-    A, B, C = np.meshgrid(tf, tm, u, indexing="ij")
-    _, crit = block_matmul_s(hw, wl, {"tp_ff": A.ravel(), "tp_model": B.ravel()},
-                             per_expert / C.ravel().astype(np.float64))
-    crit = crit.reshape(A.shape)
+    # The (tf, tm, u) grid as broadcasting axes: a GEMM's tiling depends on its weight shard, not on the nanobatch,
+    # so each shard is tiled once (the same numbers as the raveled grid, a fraction of the work).
+    _, crit = block_matmul_s(hw, wl, {"tp_ff": tf[:, None, None], "tp_model": tm[None, :, None]},
+                             (per_expert / u.astype(np.float64))[None, None, :])
+    crit = np.broadcast_to(crit, (len(tf), len(tm), len(u)))
     best_u = crit.argmin(axis=2)
     crit_min = crit.min(axis=2)  # (tf, tm)
     lat_tf = np.array([min_allreduce_latency_s(hw, int(f)) for f in tf])

@@ -98,6 +98,14 @@ def plan_command(
     tornado: Annotated[Path | None, typer.Option(
         "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
         rich_help_panel=WHAT_IF_PANEL, show_default=False, dir_okay=False)] = None,
+    confidence: Annotated[float | None, number_option(
+        "--confidence", help="Plan the fewest GPUs that meet the deadline with probability P (0 < P < 1) under the "
+        "uncertain inputs and the model's measured error; shows the days' P10/P50/P90 (docs/confidence.md).",
+        metavar="P", rich_help_panel=WHAT_IF_PANEL, show_default=False)] = None,
+    samples: Annotated[int, whole_option("--samples", help="With --confidence: quasi-Monte Carlo samples.",
+                                         rich_help_panel=WHAT_IF_PANEL)] = 64,
+    seed: Annotated[int, whole_option("--seed", help="With --confidence: seed of the sample points.",
+                                      rich_help_panel=WHAT_IF_PANEL)] = 0,
     price_per_gpu_hour: PriceOpt = None,
     power_mw: Annotated[float | None, number_option(
         "--power-mw", help="A buyer's limit: facility power at most MW (GPU boards, nodes, switches x PUE; "
@@ -180,6 +188,14 @@ def plan_command(
         raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
                            "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
     names = accelerator_names(gpu) if several else [gpu]
+    if confidence is not None:
+        from planner.confidence import check_request
+
+        check_request(confidence, samples, seed, gpus=gpus, sensitivity=sensitivity, emit=emit is not None,
+                      limits=power_mw is not None or max_gpus is not None)
+        if several:
+            raise InvalidInput("--confidence takes one accelerator; several (--gpu A,B, --gpu all, --objective, "
+                               "--gpu-price) rank point plans")
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     request = PlanRequest(
@@ -207,6 +223,11 @@ def plan_command(
             else:
                 print_plan(stdout_console(), doc)
         raise
+    if confidence is not None:
+        from planner.confidence import with_confidence
+
+        with searching(enabled=not (json_out or quiet)):
+            result = with_confidence(result, request, confidence, samples, seed)
     if sensitivity:
         from planner.sensitivity import sensitivity as replan
         from planner.sensitivity import tornado_png

@@ -19,10 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
-from planner.schema.goodput import Goodput
+from planner.schema.goodput import FailureModel, Goodput
 from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
-from planner.schema.profile import PAPER, ExecutionProfile
+from planner.schema.profile import PAPER, ExecutionProfile, Spread
 from planner.schema.sensitivity import Sensitivity
+from planner.schema.uncertainty import Confidence, UncertainInput
+
+# The failure model's spreads (its module cannot import a sibling: the package would run first)
+FailureModel.model_rebuild(_types_namespace={"Spread": Spread})
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -243,6 +247,8 @@ class Hardware(_Frozen):
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
     profile: ExecutionProfile = Field(PAPER, description="How training runs on it (planner.profile); the paper's "
                                       "idealised model unless a profile is applied.")
     economics: Economics | None = Field(None, description="Price and power ([economics] table); None: the file "
@@ -861,6 +867,9 @@ class DependsOn(_Frozen):
     estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits and "
                                         "that can change this plan, as --set names them (gpu.*, levels.NAME.*, "
                                         "profile.*, goodput.*).")
+    uncertain: list[UncertainInput] = Field(default_factory=list, description="How far each estimated or fitted "
+                                            "input may be off, and the step-time model's measured error "
+                                            "(docs/confidence.md); --confidence samples the rows marked sampled.")
 
 
 class ClusterSize(_Frozen):
@@ -1000,6 +1009,8 @@ class Plan(_Frozen):
                                          "inputs are estimates.")
     sensitivity: Sensitivity | None = Field(None, description="With --sensitivity: the answer re-planned with each "
                                             "uncertain input moved down and up (planner.sensitivity).")
+    confidence: Confidence | None = Field(None, description="With --confidence P: the cluster that meets the "
+                                          "deadline with probability P and the spread of its wall-clock days.")
 
 
 class ErrorDetail(_Frozen):

@@ -3,7 +3,13 @@ planner.goodput, which reads the files and prices failures, checkpoints and rest
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # resolved by planner.schema's model_rebuild (a sibling import would run the package first)
+    from planner.schema.profile import Spread
+
 
 
 class FailureModel(BaseModel):
@@ -22,6 +28,8 @@ class FailureModel(BaseModel):
     checkpoint_interval_s: float | None = Field(None, gt=0, description="Compute seconds between checkpoints (None: "
                                                 "Daly's optimum for the plan).")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
 
 class Goodput(BaseModel):
