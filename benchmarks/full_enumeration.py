@@ -1,4 +1,4 @@
-"""One large deadline-mode instance run to completion by both searches (SPEC §9: >= 1e28 FLOP, ratio in one run).
+"""One large deadline-mode instance run to completion by both searches (>= 1e28 FLOP, ratio in one run).
 
     python benchmarks/full_enumeration.py [--compute 1e28] [--gpu h100] [--sparse] [--limit 7200]
 

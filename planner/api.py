@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.errors import Infeasible, InvalidInput
@@ -19,6 +20,7 @@ from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
 from planner.profile import entry_for, get_profile
+from planner.request import PlanRequest, check_headroom, check_type
 from planner.schema import (
     LAYOUT_EXTRA,
     DependsOn,
@@ -35,37 +37,12 @@ from planner.schema import (
 from planner.search.result import SearchResult
 from planner.workload import infer_workload
 
-SOLVERS = ("cpsat", "exhaustive")
-SCHEDULES = ("auto", "1f1b", "zb-h2")
-
-
-def _positive(name: str, value: float | None, unit: str = "") -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
-
-
-MAX_WORKERS = 256
-"""Most CP-SAT worker threads accepted per plan."""
-
-
-def _check_type(name: str, value: object, types: tuple[type, ...], what: str) -> None:
-    """The API's arguments checked by type before use: a wrong type is an InvalidInput naming the argument, not an
-    AttributeError deep inside (docs/reliability.md). bool is not accepted as a number."""
-    if isinstance(value, bool) and bool not in types:
-        raise InvalidInput(f"{name} must be {what}, got {value!r}")
-    if not isinstance(value, types):
-        raise InvalidInput(f"{name} must be {what}, got {type(value).__name__} {str(value)[:60]!r}")
-
-
-def _check_workers(workers: object) -> None:
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise InvalidInput(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r}")
+SOLVERS = tuple(s.value for s in Solver)
+SCHEDULES = tuple(s.value for s in ScheduleChoice)
 
 
 def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) -> Hardware:
-    _check_type("gpu", gpu, (str, Hardware), "a hardware name, a TOML path or a Hardware")
+    check_type("gpu", gpu, (str, Hardware), "a hardware name, a TOML path or a Hardware")
     if isinstance(gpu, Hardware):
         if any(o.target == "hardware" for o in overrides):
             raise InvalidInput("--set on hardware fields needs the hardware by name or file, not a Hardware object")
@@ -113,16 +90,11 @@ def workload_report(wl: Workload) -> WorkloadReport:
     )
 
 
-def _check_headroom(gb: float) -> None:
-    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or not (math.isfinite(gb) and gb >= 0):
-        raise InvalidInput(f"memory headroom must be a finite number of GB >= 0, got {gb!r}")
-
-
 def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hardware:
     """`hw` with its profile's headroom replaced (None: unchanged): a layout fits when total + headroom <= HBM."""
     if memory_headroom_GB is None:
         return hw
-    _check_headroom(memory_headroom_GB)
+    check_headroom(memory_headroom_GB)
     return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
 
 
@@ -130,9 +102,9 @@ def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap
              memory_headroom_GB: float | None = None) -> Evaluation:
     """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
     `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
-    _check_type("layout", layout, (Layout,), "a Layout")
-    _check_type("workload", workload, (Workload,), "a Workload")
-    _check_type("dp_overlap", dp_overlap, (bool,), "true or false")
+    check_type("layout", layout, (Layout,), "a Layout")
+    check_type("workload", workload, (Workload,), "a Workload")
+    check_type("dp_overlap", dp_overlap, (bool,), "true or false")
     hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
     problems = check_layout(hw, workload, layout)
     if problems:
@@ -363,107 +335,60 @@ def _fixed_dimensions(wl: Workload, fixed: Mapping[str, int]) -> tuple[tuple[str
     return tuple(out)
 
 
-def plan(
-    compute_flop: float | None = None,
-    gpu: str | Hardware = "h100",
-    days: float | None = None,
-    *,
-    workload: Workload | None = None,
-    sparse: bool = False,
-    batch_scaling: str = "paper",
-    budget: str = "exact",
-    schedule: str = "auto",
-    gpus: int | None = None,
-    dp_overlap: bool | None = None,
-    solver: str = "cpsat",
-    time_limit_s: float | None = 60.0,
-    workers: int = 2,
-    price_per_gpu_hour: float | None = None,
-    fixed: Mapping[str, int] | None = None,
-    runs_on: str | None = None,
-    profile: str | None = None,
-    goodput: bool | None = None,
-    failures: str | FailureModel = "default",
-    overrides: Sequence[str] = (),
-    memory_headroom_GB: float | None = None,
-) -> Plan:
+def plan(request: PlanRequest | float | None = None, /, *args: Any, **fields: Any) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
-    Give either `compute_flop` (the shape is inferred from the paper's scaling laws; `budget` "exact" trains exactly
-    that compute, "paper" lets it follow the rounded shape as the paper's tables do) or an explicit `workload`.
-    `fixed` pins dimensions the search would otherwise choose (tp_model, cp, sp, recompute, zero), e.g.
-    {"recompute": 2}. `runs_on` ('megatron' or 'torchtitan') searches only layouts that framework runs
-    (planner.export): no second TP axis or ZB-H2; for torchtitan also FSDP (ZeRO-3) and no selective recomputation.
-    `profile` prices it under an execution profile (planner.profile: 'paper', the default, or 'realistic');
-    `dp_overlap` None takes the profile's default. `goodput` (None: the profile's default, on in the realistic
-    profile) plans with failures, checkpoints and restarts from `failures` (a shipped failure model, a TOML path or a
-    FailureModel; planner.goodput): the deadline then bounds wall-clock time. `overrides` are --set FIELD=VALUE
-    strings (planner.overrides) on hardware, profile and failure-model fields, echoed in the plan.
-    `memory_headroom_GB` (None: the profile's) is the HBM a layout must leave free (= profile.memory.headroom_GB).
-    Without `gpus`, `days` defaults to 90.
-    With `gpus` and `days`,
-    the fastest layout on that cluster must also meet the deadline: if it does not, Infeasible is raised, and its
-    plan (status "infeasible") carries that layout.
+    The question is a PlanRequest (planner.request: every field with its meaning and unit). The keyword form
+    `plan(1e28, "h100", 90, sparse=True, ...)`, compute_flop, gpu and days then any PlanRequest field by name, builds
+    that request: one code path. With `gpus` and `days`, the fastest layout on that cluster must also meet the
+    deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout. No
+    feasible layout at all: Infeasible carrying a plan with the explanation.
     """
-    for name, value, types, what in (
-            ("compute_flop", compute_flop, (int, float, type(None)), "a number of FLOP or None"),
-            ("days", days, (int, float, type(None)), "a number of days or None"),
-            ("workload", workload, (Workload, type(None)), "a Workload or None"),
-            ("sparse", sparse, (bool,), "true or false"), ("dp_overlap", dp_overlap, (bool, type(None)),
-                                                              "true, false or None"),
-            ("goodput", goodput, (bool, type(None)), "true, false or None"),
-            ("batch_scaling", batch_scaling, (str,), "a string"), ("budget", budget, (str,), "a string"),
-            ("schedule", schedule, (str,), "a string"), ("solver", solver, (str,), "a string"),
-            ("profile", profile, (str, type(None)), "a profile name, a TOML path or None"),
-            ("failures", failures, (str, FailureModel), "a failure-model name, a TOML path or a FailureModel"),
-            ("fixed", fixed, (Mapping, type(None)), "a mapping of dimension name to value, or None"),
-            ("runs_on", runs_on, (str, type(None)), "'megatron', 'torchtitan' or None"),
-            ("time_limit_s", time_limit_s, (int, float, type(None)), "a number of seconds or None"),
-            ("price_per_gpu_hour", price_per_gpu_hour, (int, float, type(None)), "a number or None")):
-        _check_type(name, value, types, what)
-    _check_workers(workers)
-    if memory_headroom_GB is not None:
-        _check_headroom(memory_headroom_GB)
-        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
+    if isinstance(request, PlanRequest):
+        if args or fields:
+            raise InvalidInput("give a PlanRequest or keyword fields, not both")
+        return _plan(request)
+    if len(args) > 2:
+        raise InvalidInput(f"plan takes compute_flop, gpu and days by position, then keywords; got {len(args) + 1} "
+                           "positional arguments")
+    given = dict(zip(("gpu", "days"), args))
+    clash = sorted(set(given) & set(fields))
+    if clash or "compute_flop" in fields and request is not None:
+        raise InvalidInput(f"plan got {', '.join(clash or ['compute_flop'])} twice (by position and by name)")
+    if request is not None or "compute_flop" not in fields:
+        given["compute_flop"] = request
+    return _plan(PlanRequest(**given, **fields))
+
+
+def _plan(request: PlanRequest) -> Plan:
+    """The plan of a validated request (see `plan`)."""
+    r = request
+    workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
+    overrides: Sequence[str] = r.overrides
+    if r.memory_headroom_GB is not None:
+        overrides = [*overrides, f"profile.memory.headroom_GB={r.memory_headroom_GB!r}"]
     sets = parse_overrides(overrides)
-    profile = default_profile(gpu, profile, workload, runs_on is not None)
+    profile = default_profile(gpu, r.profile, workload, r.runs_on is not None)
     hw = resolve(gpu, profile, sets)
-    if dp_overlap is None:
-        dp_overlap = hw.profile.dp_overlap
-    fm: FailureModel | None = failure_model(failures, sets)  # validated (and its overrides) even when goodput is off
+    dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
+    fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
     ignored = []
-    if not (hw.profile.goodput if goodput is None else goodput):
+    if not (hw.profile.goodput if r.goodput is None else r.goodput):
         fm = None
-        if failures != "default" or any(o.target == "goodput" for o in sets):
-            ignored.append(f"goodput is off ({hw.profile.name} profile{', --no-goodput' if goodput is False else ''}):"
-                           " the failure model and --set goodput.* do not change this plan; --goodput applies them")
-    if solver not in SOLVERS:
-        raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(SOLVERS)}")
-    if schedule not in SCHEDULES:
-        raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(SCHEDULES)}")
-    _positive("--days", days)
-    _positive("--time-limit", time_limit_s, " (seconds)")
-    _positive("--price-per-gpu-hour", price_per_gpu_hour)
-    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 2**53):
-        raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
+        if r.failures != "default" or any(o.target == "goodput" for o in sets):
+            ignored.append(f"goodput is off ({hw.profile.name} profile{', --no-goodput' if r.goodput is False else ''}"
+                           "): the failure model and --set goodput.* do not change this plan; --goodput applies them")
     if workload is None:
-        if compute_flop is None:
-            raise InvalidInput("give --compute FLOP, a model preset, or an explicit shape")
-        workload = infer_workload(compute_flop, sparse=sparse, batch_scaling=batch_scaling, budget=budget)
-    elif compute_flop is not None:
-        raise InvalidInput("give either --compute or an explicit shape/preset, not both")
-    if gpus is None and days is None:
-        days = 90.0
+        assert r.compute_flop is not None  # PlanRequest: one of the two
+        workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
+    runs_on, solver, time_limit_s, workers, price_per_gpu_hour = (r.runs_on, r.solver, r.time_limit_s, r.workers,
+                                                                  r.price_per_gpu_hour)
 
-    pins = dict(fixed or {})
+    pins = dict(r.fixed)
     excluded: tuple[tuple[str, int], ...] = ()
     if runs_on is not None:
-        from planner.export import TARGETS
-
-        if runs_on not in TARGETS:
-            raise InvalidInput(f"unknown framework '{runs_on}'; choose one of {', '.join(TARGETS)}")
         if schedule == "zb-h2":
             raise InvalidInput(f"{runs_on} has no ZB-H2 schedule: use --schedule 1f1b or auto")
         schedule = "1f1b"

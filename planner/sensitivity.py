@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
+    from planner.request import PlanRequest
     from planner.schema import Plan
 
 ESTIMATE_FACTORS = (0.8, 1.2)
@@ -135,28 +136,27 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(kwargs: Mapping[str, Any]) -> tuple[int | None, float | None]:
+def _replan(request: PlanRequest) -> tuple[int | None, float | None]:
     from planner import api
 
     try:
-        p = api.plan(**kwargs)
+        p = api.plan(request)
     except Infeasible:
         return None, None
     return p.gpus, p.wall_clock_days
 
 
-def sensitivity(plan: Plan, plan_kwargs: Mapping[str, Any], gpu: str, profile: str | None, failures: str,
-                jobs: int | None = None) -> Sensitivity:
-    """Re-plan `plan` (made by api.plan(**plan_kwargs)) with each input of `candidates` moved down and up."""
-    if not isinstance(gpu, str):
+def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Sensitivity:
+    """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
+    the request with one more --set override, on one CP-SAT worker."""
+    if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
-    rows_in = candidates(gpu, profile, failures, plan)
-    base_sets = list(plan_kwargs.get("overrides", ()))
+    rows_in = candidates(request.gpu, request.profile, request.failures, plan)
     tasks = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
-            tasks.append({**plan_kwargs, "overrides": [*base_sets, text], "workers": 1})
+            tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1}))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         results = [_replan(t) for t in tasks]

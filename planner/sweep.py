@@ -35,6 +35,7 @@ from pathlib import Path
 from planner import api
 from planner.cost.terms import gemm_peak_fraction
 from planner.errors import Infeasible, InvalidInput
+from planner.request import PlanRequest
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.sweep import HardwareSummary, SweepResult
 
@@ -210,25 +211,46 @@ def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     pool.shutdown()
 
 
-def solve_point(hw: str | Hardware, compute: float, days: float, sparse: bool, batch_scaling: str, schedule: str,
-                time_limit_s: float | None, workers: int, solver: str, dp_overlap: bool | None = False,
-                price_per_gpu_hour: float | None = None, budget: str = "exact", profile: str | None = None,
-                goodput: bool | None = None, overrides: Sequence[str] = ()) -> Plan:
-    """One full plan; Infeasible becomes the infeasible Plan it carries. With `overrides` or a `profile`, `hw` must
-    be the hardware's name or file (they apply to its document)."""
+def solve_point(request: PlanRequest) -> Plan:
+    """One full plan of a sweep point; Infeasible becomes the infeasible Plan it carries."""
     try:
-        return api.plan(compute, hw, days, sparse=sparse, batch_scaling=batch_scaling, budget=budget,
-                        profile=profile, goodput=goodput, overrides=overrides,
-                        schedule=schedule,
-                        solver=solver, time_limit_s=time_limit_s, workers=workers, dp_overlap=dp_overlap,
-                        price_per_gpu_hour=price_per_gpu_hour)
+        return api.plan(request)
     except Infeasible as exc:
         doc = exc.plan
         if isinstance(doc, Plan):
             if not doc.explanation:
                 doc = doc.model_copy(update={"explanation": exc.explanation or str(exc)})
             return doc
-        return _infeasible_doc(api.resolve_hardware(hw) if isinstance(hw, str) else hw, exc, compute, days)
+        hw = api.resolve_hardware(request.gpu) if isinstance(request.gpu, str) else request.gpu
+        assert request.compute_flop is not None and request.days is not None  # a sweep point: compute and deadline
+        return _infeasible_doc(hw, exc, request.compute_flop, request.days)
+
+
+def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
+             finished: Callable[[int, Plan], None] | None = None) -> list[Plan]:
+    """Every request planned, `jobs` at a time in worker processes (one process: in order, here); an infeasible
+    request gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k
+    finishes, in whatever order they finish; the list returned is in the order of `requests`."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
+    plans: list[Plan | None] = [None] * len(requests)
+
+    def record(k: int, plan: Plan) -> None:
+        plans[k] = plan
+        if finished:
+            finished(k, plan)
+
+    if jobs == 1 or len(requests) <= 1:
+        for k, request in enumerate(requests):
+            record(k, solve_point(request))
+    else:
+        with worker_pool(min(jobs, len(requests))) as pool:
+            pending = {pool.submit(solve_point, request): k for k, request in enumerate(requests)}
+            while pending:
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(ready, key=pending.__getitem__):
+                    record(pending.pop(fut), fut.result())
+    return [p for p in plans if p is not None]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -281,33 +303,21 @@ def sweep(
     grid = compute_grid(compute_from, compute_to, points)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
-    api._check_workers(workers)
-    for name, flag in (("sparse", sparse), ("dp_overlap", dp_overlap), ("goodput", goodput)):
-        if flag is not None and not isinstance(flag, bool):
-            raise InvalidInput(f"{name} must be true or false, got {flag!r}")
-    if batch_scaling not in ("paper", "deepseek", "fixed"):
-        raise InvalidInput(f"unknown batch scaling '{batch_scaling}'; choose one of paper, deepseek, fixed")
-    if budget not in ("exact", "paper"):
-        raise InvalidInput(f"unknown budget rule '{budget}'; choose exact or paper")
-    # Validate the shared arguments once, in this process, so a bad value is one error and not N.
-    if schedule not in api.SCHEDULES:
-        raise InvalidInput(f"unknown schedule '{schedule}'; choose one of {', '.join(api.SCHEDULES)}")
-    if solver not in api.SOLVERS:
-        raise InvalidInput(f"unknown solver '{solver}'; choose one of {', '.join(api.SOLVERS)}")
-    api._positive("--days", days)
-    api._positive("--time-limit", time_limit_s, " (seconds)")
-    api._positive("--price-per-gpu-hour", price_per_gpu_hour)
-
+    if dp_overlap is None and hws:  # the profile's default, as `plan`
+        dp_overlap = hws[0].profile.dp_overlap
+    # One request, validated once in this process (a bad value is one error, not N); each point derives its own.
+    base = PlanRequest(compute_flop=grid[0], gpu=gpus[0], days=days, sparse=sparse, batch_scaling=batch_scaling,
+                       budget=budget, schedule=schedule, solver=solver, time_limit_s=time_limit_s, workers=workers,
+                       dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour, profile=profile,
+                       goodput=goodput, overrides=overrides)
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
-    if dp_overlap is None:  # the profile's default, as `plan`
-        dp_overlap = hws[0].profile.dp_overlap if hws else False
-    args = (days, sparse, batch_scaling, schedule, time_limit_s, workers, solver, bool(dp_overlap), price_per_gpu_hour,
-            budget, profile, goodput, tuple(overrides))
 
-    def on(hw: Hardware) -> str | Hardware:
-        """What a worker plans on: the name or file when a profile or overrides apply to its document."""
-        return sources[hw.name] if (profile is not None or sets) else hw
+    def point(k: int) -> PlanRequest:
+        """Task k's request: on the hardware's name or file when a profile or overrides apply to its document."""
+        hw, c = tasks[k]
+        return base.model_copy(update={"compute_flop": c, "gpu": sources[hw.name] if (profile is not None or sets)
+                                       else hw})
     done = 0
     for k, (hw, c) in enumerate(tasks):
         earlier = (finished or {}).get((hw.name, c))
@@ -315,26 +325,15 @@ def sweep(
             results[k] = earlier
             done += 1
     todo = [k for k in range(len(tasks)) if results[k] is None]
-    if jobs == 1 or len(todo) <= 1:
-        for k in todo:
-            hw, c = tasks[k]
-            plan = solve_point(on(hw), c, *args)
-            results[k] = plan
-            done += 1
-            if progress:
-                progress(done, len(tasks), plan)
-    else:
-        with worker_pool(min(jobs, len(todo))) as pool:
-            pending = {pool.submit(solve_point, on(tasks[k][0]), tasks[k][1], *args): k for k in todo}
-            while pending:
-                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(ready, key=pending.__getitem__):
-                    k = pending.pop(fut)
-                    plan = fut.result()
-                    results[k] = plan
-                    done += 1
-                    if progress:
-                        progress(done, len(tasks), plan)
+
+    def finished_one(j: int, plan: Plan) -> None:
+        nonlocal done
+        results[todo[j]] = plan
+        done += 1
+        if progress:
+            progress(done, len(tasks), plan)
+
+    plan_all([point(k) for k in todo], jobs, finished_one)
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
@@ -405,6 +404,8 @@ def _journal_plan_ok(key: tuple[str, float], plan: Plan) -> bool:
 
 __all__ = [
     "MAX_POINTS",
+    "plan_all",
+    "solve_point",
     "journal_line",
     "read_journal",
     "THREE_MONTHS_DAYS",

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
 from planner.profile import ExecutionProfile, get_profile
+from planner.request import PlanRequest
 from planner.schema import Hardware, Layout, Workload
 from planner.schema.validation import PublishedRun, ValidationRow
 
@@ -550,8 +551,8 @@ def propose(ids: list[str] | tuple[str, ...], runs: list[PublishedRun], priced: 
         row = rows[rid]
         t0 = time.perf_counter()
         try:
-            plan = api.plan(gpu=HARDWARE_OF_GPU[run.gpu], workload=workload_of(run), gpus=run.gpus,
-                            profile="realistic", runs_on="megatron", time_limit_s=120.0)
+            plan = api.plan(PlanRequest(gpu=HARDWARE_OF_GPU[run.gpu], workload=workload_of(run), gpus=run.gpus,
+                                        profile="realistic", runs_on="megatron", time_limit_s=120.0))
         except PlannerError as exc:
             lines.append(f"| {rid} | {run.gpus} | {row.layout} | — | — | no layout: {exc} | — | — | — | — |")
             continue

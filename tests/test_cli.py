@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import BIN, EXH, TINY, invoke
 
-import planner.cli.commands as cli
+import planner.cli.plan as cli
 from planner.cli import app, plan_app, run
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
@@ -591,3 +591,29 @@ def test_plan_trains_the_compute_asked_for_and_paper_budget_keeps_the_paper_roun
     assert doc["workload"]["compute_flop"] == pytest.approx(1.1751e28, rel=1e-4)
     assert doc["gpus"] == 2_359_296  # the paper-rounding answer README quoted before the exact budget
     assert any("paper budget" in n for n in doc["notes"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Help that a newcomer can follow (issue 29, part 5)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["plan", "--help"], ["evaluate", "--help"], ["sweep", "--help"],
+                                  ["limits", "--help"], ["hardware", "show", "--help"], ["schema", "--help"]])
+def test_switches_are_shown_as_switches(capsys, argv):
+    code, out, _ = invoke(capsys, argv)
+    assert code == 0
+    assert "<bool>" not in out  # --json, --quiet, --sparse, --help take no value
+    assert "--json / --no-json" not in out
+
+
+def test_plan_has_a_version_like_planner(capsys):
+    code, out, _ = invoke(capsys, ["--version"], plan_app, "plan")
+    code2, out2, _ = invoke(capsys, ["--version"])
+    assert code == code2 == 0 and out == out2 and out.startswith("planner ")
+
+
+def test_sp_is_described_in_words(capsys):
+    code, out, _ = invoke(capsys, ["plan", "--help"])
+    words = " ".join(out.replace("│", " ").split())
+    assert code == 0 and "along the sequence over the TP ranks" in words and "reduce-scatter" in words

@@ -447,7 +447,7 @@ def test_stopped_cpsat_search_reports_bound_and_gap():
     """A CP-SAT search stopped with a layout: JSON status 'feasible' with bound and gap; rich says NOT PROVEN."""
     from rich.console import Console
 
-    from planner.cli.commands import _plan_json
+    from planner.cli.output import plan_json as _plan_json
 
     hw, wl = get_hardware("h100"), workload_from_shape(256, 1024, 4, 1, 64)
     lay = Layout(dp=8, tp_ff=1, tp_model=1, pp=1, ep=1, microbatches=1,

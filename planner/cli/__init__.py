@@ -1,5 +1,15 @@
-"""The command line: a thin typer skin over planner.api (parse, call the library, render)."""
+"""The command line: a thin typer skin over the library, one module per command (parse flags, build the request,
+call the service, render). planner/cli/app.py holds the typer apps and the entry points; importing a command module
+registers its command, so COMMANDS (in the order `planner --help` lists them) is imported here."""
 
-from planner.cli.commands import app, main, plan_app, plan_main, run
+import importlib
 
-__all__ = ["app", "main", "plan_app", "plan_main", "run"]
+from planner.cli.app import app, main, plan_app, plan_main, run
+
+COMMANDS = ("sweep", "plan", "export", "validate", "evaluate", "limits", "hardware", "schema")
+"""Command modules under planner/cli/ (schema.py holds `schema` and `reference`, hardware.py `hardware list|show`)."""
+
+for _name in COMMANDS:
+    importlib.import_module(f"planner.cli.{_name}")
+
+__all__ = ["COMMANDS", "app", "main", "plan_app", "plan_main", "run"]

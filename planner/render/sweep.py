@@ -1,30 +1,19 @@
-"""Rendering of a sweep (README.md "Commands"): rich table, CSV, PNG plots like the paper's Figs. 6-9, and the
-`sweep` command.
-
-The command lives here (not in planner/cli/commands.py) so that cli.py only registers it; it raises the library's typed
-errors and lets `planner.cli.run` turn them into one-line messages and exit codes.
-"""
+"""Rendering of a sweep (README.md "Commands"): rich table, CSV and PNG plots like the paper's Figs. 6-9. The
+`sweep` command is planner/cli/sweep.py."""
 
 from __future__ import annotations
 
 import csv
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
 
-import typer
 from rich.console import Console
-from rich.progress import TaskID
 from rich.table import Table
 
-from planner.choices import BatchScaling, Budget, ScheduleChoice
-from planner.errors import InvalidInput
-from planner.files import check_output, journal, safe_file_part, write_atomic
-from planner.render import StdoutConsole
+from planner.files import check_output, safe_file_part, write_atomic
 from planner.schema import Plan
-from planner.sweep import SweepResult, sweep
+from planner.sweep import SweepResult
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
               "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp",
@@ -55,31 +44,59 @@ def _requested(p: Plan) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
-def sweep_table(res: SweepResult) -> Table:
+SWEEP_DROP_ORDER = ("trained FLOP", "tp_model", "ep", "schedule", "cost (USD)", "days (wall-clock)", "pp", "tp_ff",
+                    "dp")
+"""Columns left out, in this order, until the sweep table fits the terminal (a row never wraps or is cut)."""
+
+
+def sweep_table(res: SweepResult, width: int | None = None) -> Table:
+    """One row per point. With `width` (the terminal's columns), the columns of SWEEP_DROP_ORDER are left out, one
+    at a time, until every row fits on one line; the title says which were left out."""
+    dropped: list[str] = []
+    table = _sweep_table(res, dropped)
+    if width is not None:
+        for col in SWEEP_DROP_ORDER:
+            if _table_width(table) <= width:
+                break
+            if col in [c.header for c in table.columns]:
+                dropped.append(col)
+                table = _sweep_table(res, dropped)
+    return table
+
+
+def _table_width(table: Table) -> int:
+    return Console(width=10_000).measure(table).maximum
+
+
+def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
     priced = res.price_per_gpu_hour is not None
     t = Table(title=f"Sweep: {res.days:g}-day runs, {'sparse' if res.sparse else 'dense'}, "
                     f"batch scaling {res.batch_scaling}, {res.budget} budget, {res.profile} profile"
                     + (f", {', '.join(res.overrides)}" if res.overrides else "")
                     + (", DP overlapped with compute" if res.dp_overlap else "")
-                    + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else ""), title_justify="left")
+                    + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else "")
+                    + (f" (narrow terminal: {', '.join(dropped)} left out)" if dropped else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days (wall-clock)") \
         + (("cost (USD)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right")
+    keep = [c not in dropped for c in cols]
+    for col, kept in zip(cols, keep):
+        if kept:
+            t.add_column(col, justify="left" if col in ("hardware", "schedule", "status") else "right", no_wrap=True)
     for p in res.plans:
         lay = p.layout
         status = p.status if p.status not in ("infeasible", "unknown") else (
             "infeasible" if p.status == "infeasible" and p.solver.status == "infeasible" else "no plan (time limit)")
         cost = (_usd(p.cost_usd),) if priced else ()
-        t.add_row(p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
-                  "-" if p.gpus is None else f"{p.gpus:,}",
-                  "-" if p.mfu is None else f"{p.mfu:.3f}",
-                  "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
-                  *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
-                                                    str(lay.ep))),
-                  "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
-                  status)
+        cells = (p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
+                 "-" if p.gpus is None else f"{p.gpus:,}",
+                 "-" if p.mfu is None else f"{p.mfu:.3f}",
+                 "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
+                 *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
+                                                   str(lay.ep))),
+                 "-" if lay is None else (lay.schedule + (f" i={lay.interleave}" if lay.interleave > 1 else "")),
+                 status)
+        t.add_row(*(c for c, kept in zip(cells, keep) if kept))
     return t
 
 
@@ -320,166 +337,3 @@ def write_plots(res: SweepResult, prefix: str | Path) -> list[Path]:
     for hw, path in zip(res.hardware, paths[1:]):
         out.append(plot_parallelism(res, hw, path, f"Parallelism split on {hw} ({kind})"))
     return out
-
-
-# --------------------------------------------------------------------------------------------------
-# The command
-# --------------------------------------------------------------------------------------------------
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a number") from None
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a whole number") from None
-
-
-def sweep_command(
-    gpu: Annotated[list[str] | None, typer.Option(
-        "--gpu", help="Hardware name or TOML file; repeat for several curves (default h100).",
-        metavar="NAME|FILE.toml", show_default=False)] = None,
-    compute_from: Annotated[float, typer.Option("--from", parser=_number, metavar="FLOP",
-                                                help="Smallest training compute.")] = 1e24,
-    compute_to: Annotated[float, typer.Option("--to", parser=_number, metavar="FLOP",
-                                              help="Largest training compute.")] = 1e32,
-    points: Annotated[int, typer.Option("--points", parser=_whole, metavar="INT",
-                                        help="Log-spaced compute points per hardware.")] = 30,
-    sparse: Annotated[bool, typer.Option("--sparse", help="Sparse (mixture-of-experts) models.")] = False,
-    batch_scaling: Annotated[BatchScaling, typer.Option(
-        "--batch-scaling", help="Batch-size law: paper, deepseek (Bi et al. 2024) or fixed (2^22 tokens).")
-    ] = BatchScaling.paper,
-    budget: Annotated[Budget, typer.Option(
-        "--budget", help="exact: each point trains its compute (tokens absorb the shape rounding); paper: D = 20 N_p "
-        "of the rounded shape, as the paper's tables.", case_sensitive=False)] = Budget.exact,
-    schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")] = ScheduleChoice.auto,
-    days: Annotated[float, typer.Option("--days", parser=_number, metavar="NUMBER",
-                                        help="Training duration (the paper uses 3 months = 91.3125).")] = 90.0,
-    dp_overlap: Annotated[bool | None, typer.Option(
-        "--dp-overlap/--no-dp-overlap",
-        help="Let the DP gradient all-reduce overlap with compute (default: the profile's: its own phase in the "
-        "paper's, overlapped in the realistic one; docs/model.md §6).", show_default=False)
-    ] = None,
-    price_per_gpu_hour: Annotated[float | None, typer.Option(
-        "--price-per-gpu-hour", parser=_number, metavar="USD", show_default=False,
-        help="Price per GPU-hour; adds each point's cost (table, CSV, JSON).")] = None,
-    time_limit: Annotated[float, typer.Option("--time-limit", parser=_number, metavar="S",
-                                              help="Solver time limit per point, seconds.")] = 30.0,
-    jobs: Annotated[int, typer.Option("--jobs", parser=_whole, metavar="INT",
-                                      help="Points solved in parallel (processes).")] = 2,
-    csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one row per point to this CSV file.",
-                                                  metavar="FILE", dir_okay=False, show_default=False)] = None,
-    plot: Annotated[str | None, typer.Option(
-        "--plot", help="Write PNG plots PREFIX-mfu.png and PREFIX-parallelism-HW.png.", metavar="PREFIX",
-        show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON document (plans, end_of_linear_scaling_flop, last_feasible_flop).")] = False,
-    resume: Annotated[bool, typer.Option(
-        "--resume", help="With --csv: keep the points an interrupted run of the same sweep finished (FILE.plans.jsonl) "
-        "and solve only the rest.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-    profile: Annotated[str | None, typer.Option(
-        "--profile", help="Execution profile of every plan: paper (default), realistic, or a TOML file.",
-        metavar="paper|realistic|FILE.toml", show_default=False)] = None,
-    goodput: Annotated[bool | None, typer.Option(
-        "--goodput/--no-goodput", help="Plan with failures, checkpoints and restarts (default: the profile's).",
-        show_default=False)] = None,
-    set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="FIELD=VALUE on a hardware, profile or failure-model field, for every plan (as `plan --set`).",
-        metavar="FIELD=VALUE", show_default=False)] = None,
-) -> None:
-    """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
-    from planner.api import _positive, resolve
-    from planner.overrides import parse_overrides
-    from planner.sweep import compute_grid, read_journal
-
-    grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
-    _positive("--price-per-gpu-hour", price_per_gpu_hour)
-    sets = parse_overrides(list(set_ or []))
-    names = [resolve(name, profile, sets).name for name in gpu or ["h100"]]  # --set and --profile checked here too
-    if resume and csv_file is None:
-        raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
-    _check_outputs(csv_file, plot, names)  # a bad path fails now, not after every point has been solved
-    journal_path = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
-    settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
-                "profile": profile, "goodput": goodput, "overrides": list(set_ or []),
-                "schedule": schedule.value,
-                "dp_overlap": dp_overlap, "price_per_gpu_hour": price_per_gpu_hour, "time_limit_s": time_limit}
-    with journal(journal_path) as journal_fh:  # locked: a second sweep on this --csv is refused, not interleaved
-        finished = read_journal(journal_path, settings, names, grid) if (journal_path is not None and resume) else {}
-        if resume:
-            total = len(grid) * len(names)
-            sys.stderr.write(f"--resume: {len(finished)} finished point(s) kept from {journal_path}; solving the "
-                             f"other {total - len(finished)}\n")
-        res = _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit,
-                         jobs, dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file,
-                         journal_fh, journal_path, settings, resume, json_out, quiet, grid)
-    if csv_file is not None:
-        write_csv(res, csv_file)
-    written = write_plots(res, plot) if plot else []
-    if json_out:
-        sys.stdout.write(res.model_dump_json(indent=2) + "\n")
-        return
-    console = StdoutConsole(width=max(Console().width, 140))
-    console.print(sweep_table(res))
-    console.print(summary_table(res))
-    for path in ([csv_file] if csv_file else []) + written:
-        console.print(f"wrote {path}")
-
-
-def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit, jobs,
-               dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file, journal_fh,
-               journal_path, settings, resume, json_out, quiet, grid) -> SweepResult:
-    """The sweep with its progress bar and journal. The journal is emptied (without --resume) only when the first
-    point finishes, i.e. once the sweep has accepted every argument: a typo leaves an interrupted run's journal as it
-    was, for --resume."""
-    from planner.sweep import journal_line
-
-    kept: list[Plan] = list(finished.values())
-    fresh = [not resume]
-    bar = None
-    err_console = Console(stderr=True)
-    if not json_out and not quiet and err_console.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       TextColumn("{task.description}"), console=err_console, transient=True)
-    task: TaskID | None = None
-
-    def progress_cb(done: int, total: int, p: Plan) -> None:
-        kept.append(p)
-        if journal_fh is not None:  # every finished point is on disk before the next one is awaited
-            if fresh[0]:
-                journal_fh.start_fresh()
-                fresh[0] = False
-            journal_fh.write(journal_line(p, settings))
-        if bar is not None and task is not None:
-            bar.update(task, completed=done, total=total,
-                       description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
-
-    try:
-        if bar is not None:
-            bar.start()
-            task = bar.add_task("", total=None)
-        return sweep(gpu or ["h100"], compute_from, compute_to, points, days=days, sparse=sparse,
-                     batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
-                     jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
-                     finished=finished, budget=budget.value, profile=profile, goodput=goodput,
-                     overrides=list(set_ or []))
-    except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
-        if csv_file is not None and len(kept) > len(finished):
-            order = {c: k for k, c in enumerate(grid)}
-            kept.sort(key=lambda p: (p.hardware, order.get(_requested(p) or 0.0, 0)))
-            _write_rows(kept, csv_file)
-            sys.stderr.write(f"kept {len(kept)} finished point(s) in {csv_file} (and {journal_path}); rerun with "
-                             "--resume to solve only the rest\n")
-        raise
-    finally:
-        if bar is not None:
-            bar.stop()

@@ -1,0 +1,204 @@
+"""The command line's typer apps, entry points and error handling; each command is a module beside this one
+(planner/cli/plan.py, evaluate.py, sweep.py, ...), a thin skin over the library. README.md, "Commands".
+
+Two console scripts share these commands:
+
+    plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
+    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | schema | reference
+
+Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
+document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
+`error: ...` on stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
+impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
+`internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
+is ever printed. `--json` writes exactly one JSON document on stdout.
+
+The commands run through `run()` with click's standalone mode off, so that usage errors, library errors and
+bugs all end up in the one place that turns them into one-line messages and exit codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+try:  # typer >= 0.2x vendors click as typer._click; older typer (pyproject allows >= 0.12) depends on click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exc  # type: ignore[no-redef]  # the same name, from the fallback
+
+from planner.errors import Infeasible, InvalidInput, PlannerError
+
+app = typer.Typer(
+    name="planner",
+    help="Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+hardware_app = typer.Typer(help="The hardware library: shipped systems and user TOML files.", no_args_is_help=True)
+app.add_typer(hardware_app, name="hardware")
+
+
+def print_version(value: bool) -> None:
+    """--version (of `planner` and of `plan`): print it and exit."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"planner {version('planner')}")
+        except PackageNotFoundError:
+            print("planner (not installed as a package)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version_flag: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False) -> None:
+    """Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model)."""
+
+
+# `plan` is also its own console script; a one-command Typer app gives it usage lines that read `plan ...`.
+plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+_NO_ARGS_IS_HELP = getattr(click_exc, "NoArgsIsHelpError", ())  # click >= 8.2 signals "help printed" this way
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: stop like Ctrl-C, with exit code 143."""
+
+
+def _on_sigterm(signum, frame) -> None:  # pragma: no cover - exercised through a subprocess in the tests
+    raise Terminated()
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    return "--json" in argv
+
+
+def _json_error(argv: Sequence[str], code: str, exit_code: int, message: str) -> None:
+    """With --json, one ErrorDocument on stdout (a provisioning script reads a status, not an empty document)."""
+    from planner.schema import ErrorDetail, ErrorDocument
+
+    if _wants_json(argv):
+        with contextlib.suppress(OSError):
+            doc = ErrorDocument(error=ErrorDetail(code=code, message=_one_line(message), exit_code=exit_code))
+            sys.stdout.write(doc.model_dump_json(indent=2) + "\n")
+            sys.stdout.flush()
+
+
+def _fail(argv: Sequence[str], code: str, exit_code: int, message: str, prefix: str = "error") -> int:
+    """One line on stderr and, with --json, one ErrorDocument on stdout. Returns the exit code."""
+    sys.stderr.write(f"{prefix}: {_one_line(message)}\n")
+    _json_error(argv, code, exit_code, message)
+    return exit_code
+
+
+HELP_WIDTH_PIPED = 140
+"""Columns of `--help` when stdout is not a terminal (`planner sweep --help | cat`), as for the tables: rich would
+use 80 and cut long words (PREFIX-parallelism-HW.png) in the narrow description column."""
+
+
+def _help_width() -> None:
+    """Widen typer's help console when piped, unless the user set a width (COLUMNS or typer's TERMINAL_WIDTH)."""
+    from typer import rich_utils
+
+    if not ({"COLUMNS", "TERMINAL_WIDTH"} & set(os.environ)) and not sys.stdout.isatty():
+        rich_utils.MAX_WIDTH = HELP_WIDTH_PIPED
+
+
+def _switches_as_switches(command: Any) -> None:
+    """In help, an on/off flag (--json, --quiet, --sparse) is a switch: no `<bool>` value column beside it, since it
+    takes no value. Applied to every option of every (sub)command once the click command is built."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    built = command.get_help_option  # click makes --help itself, per context
+
+    def help_option(ctx: Any) -> Any:
+        option = built(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _switches_as_switches(sub)
+
+
+def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
+    """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
+    import signal
+
+    command = typer.main.get_command(typer_app)
+    _switches_as_switches(command)
+    _help_width()
+    previous = None
+    with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
+        if rv == 130:  # typer turns a KeyboardInterrupt inside a command into Exit(130) before it reaches us
+            raise KeyboardInterrupt
+        return rv if isinstance(rv, int) else 0  # an int is the code of a typer.Exit / --help
+    except _NO_ARGS_IS_HELP:
+        return 2  # typer has already printed the help
+    except click_exc.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        return _fail(argv, "usage", 2, f"{exc.format_message()}{hint}")
+    except click_exc.ClickException as exc:
+        return _fail(argv, "usage", 2, exc.format_message())
+    except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        return _fail(argv, "interrupted", 130, "interrupted (Ctrl-C); nothing after the last finished step was kept")
+    except Terminated:
+        return _fail(argv, "interrupted", 143, "terminated (SIGTERM); nothing after the last finished step was kept")
+    except Infeasible as exc:
+        doc = exc.plan
+        kind = "unknown" if doc is not None and doc.status == "unknown" else "infeasible"
+        text = str(exc.explanation or exc)
+        if doc is not None and doc.explanation and sys.stdout.isatty() and sys.stderr.isatty():
+            # both streams on one terminal, and the report above says why in full: say it once
+            rest = len(text.splitlines()) - 1
+            text = text.splitlines()[0] + (f" (and {rest} more line{'s' if rest > 1 else ''} in the report on "
+                                           "stdout)" if rest else "")
+        sys.stderr.write(f"{kind}: {text}\n")
+        if doc is None:  # commands print their infeasible Plan themselves; without one, say it in JSON
+            _json_error(argv, "infeasible", 1, str(exc.explanation or exc))
+        return 1
+    except (InvalidInput, PlannerError) as exc:
+        return _fail(argv, "bad_input", 2, str(exc))
+    except BrokenPipeError:
+        # The reader went away (`plan --json | head`): nothing left to say; keep the interpreter from complaining.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
+    except Exception as exc:  # a bug, not a user error: still one line, distinct exit code
+        return _fail(argv, "internal", 3, f"{type(exc).__name__}: {exc}", prefix="internal error")
+    finally:
+        if previous is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, previous)
+
+
+def main() -> None:
+    """Console script `planner`."""
+    sys.exit(run(app, sys.argv[1:], "planner"))
+
+
+def plan_main() -> None:
+    """Console script `plan` (same as `planner plan`)."""
+    sys.exit(run(plan_app, sys.argv[1:], "plan"))
+
+
+if __name__ == "__main__":
+    main()

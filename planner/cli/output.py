@@ -1,0 +1,67 @@
+"""Writing to the terminal and to stdout: rich consoles, the search spinner, JSON documents, where --write goes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pydantic_core
+from pydantic import BaseModel
+from rich.console import Console
+
+from planner.errors import InvalidInput
+from planner.render import StdoutConsole
+from planner.schema import Plan
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
+"""Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
+
+
+def stdout_console() -> Console:
+    """Rich console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2)
+    unless COLUMNS is set."""
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
+    return StdoutConsole(file=sys.stdout, width=width)
+
+
+def searching(enabled: bool):
+    """A spinner on stderr while the search runs, only for a person at a terminal (never with --json)."""
+    if enabled and sys.stderr.isatty():
+        return Console(stderr=True).status("searching for the optimal layout ...")
+    return contextlib.nullcontext()
+
+
+def emit_json(text: str) -> None:
+    sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+def to_json(model: BaseModel | Sequence[BaseModel]) -> str:
+    """Pydantic's JSON (its float formatting, field order), with infinities written as the string "Infinity"
+    (as LimitsRow does) so that they survive a round trip instead of becoming null; for finite documents this is
+    byte for byte `model.model_dump_json(indent=2)`."""
+    data = [m.model_dump() for m in model] if isinstance(model, Sequence) else model.model_dump()
+    return pydantic_core.to_json(data, indent=2, inf_nan_mode="strings").decode()
+
+
+def plan_json(plan: Plan) -> str:
+    return to_json(plan)
+
+
+def docs_dir(write: bool, out: Path | None, default: Path, flag: str = "--write") -> Path | None:
+    """Where a `--write` command writes: --out DIR, else the repository's `default` (docs/...) when planner runs from
+    a source checkout; from an installed package that would be site-packages, so it is refused (planner.files)."""
+    from planner.files import installed_package
+
+    if out is not None:
+        if not out.is_dir():
+            raise InvalidInput(f"--out {out}: not an existing directory")
+        return out
+    if not write:
+        return None
+    if installed_package():
+        raise InvalidInput(f"{flag} writes into the repository's docs/, but planner runs from an installed package "
+                           f"({Path(__file__).resolve().parent.parent}); give --out DIR")
+    return default

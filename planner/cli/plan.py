@@ -1,0 +1,204 @@
+"""`plan` (and the `plan` console script): flags -> a PlanRequest -> planner.api.plan -> tables, JSON or a launch
+configuration."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from planner import api
+from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
+from planner.cli.app import app, plan_app, print_version
+from planner.cli.inputs import (
+    with_batch_sequences,
+    with_training,
+    workload_of_flags,
+    workload_of_plan,
+)
+from planner.cli.options import (
+    OUTPUT_PANEL,
+    SEARCH_PANEL,
+    WHAT_IF_PANEL,
+    BatchScalingOpt,
+    BatchSequencesOpt,
+    BatchTokensOpt,
+    BudgetOpt,
+    BwOpt,
+    ComputeOpt,
+    DFfOpt,
+    DModelOpt,
+    DpOverlapOpt,
+    ExpertsOpt,
+    FailuresOpt,
+    GoodputOpt,
+    GpuOpt,
+    JsonOpt,
+    LatencyOpt,
+    LayersOpt,
+    MemoryHeadroomOpt,
+    ModelOpt,
+    PrecisionOpt,
+    PriceOpt,
+    ProfileOpt,
+    SeqLenOpt,
+    SetOpt,
+    SparseOpt,
+    TokensOpt,
+    dimension_parser,
+    number_option,
+    overrides_of,
+    whole_option,
+)
+from planner.cli.output import emit_json, plan_json, searching, stdout_console
+from planner.errors import Infeasible, InvalidInput
+from planner.parallel.dimensions import BY_NAME
+from planner.render.plan import print_plan
+from planner.request import PlanRequest
+
+
+def plan_command(
+    compute: ComputeOpt = None,
+    gpu: GpuOpt = "h100",
+    days: Annotated[float | None, number_option(
+        "--days", help="Deadline in days (default 90 unless --gpus fixes the cluster).", show_default=False)] = None,
+    gpus: Annotated[int | None, whole_option(
+        "--gpus", help="Fix the cluster size: fastest layout on exactly N GPUs.", rich_help_panel=SEARCH_PANEL,
+        show_default=False)] = None,
+    sparse: SparseOpt = False,
+    batch_scaling: BatchScalingOpt = None,
+    budget: BudgetOpt = Budget.exact,
+    schedule: Annotated[ScheduleChoice, typer.Option(
+        "--schedule", help="Pipeline schedule; auto lets the solver choose.",
+        rich_help_panel=SEARCH_PANEL)] = ScheduleChoice.auto,
+    solver: Annotated[Solver, typer.Option(
+        "--solver", help="cpsat (proves optimality) or exhaustive (brute-force enumeration of the same space).",
+        rich_help_panel=SEARCH_PANEL)] = Solver.cpsat,
+    time_limit: Annotated[float, number_option(
+        "--time-limit", help="Search time limit in seconds; a stopped search reports its bound and gap.",
+        rich_help_panel=SEARCH_PANEL)] = 60.0,
+    workers: Annotated[int, whole_option("--workers", help="CP-SAT worker threads.", rich_help_panel=SEARCH_PANEL)] = 2,
+    dp_overlap: DpOverlapOpt = None,
+    profile: ProfileOpt = None,
+    goodput: GoodputOpt = None,
+    failures: FailuresOpt = "default",
+    set_: SetOpt = None,
+    bw: BwOpt = None,
+    latency: LatencyOpt = None,
+    memory_headroom: MemoryHeadroomOpt = None,
+    sensitivity: Annotated[bool, typer.Option(
+        "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
+        "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
+        rich_help_panel=WHAT_IF_PANEL)] = False,
+    tornado: Annotated[Path | None, typer.Option(
+        "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
+        rich_help_panel=WHAT_IF_PANEL, show_default=False, dir_okay=False)] = None,
+    price_per_gpu_hour: PriceOpt = None,
+    json_out: JsonOpt = False,
+    d_model: DModelOpt = None,
+    d_ff: DFfOpt = None,
+    layers: LayersOpt = None,
+    experts: ExpertsOpt = None,
+    batch_tokens: BatchTokensOpt = None,
+    tokens: TokensOpt = None,
+    model: ModelOpt = None,
+    batch_sequences: BatchSequencesOpt = None,
+    seq_len: SeqLenOpt = None,
+    precision: PrecisionOpt = None,
+    cp: Annotated[int | None, whole_option(
+        "--cp", help="Fix context parallelism N_CP (default: the search chooses).", rich_help_panel=SEARCH_PANEL,
+        show_default=False)] = None,
+    sp: Annotated[int | None, typer.Option(
+        "--sp", parser=dimension_parser(BY_NAME["sp"]), metavar="off|on",
+        help="Fix sequence parallelism: 'on' splits the activations that tensor parallelism leaves whole (layer "
+        "norms, dropout, residuals) along the sequence over the TP ranks, trading each "
+        "TP all-reduce for a reduce-scatter and an all-gather of the same volume and cutting that activation memory "
+        "by the TP degree (Megatron's --sequence-parallel; needs a transformer and TP > 1) (default: "
+        "the search chooses).", rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
+    recompute: Annotated[int | None, typer.Option(
+        "--recompute", parser=dimension_parser(BY_NAME["recompute"]), metavar="none|selective|full",
+        help="Fix activation recomputation (default: the search chooses).", rich_help_panel=SEARCH_PANEL,
+        show_default=False)] = None,
+    zero: Annotated[int | None, whole_option(
+        "--zero", help="Fix the ZeRO stage 1, 2 or 3 (default: the search chooses).", rich_help_panel=SEARCH_PANEL,
+        show_default=False)] = None,
+    tp_model: Annotated[int | None, whole_option(
+        "--tp-model", help="Fix the paper's second tensor-parallel axis N_TP,model (1: Megatron's 1D TP).",
+        rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress spinner on stderr.",
+                                        rich_help_panel=OUTPUT_PANEL)] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False,
+    emit: Annotated[Framework | None, typer.Option(
+        "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
+        "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=OUTPUT_PANEL,
+        show_default=False, case_sensitive=False)] = None,
+) -> None:
+    """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
+    shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
+             "--batch-tokens": batch_tokens, "--tokens": tokens}
+    workload = with_batch_sequences(with_training(workload_of_flags(compute, model, sparse, batch_scaling, shape),
+                                                    seq_len, precision), batch_sequences)
+    fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
+                                     ("tp_model", tp_model)) if v is not None}
+    if emit is not None and json_out:
+        raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
+    if tornado is not None and not sensitivity:
+        raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
+    if tornado is not None:
+        if tornado.suffix.lower() != ".png":
+            raise InvalidInput(f"--tornado {tornado}: the chart is a PNG; give a FILE.png")
+        from planner.files import check_output
+
+        check_output(tornado, "--tornado")  # a FIFO, device or link is refused now, not after the re-plans
+    if sensitivity and emit is not None:
+        raise InvalidInput("--sensitivity and --emit: give one")
+    if workers < 1:
+        raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
+    request = PlanRequest(
+        compute_flop=compute, gpu=gpu, days=days, gpus=gpus, workload=workload, sparse=sparse,
+        batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value, schedule=schedule.value,
+        dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
+        price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None, profile=profile,
+        goodput=goodput, failures=failures, overrides=overrides_of(set_, bw, latency, memory_headroom))
+    try:
+        with searching(enabled=not (json_out or quiet)):
+            result = api.plan(request)
+    except Infeasible as exc:
+        doc = exc.plan
+        if doc is not None:
+            if json_out:
+                emit_json(plan_json(doc))
+            else:
+                print_plan(stdout_console(), doc)
+        raise
+    if sensitivity:
+        from planner.sensitivity import sensitivity as replan
+        from planner.sensitivity import tornado_png
+
+        with searching(enabled=not (json_out or quiet)):
+            sens = replan(result, request)
+        result = result.model_copy(update={"sensitivity": sens})
+        if tornado is not None:
+            from typing import cast
+
+            from planner.files import write_atomic
+
+            title = f"{result.hardware}: what moves the answer ({result.profile} profile)"
+            # rendered into an exclusively created temporary file and renamed (planner.files): no link followed
+            write_atomic(tornado, lambda fh: tornado_png(sens, cast(str, fh), title), "--tornado", binary=True)
+    if emit is not None:
+        from planner.export import export_text
+
+        wl = workload if workload is not None else workload_of_plan(result)
+        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
+    elif json_out:
+        emit_json(plan_json(result))
+    else:
+        print_plan(stdout_console(), result)
+
+
+app.command("plan", help=plan_command.__doc__)(plan_command)
+plan_app.command("plan", help=plan_command.__doc__)(plan_command)

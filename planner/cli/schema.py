@@ -1,0 +1,78 @@
+"""`schema` (the JSON Schema of `plan --json`) and `reference` (the file formats, generated from the code)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from planner.cli.app import app
+from planner.cli.options import OutOpt
+from planner.cli.output import SCHEMA_PATH, docs_dir
+from planner.errors import InvalidInput
+from planner.schema import Plan
+
+
+def plan_schema_text() -> str:
+    """The JSON Schema of what `--json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
+    readable): a Plan, or an ErrorDocument when the command failed before it had one."""
+    from planner.schema import ErrorDocument
+
+    schema = Plan.model_json_schema()
+    error = ErrorDocument.model_json_schema()
+    schema.setdefault("$defs", {}).update(error.pop("$defs", {}))
+    schema["$defs"]["ErrorDocument"] = error
+    schema["$defs"]["Plan"] = {k: v for k, v in schema.items() if k != "$defs"}
+    return json.dumps({"$defs": schema["$defs"], "oneOf": [{"$ref": "#/$defs/Plan"}, {"$ref": "#/$defs/ErrorDocument"}],
+                       "title": "planner --json output"}, indent=2, sort_keys=True) + "\n"
+
+
+@app.command("schema")
+def schema_command(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Also write it to the repository's docs/plan.schema.json.")] = False,
+    out: OutOpt = None,
+) -> None:
+    """Print the JSON Schema of the document `plan --json` prints."""
+    from planner.files import write_text
+
+    text = plan_schema_text()
+    folder = docs_dir(write, out, SCHEMA_PATH.parent)
+    sys.stdout.write(text)
+    if folder is not None:
+        write_text(folder / SCHEMA_PATH.name, text, "--write")
+
+
+@app.command("reference")
+def reference_command(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Write the pages to the repository's docs/reference/ instead of printing them.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 1, naming them, if the checked-in pages differ from the code (for CI).")] = False,
+    out: OutOpt = None,
+) -> None:
+    """The hardware, model, profile and failure file formats, field by field with units, generated from the code
+    (docs/reference/*.md)."""
+    from planner.files import write_text
+    from planner.reference import REFERENCE_DIR, pages, stale_pages
+
+    if (write or out is not None) and check:
+        raise InvalidInput("--write regenerates the pages, --check compares them: give one")
+    folder = docs_dir(write, out, REFERENCE_DIR)
+    if check:
+        stale = stale_pages()
+        if stale:
+            sys.stderr.write(f"stale: docs/reference/{', docs/reference/'.join(stale)} differ from the code; run "
+                             "`planner reference --write`\n")
+            raise typer.Exit(1)
+        sys.stdout.write(f"docs/reference/ is up to date ({len(pages())} pages)\n")
+    elif folder is not None:
+        if out is None:
+            folder.mkdir(parents=True, exist_ok=True)
+        for name, text in pages().items():
+            path = write_text(folder / name, text, "--write")
+            sys.stdout.write(f"wrote {path}\n")
+    else:
+        sys.stdout.write("\n".join(pages().values()))
