@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Services, bottom to top; a service calls only the ones below it.
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate
-    ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation")),  # many plans
+    ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.study")),  # many plans
     ("render", ("planner.render",)),
     ("cli", ("planner.cli",)),
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
