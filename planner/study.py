@@ -72,7 +72,7 @@ def parse_study(data: Mapping[str, Any], origin: str = "study") -> StudyFile:
     try:
         return StudyFile.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput(f"{origin}: {validation_message(exc)}") from None
+        raise InvalidInput(f"{origin}: {validation_message(exc, strip_kind=True)}") from None
     except ValueError as exc:  # a validator's own message
         raise InvalidInput(f"{origin}: {exc}") from None
 

@@ -36,17 +36,18 @@ def request_field(name: str, where: str) -> str:
     if field in PlanRequest.model_fields and field not in FORCED:
         return field
     if field in FORCED:
-        raise ValueError(f"{where}.{name}: a study plans every scenario with {name} = {FORCED[field]} (the rows are "
+        raise ValueError(f"{name}: a study plans every scenario with {name} = {FORCED[field]} (the rows are "
                          "then the same bytes on any engine); drop it")
     if name == "confidence":
-        raise ValueError(f"{where}.confidence: this planner's requests have no confidence field yet (--confidence "
+        raise ValueError("confidence: this planner's requests have no confidence field yet (--confidence "
                          "lands with planner.confidence); drop the axis")
     import difflib
 
     known = sorted([*(k for k in PlanRequest.model_fields if k not in FORCED and k != "overrides"), *ALIASES])
-    near = difflib.get_close_matches(name, known, n=1)
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     hint = f" (did you mean '{near[0]}'?)" if near else ""
-    raise ValueError(f"{where}: unknown field '{name}'{hint}; a study varies request fields: {', '.join(known)}")
+    raise ValueError(f"unknown field '{name}'{hint} in [{where}]; a study's fields are the request's: "
+                     f"{', '.join(known)}")
 
 
 class _Doc(BaseModel):
@@ -156,8 +157,8 @@ class StudyFile(_Doc):
         if self.study.mode == "sample" and self.grid:
             raise ValueError("study.mode is 'sample' but the file has a [grid] table; put its lists in [sample]")
         axes = self.axes
-        for name in axes:
-            if ALIASES.get(name, name) in {ALIASES.get(k, k) for k in self.base}:
+        for name in axes:  # --set strings add up: the base's first, then the scenario's
+            if ALIASES.get(name, name) != "overrides" and ALIASES.get(name, name) in {ALIASES.get(k, k) for k in self.base}:
                 raise ValueError(f"'{name}' is both in [base] and varied; keep it in one place")
         for name in self.study.families or []:
             if name not in axes:
