@@ -279,3 +279,18 @@ def test_killed_study_resumes_without_losing_a_finished_scenario(tmp_path, capsy
     assert all(line in after for line in before.values())  # what finished before the kill is kept as it was
     scenarios = st.expand(st.load_study(path))
     assert (out / "results.csv").read_text() == run_rows(scenarios, jobs=2)
+
+
+def test_missing_ray_is_one_line(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(st.InvalidInput, match=r"pip install 'planner\[ray\]'"):
+        st._import_ray()
