@@ -33,13 +33,14 @@ def _rows(scenarios, **kw) -> str:
 
 
 def test_200_scenarios_same_bytes_locally_and_on_ray(ray_cluster):
-    scenarios = st.expand(st.load_study(STUDY))[::50]  # every 50th: all accelerators, computes, deadlines
+    scenarios = st.expand(st.load_study(STUDY))[::49][:200]  # every 49th: every value of every field
     assert len(scenarios) == 200
-    assert len({sc.request.gpu for sc in scenarios}) == 5 and len({sc.request.days for sc in scenarios}) == 10
+    assert [len({getattr(sc.request, f) for sc in scenarios}) for f in ("gpu", "compute_flop", "days", "overrides")
+            ] == [5, 10, 10, 20]
     on_ray = _rows(scenarios, ray="auto", batch=20)
     local = _rows(scenarios, jobs=2, batch=7)  # other batches: a row must not depend on its batch
     assert on_ray == local
-    assert on_ray.count("\n") == 201 and ",optimal," in on_ray and ",infeasible," in on_ray
+    assert on_ray.count("\n") == 201 and on_ray.count(",optimal,") >= 150
 
 
 def test_10000_scenarios_run_to_completion_on_ray(ray_cluster):

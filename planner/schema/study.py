@@ -157,8 +157,9 @@ class StudyFile(_Doc):
         if self.study.mode == "sample" and self.grid:
             raise ValueError("study.mode is 'sample' but the file has a [grid] table; put its lists in [sample]")
         axes = self.axes
+        in_base = {ALIASES.get(k, k) for k in self.base}
         for name in axes:  # --set strings add up: the base's first, then the scenario's
-            if ALIASES.get(name, name) != "overrides" and ALIASES.get(name, name) in {ALIASES.get(k, k) for k in self.base}:
+            if ALIASES.get(name, name) != "overrides" and ALIASES.get(name, name) in in_base:
                 raise ValueError(f"'{name}' is both in [base] and varied; keep it in one place")
         for name in self.study.families or []:
             if name not in axes:
