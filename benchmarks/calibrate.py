@@ -102,7 +102,11 @@ def current(base: ExecutionProfile) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", nargs="+", choices=sorted(GRID), metavar="KEY",
+                    help="fit only these values (the others stay as the profile has them): a refit after a change "
+                    "that moves few of them")
     args = ap.parse_args()
+    grid = {k: v for k, v in GRID.items() if args.only is None or k in args.only}
     all_runs = [r for r in load_runs() if split_of(r.id) == "calibration"]
     base = get_profile("realistic")
     runs = all_runs
@@ -119,8 +123,8 @@ def main() -> None:
         runs = resolve_unknowns(all_runs, apply(base, values))
         best = error(values)
         changed = False
-        for key, grid in GRID.items():
-            for cand in grid:
+        for key, cands in grid.items():
+            for cand in cands:
                 if cand == values[key]:
                     continue
                 trial = {**values, key: cand}

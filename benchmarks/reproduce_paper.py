@@ -126,7 +126,7 @@ def retry_unproven(s: Scenario, time_limit: float) -> None:
     time-limited gaps below the last feasible point, feasible-but-unproven points, and the first time-limited
     point above the last feasible one (only that one, to bound the time). The retried points
     are listed in docs/reproduction/<scenario>.retries.json and in the document."""
-    from planner.request import PlanRequest
+    from planner.schema.request import PlanRequest
     from planner.sweep import solve_point
 
     res = load(s.key)

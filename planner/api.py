@@ -10,22 +10,27 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
-from planner.errors import Infeasible, InvalidInput
+from planner.economics import fmt_MW, get_facility, max_gpus_within_power, plan_economics
+from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
 from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
 from planner.profile import entry_for, get_profile
-from planner.request import PlanRequest, check_headroom, check_type
 from planner.schema import (
     LAYOUT_EXTRA,
+    ClusterSize,
     DependsOn,
     Evaluation,
+    Facility,
     Hardware,
+    Infeasibility,
     Layout,
     LayoutReport,
     MemoryReport,
@@ -34,7 +39,9 @@ from planner.schema import (
     Workload,
     WorkloadReport,
 )
+from planner.schema.request import PlanRequest, check_headroom, check_positive, check_type
 from planner.search.result import SearchResult
+from planner.uncertainty import uncertain_inputs
 from planner.workload import infer_workload
 
 SOLVERS = tuple(s.value for s in Solver)
@@ -86,7 +93,7 @@ def workload_report(wl: Workload) -> WorkloadReport:
         d_ff=wl.d_ff, layers=wl.layers, experts=wl.experts, batch_tokens=wl.batch_tokens, tokens=wl.tokens,
         params=wl.params, active_params=wl.active_params, steps=wl.steps, label=wl.label, seq_len=wl.seq_len,
         model_flop_per_token=wl.model_flop_per_token, attention_flop_per_token=wl.attention_flop_per_token,
-        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name,
+        transformer=wl.transformer, precision=wl.precision, recipe=wl.recipe_name, family=wl.family,
     )
 
 
@@ -98,18 +105,135 @@ def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hard
     return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
 
 
-def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False,
-             memory_headroom_GB: float | None = None) -> Evaluation:
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool | None = None,
+             memory_headroom_GB: float | None = None, *, profile: str | None = None,
+             overrides: Sequence[str] = ()) -> Evaluation:
     """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
-    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
+
+    As `planner evaluate`: `profile` prices it under an execution profile (None: DEFAULT_PROFILE_RULE for a hardware
+    name; a Hardware object keeps its own), `overrides` are --set FIELD=VALUE strings on hardware and profile fields,
+    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free), `dp_overlap` None
+    takes the profile's default. `megatron_layout` builds the layout from Megatron's arguments; `evaluate_plan`
+    returns the document `evaluate --json` prints."""
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, memory_headroom_GB)
     check_type("layout", layout, (Layout,), "a Layout")
-    check_type("workload", workload, (Workload,), "a Workload")
-    check_type("dp_overlap", dp_overlap, (bool,), "true or false")
-    hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
+    check_type("dp_overlap", dp_overlap, (bool, type(None)), "true, false or None")
     problems = check_layout(hw, workload, layout)
     if problems:
         raise InvalidInput("impossible layout: " + "; ".join(problems))
-    return _evaluate(hw, workload, layout, dp_overlap=dp_overlap)
+    return _evaluate(hw, workload, layout, dp_overlap=hw.profile.dp_overlap if dp_overlap is None else dp_overlap)
+
+
+def _evaluation_hardware(gpu: str | Hardware, workload: Workload, profile: str | None, overrides: Sequence[str],
+                         memory_headroom_GB: float | None) -> Hardware:
+    check_type("workload", workload, (Workload,), "a Workload")
+    check_type("profile", profile, (str, type(None)), "a profile name, a TOML path or None")
+    sets = parse_overrides(overrides)
+    if isinstance(gpu, Hardware) and profile is None and not any(o.target == "profile" for o in sets):
+        hw = resolve_hardware(gpu, sets)
+    else:
+        hw = resolve(gpu, default_profile(gpu, profile, workload), sets)
+    return with_memory_headroom(hw, memory_headroom_GB)
+
+
+def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int = 1, pp: int = 1, dp: int = 1,
+                    cp: int = 1, ep: int = 1, vpp: int = 1, mbs: int = 1, etp: int | None = None, sp: bool = False,
+                    recompute: str = "none", zero: int = 1, schedule: str = "1f1b",
+                    placement: str | Mapping[str, Sequence[int]] | None = None,
+                    first_stage_layers: int | None = None, last_stage_layers: int | None = None) -> Layout:
+    """A Layout from Megatron-LM's arguments, as `planner evaluate --tp --pp --dp --vpp --mbs` reads them.
+
+    `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
+    is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
+    Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
+    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first)."""
+    from planner.parallel.placement import greedy_placement, parse_placement
+
+    check_type("workload", workload, (Workload,), "a Workload")
+    args = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "mbs": mbs, "zero": zero}
+    for name, value in args.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{name} must be a whole number >= 1, got {value!r}")
+    for name, opt in (("etp", etp), ("first_stage_layers", first_stage_layers),
+                        ("last_stage_layers", last_stage_layers)):
+        if opt is not None and (isinstance(opt, bool) or not isinstance(opt, int) or opt < 0):
+            raise InvalidInput(f"{name} must be a whole number >= 0 or None, got {opt!r}")
+    if schedule not in ("1f1b", "zb-h2"):
+        raise InvalidInput(f"unknown schedule '{schedule}'; choose 1f1b or zb-h2")
+    check_type("sp", sp, (bool,), "true or false")
+    check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
+    placed_ep = ep
+    extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
+    if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+        extra.update(expert_ep=ep, etp=etp)
+        placed_ep = 1
+    if dp % placed_ep:
+        raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
+                           f"multiple of ep {placed_ep}")
+    seqs = workload.batch_tokens // workload.seq_len
+    if seqs % (dp * mbs):
+        raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp} x mbs {mbs}")
+    try:
+        values = {"dp": dp // placed_ep, "tp_ff": tp, "tp_model": 1, "pp": pp, "interleave": vpp, "ep": placed_ep,
+                  "microbatches": seqs // (dp * mbs), "cp": cp, "sp": 1 if sp else 0,
+                  "recompute": BY_NAME["recompute"].parse(recompute), "zero": zero}
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    hw = resolve_hardware(gpu)
+    degrees = {d: values[d] for d in DEGREES}
+    fixed = placement
+    if isinstance(placement, str):
+        fixed = parse_placement(placement, degrees, len(hw.levels))
+    try:
+        return Layout(**values, **extra, schedule=schedule,
+                      placement=greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, days: float | None = None,
+                  profile: str | None = None, overrides: Sequence[str] = (), memory_headroom_GB: float | None = None,
+                  dp_overlap: bool | None = None, goodput: bool | None = None,
+                  failures: str | FailureModel = "default", price_per_gpu_hour: float | None = None,
+                  notes: Sequence[str] = ()) -> Plan:
+    """The Plan document `planner evaluate --json` prints for a given layout: status 'feasible', or 'infeasible'
+    with the explanation when it does not fit in memory or misses `days` (no exception: the document says so)."""
+    check_positive("--days", days)
+    check_positive("--price-per-gpu-hour", price_per_gpu_hour)
+    if memory_headroom_GB is not None:  # as api.plan and the CLI: echoed among the overrides
+        check_headroom(memory_headroom_GB)
+        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
+    sets = parse_overrides(overrides)
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, None)
+    if dp_overlap is None:
+        dp_overlap = hw.profile.dp_overlap
+    ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
+    notes = list(notes)
+    fits = ev.memory.fits
+    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
+    if not fits:
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
+    if dp_overlap:
+        notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
+    result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
+                          notes=["no search: the layout was given and only evaluated"])
+    fm = failure_model(failures, sets) if (hw.profile.goodput if goodput is None else goodput) else None
+    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
+                               failures=fm, overrides=[o.text for o in sets])
+    why = ""
+    wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
+    if not fits:
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
+    elif days is not None and wall > days:
+        why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
+               if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
+               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               "days asked")
+    if why:  # it cannot run, or not in time: the document says so, not only the exit code
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
+    return doc
 
 
 def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:
@@ -125,24 +249,27 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
                          deadline_days: float | None, price_per_gpu_hour: float | None = None,
                          notes: list[str] | None = None, dp_overlap: bool = False,
                          fixed_gpus: bool = False, failures: FailureModel | None = None,
-                         overrides: Sequence[str] = ()) -> Plan:
-    """The Plan document of an evaluated layout. `failures` (a failure model) adds the goodput and wall-clock days."""
+                         overrides: Sequence[str] = (), facility: Facility | None = None) -> Plan:
+    """The Plan document of an evaluated layout. `failures` (a failure model) adds the goodput and wall-clock days;
+    `facility` (default: facility/default.toml) the PUE and the plausibility bound of its power figures
+    (planner.economics). The price defaults to the hardware file's."""
     lay = ev.layout
     good = None if failures is None else goodput_at(failures, ev.gpus, wl.params)
     wall = ev.training_days if good is None else (ev.training_days / good.goodput if good.goodput > 0 else math.inf)
     gpu_hours = ev.gpus * ev.training_s / 3600.0
-    cost = None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour
-    if cost is not None and not math.isfinite(cost):
-        raise InvalidInput(f"--price-per-gpu-hour {price_per_gpu_hour:g} makes the cost of {gpu_hours:.3g} GPU-hours "
-                           "overflow; give a price a float can multiply")
+    racks = _rack_fields(hw, ev.gpus)
+    # Racks a job takes in part (GB200/GB300 NVL72: `unit`/`usable` on the lowest level) are held whole; a job smaller
+    # than a DGX node rents its GPUs alone (clouds sell 1-, 2- and 4-GPU instances).
+    held = ev.gpus + (racks.get("spare_gpus", 0) if hw.levels[0].subdivided else 0)
+    money = plan_economics(hw, facility or get_facility(), ev.gpus, held, ev.training_days, wall, price_per_gpu_hour)
+    money_notes = _economics_notes(hw, ev.gpus, money)
     mem = ev.memory
     return Plan(
         status="optimal" if result.status == "optimal" else "feasible",
         hardware=hw.name, gpu=hw.gpu.name, profile=hw.profile.name, peak_flops=peak_flops(hw, wl),
         deadline_days=deadline_days,
         fixed_gpus=fixed_gpus, dp_overlap=dp_overlap, gpus=ev.gpus, nodes=ev.nodes, gpu_hours=gpu_hours,
-        **_rack_fields(hw, ev.gpus),
-        cost_usd=cost,
+        **racks, **money,
         mfu=ev.mfu, hfu=ev.hfu, flop_convention=wl.flop_convention, training_days=ev.training_days,
         step_time_s=ev.step.step_s, bottleneck=ev.bottleneck,
         workload=workload_report(wl),
@@ -156,10 +283,120 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
         memory=MemoryReport(**mem.model_dump(exclude={"capacity_bytes"}), capacity=mem.capacity_bytes),
         solver=solver_report(result),
         ops=ev.ops,
-        notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay),
+        notes=(notes or []) + _estimate_note(hw) + _transformer_notes(wl, lay) + money_notes,
         goodput=good, wall_clock_days=wall, overrides=list(overrides),
         depends_on=depends_on(hw, failures, wl),
     )
+
+
+def _economics_notes(hw: Hardware, gpus: int, money: Mapping[str, Any]) -> list[str]:
+    """What the money and power figures rest on: spares counted, no power data, estimated inputs."""
+    from planner.hardware import estimated_fields
+
+    notes = []
+    if money["held_gpus"] > gpus:
+        notes.append(f"the run holds {money['held_gpus']} GPUs ({money['held_gpus'] - gpus} spare in the racks it "
+                     "takes whole): cost_usd and the power figures count them, compute_cost_usd does not")
+    if money.get("it_power_MW") is None:
+        notes.append(f"{hw.name}: no board power in its hardware file ([economics] board_W), so no power or energy "
+                     "figures and no --power-mw")
+    if money.get("price_per_gpu_hour") is None:
+        notes.append(f"{hw.name}: no price in its hardware file ([economics] price_per_gpu_hour_USD); "
+                     "--price-per-gpu-hour prices the plan")
+    est = [k for k in estimated_fields(hw, economic=True)
+           if not (k == "economics.price_per_gpu_hour_USD" and money.get("price_source") == "--price-per-gpu-hour")]
+    if est and money.get("it_power_MW") is not None:
+        notes.append(f"power and price rest on {len(est)} estimated value{'s' if len(est) > 1 else ''} "
+                     f"({', '.join(set_path(hw, k) for k in est)}) and the facility's PUE; `planner hardware show` "
+                     "gives the sources")
+    return notes
+
+
+def _facility(facility: str | Facility, overrides: Sequence[Override]) -> Facility:
+    if isinstance(facility, Facility):
+        if any(o.target == "facility" for o in overrides):
+            raise InvalidInput("--set facility.* needs the facility by name or file, not a Facility object")
+        return facility
+    return get_facility(facility, overrides)
+
+
+def buyer_cap(hw: Hardware, site: Facility, power_mw: float | None, max_gpus: int | None) -> tuple[int | None, str]:
+    """(the most GPUs a buyer's limits allow, the limits in words): --max-gpus and the GPUs whose facility power fits
+    --power-mw (planner.economics.max_gpus_within_power); (None, '') without limits."""
+    caps, words = [], []
+    if max_gpus is not None:
+        caps.append(max_gpus)
+        words.append(f"--max-gpus {max_gpus}")
+    if power_mw is not None:
+        n = max_gpus_within_power(hw, site, power_mw)
+        if n is None:
+            raise InvalidInput(f"--power-mw needs the board power of {hw.name}: its hardware file has no [economics] "
+                               "board_W (add one, or --set economics.board_W=W)")
+        if n < 1:
+            raise InvalidInput(f"--power-mw {power_mw:g}: not even one GPU of {hw.name} fits (one needs "
+                               f"{fmt_MW(max_gpus_power(hw, site, 1))} of facility power at PUE {site.pue:g})")
+        caps.append(n)
+        words.append(f"--power-mw {power_mw:g} ({fmt_MW(power_mw)} at PUE {site.pue:g})")
+    return (min(caps) if caps else None), " and ".join(words)
+
+
+def max_gpus_power(hw: Hardware, site: Facility, n: int) -> float:
+    from planner.economics import facility_power_MW
+
+    return facility_power_MW(hw, site, n) or 0.0
+
+
+def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, days: float | None, why: str,
+                   request: PlanRequest) -> str:
+    """Why no plan within a buyer's limit meets the deadline, and what would fit: the GPUs (and MW) the deadline needs
+    without the limit, and the fastest layout on the largest cluster the limit allows."""
+    from planner.parallel.space import nearest_cluster_sizes
+
+    lines = [f"within {limit_words} (at most {cap} GPUs of {hw.name}) no layout trains this in {days:g} days"]
+    try:
+        need = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "why_smaller": False}))
+        mw = f" = {fmt_MW(need.facility_power_MW)} of facility power" if need.facility_power_MW else ""
+        lines.append(f"the deadline needs {need.gpus} GPUs{mw}")
+    except Infeasible:
+        lines.append("no cluster of any size meets the deadline: " + (why.splitlines()[0] if why else ""))
+    # The fastest within the limit is on one of the largest counts the model's shape divides: try the largest
+    # f x 2^k (f odd and 3-5-7-smooth, up to 225: the shapes' own rounding, planner.workload, and its products) that
+    # fill the levels, largest first.
+    odd = {3**a * 5**b * 7**c for a in range(5) for b in range(4) for c in range(3)}
+    counts = sorted({f << k for f in odd if f <= 225 for k in range(64) if (f << k) <= cap}, reverse=True)
+    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:3]
+    best: tuple[float, Plan] | None = None
+    for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
+        try:
+            fast = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "gpus": n, "days": None,
+                                                     "why_smaller": False}))
+        except Infeasible:
+            continue
+        took = fast.wall_clock_days or fast.training_days
+        if took is not None and (best is None or took < best[0]):
+            best = (took, fast)
+    if best is None:
+        lines.append(f"no layout found on {', '.join(map(str, tried)) or 'any count'} GPUs within the limit")
+        return "; ".join(lines)
+    # Then the fastest over every count within the limit: bisect the deadline of the capped search (a deadline is met
+    # within the cap iff some count within it meets it) to 0.5 %.
+    lo, (hi, fast) = (days or 0.0), best
+    for _ in range(8):
+        if lo <= 0 or hi / lo <= 1.005:
+            break
+        mid = math.sqrt(lo * hi)
+        try:
+            p = _plan(request.model_copy(update={"days": mid, "power_mw": None, "max_gpus": cap,
+                                                  "why_smaller": False}),
+                      explain_limits=False)
+            fast, hi = p, (
+                p.wall_clock_days or p.training_days or mid)
+        except Infeasible:
+            lo = mid
+    mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days (none within {lo:.4g}): "
+                 f"--days {math.ceil(hi * 100) / 100:g} gives {fast.gpus} GPUs{mw}")
+    return "; ".join(lines)
 
 
 def failure_model(failures: str | FailureModel, overrides: Sequence[Override] = ()) -> FailureModel:
@@ -175,11 +412,13 @@ MODELLED = (
     "TP, CP, PP, EP, DP and ZeRO traffic per network level, with the profile's overlap",
     "pipeline bubbles of 1F1B / interleaved 1F1B / ZB-H2",
     "memory per GPU: weights, gradients, optimizer state, activations, recomputation",
+    "facility power, energy and cost of the cluster for the time it is held (planner.economics)",
 )
 NOT_MODELLED = (
     "stragglers, load imbalance between experts (routing is balanced), and congestion between jobs",
     "data loading, evaluation, and the first steps' warm-up",
-    "power, cooling and clock throttling beyond the sustained-clock factor",
+    "clock throttling beyond the sustained-clock factor, and power limits on speed (facility power and energy are "
+    "reported from the hardware file's [economics] and the site's PUE, planner.economics, but never slow the run)",
 )
 
 
@@ -197,6 +436,19 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     prof = hw.profile
     if key.startswith("framework."):
         return False
+    # Values read only by work this plan does not have: expert routing (a dense model), attention and context
+    # parallelism (the paper's toy model folds attention into the MLP), compiled element-wise kernels (a run that is
+    # not compiled).
+    if key.startswith("moe.") and wl is not None and wl.experts <= 1:
+        return False
+    if key.startswith("attention.") and wl is not None and wl.transformer is None:
+        return False
+    if key == "elementwise.compiled_fraction" and not prof.compiled:
+        return False
+    if key == "overlap.cp" and wl is not None and wl.transformer is None:
+        return False  # context parallelism splits sequences: transformers only
+    if key == "overlap.tp_comm_overlap":
+        return False  # read only by validation, for a published run that enabled TP communication overlap
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
@@ -233,7 +485,8 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
                                  else [])
-    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est)
+    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est,
+                     uncertain=uncertain_inputs(hw, failures, wl, est))
 
 
 def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
@@ -338,7 +591,7 @@ def _fixed_dimensions(wl: Workload, fixed: Mapping[str, int]) -> tuple[tuple[str
 def plan(request: PlanRequest | float | None = None, /, *args: Any, **fields: Any) -> Plan:
     """Smallest cluster and optimal layout that trains the workload within `days` (or the fastest on `gpus`).
 
-    The question is a PlanRequest (planner.request: every field with its meaning and unit). The keyword form
+    The question is a PlanRequest (planner.schema.request: every field with its meaning and unit). The keyword form
     `plan(1e28, "h100", 90, sparse=True, ...)`, compute_flop, gpu and days then any PlanRequest field by name, builds
     that request: one code path. With `gpus` and `days`, the fastest layout on that cluster must also meet the
     deadline: if it does not, Infeasible is raised, and its plan (status "infeasible") carries that layout. No
@@ -360,8 +613,9 @@ def plan(request: PlanRequest | float | None = None, /, *args: Any, **fields: An
     return _plan(PlanRequest(**given, **fields))
 
 
-def _plan(request: PlanRequest) -> Plan:
-    """The plan of a validated request (see `plan`)."""
+def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
+    """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
+    limit does not re-plan to say what would fit (the re-plans that say it)."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -413,7 +667,11 @@ def _plan(request: PlanRequest) -> Plan:
             excluded += tuple(("tp_ff", v) for v in divisors(size) if tr.kv_heads % v)
     from planner.export import RANK_ORDER
 
-    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap,
+    site = _facility(r.facility, sets)
+    cap, limit_words = buyer_cap(hw, site, r.power_mw, r.max_gpus)
+    if gpus is not None and cap is not None and gpus > cap:
+        raise InvalidInput(f"--gpus {gpus} is more than {limit_words} allows ({cap} GPUs of {hw.name})")
+    options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap, max_gpus=cap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
                             rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
     if hw.gpu.at_precision(workload.precision) is None:
@@ -425,9 +683,12 @@ def _plan(request: PlanRequest) -> Plan:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
     if result.layout is None:
-        from planner.explain import explain_infeasible
+        from planner.explain import explain_infeasible, infeasibility_facts
 
         explanation = explain_infeasible(hw, workload, options, days, result, fm)
+        facts = infeasibility_facts(hw, workload, options, days, result, fm)
+        if cap is not None and gpus is None and explain_limits:
+            explanation = _explain_limit(cap, limit_words, hw, site, days, explanation, r)
         doc = Plan(
             status="unknown" if result.status == "unknown" else "infeasible", hardware=hw.name, gpu=hw.gpu.name,
             profile=hw.profile.name,
@@ -436,12 +697,15 @@ def _plan(request: PlanRequest) -> Plan:
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
-            depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
+            infeasibility=facts, depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
     notes = list(ignored)
+    if workload.family:
+        notes.append(f"model scaled from the {workload.family} family's published configs by its rules "
+                     f"(models/families/{workload.family}.toml, docs/families.md): N and D = 20 N for the budget")
     if workload.requested_compute_flop:
         ratio = workload.compute_flop / workload.requested_compute_flop
         if abs(ratio - 1.0) > 0.005:
@@ -449,7 +713,15 @@ def _plan(request: PlanRequest) -> Plan:
                          f"{workload.requested_compute_flop:.3g} (paper budget: tokens = 20 N_p of the rounded shape; "
                          f"--budget exact trains the request)")
     doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
-                               fixed_gpus=gpus is not None, failures=fm, overrides=[o.text for o in sets])
+                               fixed_gpus=gpus is not None, failures=fm, overrides=[o.text for o in sets],
+                               facility=site)
+    if (r.power_mw is not None and doc.facility_power_MW is not None
+            and doc.facility_power_MW > r.power_mw * (1 + 1e-12)):
+        # Whole racks: the spares of the racks a layout takes count in its power, which the GPU cap could not see.
+        assert doc.gpus is not None
+        return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits)
+    if cap is not None:
+        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.
@@ -459,6 +731,37 @@ def _plan(request: PlanRequest) -> Plan:
                 f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
-        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
+                                     "infeasibility": Infeasibility(reason="fixed_cluster")})
         raise Infeasible(explanation, explanation, plan=doc)
+    if r.why_smaller and gpus is None and days is not None and doc.gpus is not None:
+        doc = doc.model_copy(update={"smaller_clusters": _smaller_clusters(
+            hw, workload, options, doc.gpus, days, solver, time_limit_s, workers, fm)})
     return doc
+
+
+SMALLER_PROBE_LIMIT_S = 10.0
+"""Most seconds the fixed-cluster search behind a plan's `smaller_clusters` runs (beyond it the entry says
+'unknown')."""
+
+
+def _smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: int, days: float, solver: str,
+                      time_limit_s: float | None, workers: int, fm: FailureModel | None) -> list[ClusterSize]:
+    """Why the sizes below the plan's fail (planner.explain.smaller_clusters), the nearest usable one searched with
+    the plan's own search on exactly that many GPUs."""
+    import dataclasses
+
+    from planner.explain import Probe, smaller_clusters
+
+    def probe(n: int) -> Probe:
+        limit = SMALLER_PROBE_LIMIT_S if time_limit_s is None else min(time_limit_s, SMALLER_PROBE_LIMIT_S)
+        res = run_search(hw, wl, dataclasses.replace(options, gpus=n), None, solver=solver, time_limit_s=limit,
+                         workers=workers)
+        if res.layout is None:
+            return Probe(res.status, None, None)
+        ev = _evaluate(hw, wl, res.layout, dp_overlap=options.dp_overlap)
+        good = None if fm is None else goodput_at(fm, ev.gpus, wl.params).goodput
+        wall = ev.training_days if good is None else (ev.training_days / good if good > 0 else math.inf)
+        return Probe(res.status, ev.training_days, wall)
+
+    return smaller_clusters(hw, wl, options, gpus, days, probe)

@@ -18,6 +18,12 @@ File format (units live in the keys and are converted once, here)::
     usable = { value = 64, source = "..." }       # optional, lowest level: most GPUs a job uses per group
     bw_bidir_GBps = { value = 900, source = "..." }
     lat_us = { value = 1.125, source = "..." }
+    switch_W_per_gpu = { value = 134, source = "..." }  # optional: this level's switch power per GPU (default 0)
+
+    [economics]                                   # optional: price and power (planner.economics)
+    price_per_gpu_hour_USD = { value = 2.95, source = "... (dated)" }
+    board_W = { value = 700, source = "..." }     # GPU board power
+    node_overhead_W = { value = 4600, source = "..." }  # per node of gpus_per_node GPUs, beyond the boards
 
 Every number in a shipped file is an inline table with `value` and `source` (and optionally `note`).
 User files may give plain numbers; they are recorded as "user-supplied".
@@ -38,8 +44,8 @@ from pydantic import ValidationError
 from planner.errors import InvalidInput
 from planner.overrides import Override
 from planner.profile import ExecutionProfile, get_profile
-from planner.schema import Gpu, Hardware, NetworkLevel
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.schema import Economics, Gpu, Hardware, NetworkLevel
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 KiB = 1024
 MiB = 1024**2
@@ -69,6 +75,12 @@ LEVEL_KEYS: dict[str, tuple[str, float | None]] = {
     "lat_us": ("lat_s", 1e-6),
     "unit": ("unit", 1),
     "usable": ("usable", 1),
+    "switch_W_per_gpu": ("switch_W_per_gpu", 1),
+}
+ECONOMICS_KEYS: dict[str, tuple[str, float | None]] = {
+    "price_per_gpu_hour_USD": ("price_per_gpu_hour_usd", 1),
+    "board_W": ("board_W", 1),
+    "node_overhead_W": ("node_overhead_W", 1),
 }
 INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes", "unit", "usable"}
 MAX_INT_FIELD = 2**40
@@ -89,9 +101,16 @@ def _unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool) 
     return unwrap(raw, path, sources, require_source, "every number in a shipped hardware file")
 
 
-def estimated_fields(hw: Hardware) -> list[str]:
-    """The hardware numbers whose source or note calls them an estimate, as file keys (e.g. gpu.l2_GBps)."""
-    return sorted(k for k, src in hw.sources.items() if "estimate" in src.lower())
+def is_economic(key: str) -> bool:
+    """Whether a hardware file key prices money or power ([economics], a level's switch_W_per_gpu): it changes a
+    plan's dollars and megawatts, never its layout (unless --power-mw bounds the cluster)."""
+    return key.startswith("economics.") or key.endswith(".switch_W_per_gpu")
+
+
+def estimated_fields(hw: Hardware, economic: bool = False) -> list[str]:
+    """The hardware numbers whose source or note calls them an estimate, as file keys (e.g. gpu.l2_GBps): those the
+    layout rests on, or with `economic` those behind price and power (is_economic)."""
+    return sorted(k for k, src in hw.sources.items() if "estimate" in src.lower() and is_economic(k) == economic)
 
 
 def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float | None]], where: str, sources: dict[str, str],
@@ -137,10 +156,10 @@ def _convert(section: dict[str, Any], keys: dict[str, tuple[str, float | None]],
 def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = False) -> Hardware:
     """Build a validated Hardware from a parsed TOML document."""
     sources: dict[str, str] = {}
-    unknown = set(doc) - {"name", "description", "gpu", "levels", "gpus_per_node"}
+    unknown = set(doc) - {"name", "description", "gpu", "levels", "gpus_per_node", "economics"}
     if unknown:
         raise InvalidInput(f"{origin}: unknown top-level key(s) {sorted(unknown)}; expected name, description, "
-                           "gpus_per_node, [gpu], [[levels]]")
+                           "gpus_per_node, [gpu], [[levels]], [economics]")
     for key in ("name", "gpu", "levels"):
         if key not in doc:
             raise InvalidInput(f"{origin}: missing required '{key}'")
@@ -156,6 +175,11 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
             if not isinstance(lvl, dict):
                 raise InvalidInput(f"levels[{k}] must be a table")
             levels.append(_convert(lvl, LEVEL_KEYS, f"levels[{k}]", sources, require_source))
+        econ_doc = doc.get("economics")
+        if econ_doc is not None and not isinstance(econ_doc, dict):
+            raise InvalidInput("[economics] must be a table")
+        econ_fields = None if econ_doc is None else _convert(econ_doc, ECONOMICS_KEYS, "economics", sources,
+                                                             require_source)
     except InvalidInput as exc:
         raise InvalidInput(f"{origin}: {exc}") from None
 
@@ -175,8 +199,10 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
         raise InvalidInput(f"{origin}: gpu: a peak of {gpu.peak_flops:.3g} FLOP/s (sms x threads_per_sm x "
                            "flop_per_clock_per_thread x max_clock) is not a GPU; at most 1e21 FLOP/s is accepted")
     built = tuple(build(lambda lv=lv: NetworkLevel(**lv), f"levels[{k}].", LEVEL_KEYS) for k, lv in enumerate(levels))
+    econ = None if econ_fields is None else build(lambda: Economics(**econ_fields), "economics.", ECONOMICS_KEYS)
     hw = build(lambda: Hardware(name=doc["name"], description=doc.get("description", ""),
-                                gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources),
+                                gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources,
+                                economics=econ, spreads=spreads_of(doc)),
                "", {})
     # Nodes are counted as GPUs / gpus_per_node; a node must tile the lowest bounded network group or be tiled by
     # it (8 per DGX node = 8 per NVLink group; 4 per GB200 tray inside a 72-GPU NVLink domain).

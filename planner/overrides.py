@@ -9,6 +9,8 @@ Paths name a file's keys (docs/reference/):
     profile.overlap.tp=0.5                 execution profile [overlap]
     profile.gemm.peak_fraction.H100=0.75   execution profile table entry
     goodput.restart_minutes=2              failure model
+    facility.pue=1.3                       the site (facility/default.toml): PUE, largest announced site
+    economics.price_per_gpu_hour_USD=2.5   hardware [economics]: price, board and node power
 
 VALUE is read as a TOML value (numbers, true/false, [lists], "strings"); a bare word is a string. The override takes
 the place of the file's value and its source becomes "--set".
@@ -24,12 +26,12 @@ from typing import Any
 
 from planner.errors import InvalidInput, check_depth
 
-TARGETS = ("hardware", "profile", "goodput")
+TARGETS = ("hardware", "profile", "goodput", "facility")
 
 
 @dataclass(frozen=True)
 class Override:
-    target: str  # hardware | profile | goodput
+    target: str  # hardware | profile | goodput | facility
     keys: tuple[str, ...]  # path inside that file's document
     value: Any
     text: str  # as echoed: "levels.InfiniBand.bw_bidir_GBps=200"
@@ -64,7 +66,7 @@ def parse_overrides(texts: Sequence[str]) -> list[Override]:
         parts = tuple(p for p in key.split("."))
         if not key or any(not p for p in parts) or not text:
             raise InvalidInput(f"--set {raw!r}: expected FIELD=VALUE, e.g. levels.InfiniBand.bw_bidir_GBps=200")
-        if parts[0] in ("profile", "goodput"):
+        if parts[0] in ("profile", "goodput", "facility"):
             target, keys = parts[0], parts[1:]
             if not keys:
                 raise InvalidInput(f"--set {raw!r}: name a field after '{parts[0]}.'")
@@ -107,7 +109,8 @@ def _set(doc: dict[str, Any], keys: tuple[str, ...], value: Any, text: str, what
 def apply(doc: dict[str, Any], overrides: Sequence[Override], target: str) -> dict[str, Any]:
     """A copy of a parsed TOML document with the overrides for `target` applied (validation is the parser's)."""
     doc = copy.deepcopy(doc)
-    what = {"hardware": "hardware file", "profile": "execution profile", "goodput": "failure model"}[target]
+    what = {"hardware": "hardware file", "profile": "execution profile", "goodput": "failure model",
+            "facility": "facility file"}[target]
     for o in overrides:
         if o.target != target:
             continue

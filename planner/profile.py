@@ -41,7 +41,7 @@ from planner.schema.profile import (  # the document, re-exported: planner.profi
     TileSide,
     entry_for,
 )
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 __all__ = ["FIELDS", "PAPER", "RECIPE_KEYS", "RECIPE_PASSES", "TABLES", "ExecutionProfile", "Fraction", "GemmPass",
            "Recipe", "Seconds", "TileSide", "entry_for", "get_profile", "load_profile_file", "parse_profile",
@@ -66,6 +66,8 @@ FIELDS: dict[str, str] = {
     "overlap.ep": "overlap_ep",
     "overlap.zero": "overlap_zero",
     "moe.imbalance": "moe_imbalance",
+    "moe.dispatch_dedup": "moe_dispatch_dedup",
+    "memory.driver_reserved_GB": "memory_driver_reserved_bytes",
     "overlap.dp": "dp_overlap",
     "overlap.dp_exposed": "dp_exposed",
     "overlap.zero_bubble_hides_latency": "zero_bubble_hides_latency",
@@ -88,6 +90,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
+    "memory.compiled_logits_bytes": "compiled_logits_bytes",
     "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
     "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",
     "memory.selective_policy": "selective_policy",
@@ -100,7 +103,8 @@ mebibytes. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
-          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family"}
+          "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family",
+          "memory.device_MiB": "memory_device_bytes"}
 
 RECIPE_KEYS = {"precision", *Recipe.model_fields} - {"model_config"}
 """Keys of a [recipe.NAME] table (the Recipe fields)."""
@@ -142,7 +146,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             raise InvalidInput(f"{origin}: [framework.{fw}] may hold only the sections {', '.join(sorted(sections))}")
         over = parse_profile({"name": fw, **body}, f"{origin} [framework.{fw}]", require_source)
         fields.setdefault("frameworks", {})[fw] = {k: getattr(over, k) for k in over.model_fields_set
-                                                   if k not in ("name", "sources")}
+                                                   if k not in ("name", "sources", "spreads")}
         sources.update({f"framework.{fw}.{k}": v for k, v in over.sources.items()})
     if "recipe" in doc:
         fields["recipes"] = _parse_recipes(doc["recipe"], origin, sources, require_source)
@@ -158,8 +162,11 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             path = f"{section}.{key}"
             if path in TABLES:
                 if not isinstance(raw, dict):
-                    raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = fraction")
-                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) for k, v in raw.items()}
+                    raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = "
+                                       + ("MiB" if path.endswith("_MiB") else "fraction"))
+                scale = 2.0**20 if path.endswith("_MiB") else 1.0
+                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) * scale
+                                        for k, v in raw.items()}
                 continue
             if path not in FIELDS:
                 close = difflib.get_close_matches(path, [*FIELDS, *TABLES], n=1)
@@ -172,7 +179,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             fields[FIELDS[path]] = value
     try:
-        return ExecutionProfile(**fields, sources=sources)
+        return ExecutionProfile(**fields, sources=sources, spreads=spreads_of(doc))
     except ValidationError as exc:  # name the TOML key (overlap.tp), not the field (overlap_tp)
         keys = {field: key for key, field in {**FIELDS, **TABLES}.items()}
         err = exc.errors()[0]

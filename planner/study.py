@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, Infeasible, InvalidInput, check_depth, read_text_file, validation_message
-from planner.request import PlanRequest
+from planner.schema.request import PlanRequest
 from planner.schema.study import (
     ALIASES,
     FORCED,

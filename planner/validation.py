@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
 from planner.profile import ExecutionProfile, get_profile
-from planner.request import PlanRequest
 from planner.schema import Hardware, Layout, Workload
+from planner.schema.request import PlanRequest
 from planner.schema.validation import PublishedRun, ValidationRow
 
 RUNS_PATH = Path(__file__).resolve().parent.parent / "validation" / "runs.toml"
@@ -270,6 +270,10 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
+    if run.compiled_loss and prof.compiled_logits_bytes is not None:
+        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
+    if run.moe_dispatch_dedup is not None:
+        prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.optimizer_state_bytes_per_param is not None:
         prof = prof.model_copy(update={"optimizer_state_bytes_per_param": run.optimizer_state_bytes_per_param})
     hw = with_profile(hw, prof)
@@ -378,6 +382,42 @@ def _agg_lines(title: str, agg: dict[str, dict[str, float]]) -> list[str]:
     return out
 
 
+TARGETS = {"dense": 0.08, "low": 0.10, "spearman": 0.8, "peak": 0.15}
+"""Issue 25's must-show targets on the held-out runs: mean absolute error of dense 16-bit and of FP8 / FP4 runs,
+Spearman on MFU over all of them; and every reported peak memory within 15 %."""
+
+
+def _targets(rows: list[ValidationRow]) -> list[str]:
+    """One paragraph: each of issue 25's targets, the value reached, met or missed."""
+    dense = summary(dense_16bit(rows)).get("held-out", {})
+    low = summary(low_precision(rows)).get("held-out", {})
+    rho = summary(rows).get("held-out", {}).get("spearman")
+    peaks = [r for r in rows if r.reported_peak_GiB and r.predicted_peak_GiB]
+    within = sum(abs((r.predicted_peak_GiB or 0) / (r.reported_peak_GiB or 1) - 1) <= TARGETS["peak"] for r in peaks)
+    trained = [r for r in rows if r.fits is not None]
+    misfits = sum(not r.fits for r in trained)
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    items = []
+    if dense:
+        items.append(f"held-out dense 16-bit error {dense['mean_abs_error']:.1%} (target <= {TARGETS['dense']:.0%}: "
+                     f"{verdict(dense['mean_abs_error'] <= TARGETS['dense'])})")
+    if low:
+        items.append(f"held-out FP8 / FP4 error {low['mean_abs_error']:.1%} (target <= {TARGETS['low']:.0%}: "
+                     f"{verdict(low['mean_abs_error'] <= TARGETS['low'])})")
+    if rho is not None:
+        items.append(f"Spearman on MFU over the held-out runs {rho:.2f} (target >= {TARGETS['spearman']}: "
+                     f"{verdict(rho >= TARGETS['spearman'])})")
+    items.append(f"{misfits} 'does not fit' verdicts on the {len(trained)} runs that trained (target 0: "
+                 f"{verdict(misfits == 0)})")
+    if peaks:
+        items.append(f"{within} of {len(peaks)} reported peaks within {TARGETS['peak']:.0%} (target all: "
+                     f"{verdict(within == len(peaks))})")
+    return ["Issue 25's targets: " + "; ".join(items) + ".", ""]
+
+
 def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, profile: str,
                  baseline: list[ValidationRow] | None = None, proposals: list[str] | None = None,
                  fitted: dict[str, str] | None = None) -> None:
@@ -433,15 +473,21 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
               "fitted. The realistic profile's fitted values (below) were chosen on the calibration runs only "
               "(`benchmarks/calibrate.py`); the held-out runs never entered a fit.", ""]
     worst = sorted(priced, key=lambda r: -abs((r.ratio or 1.0) - 1.0))[:6]
+    lines += _targets(rows)
     lines += ["What limits it further. The largest errors: " + "; ".join(
-        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs on Blackwell (gpt-oss, "
-        "Qwen3-235B, DeepSeek-V3): token dispatch, grouped-GEMM efficiency on small experts and routing work are "
-        "approximations, and the Megatron-Bridge recipes' partial recomputation (MLA up-projections, MLP and MoE "
-        "activations: recompute_modules) is not in the model, so where a record leaves recomputation unknown the "
-        "search may take full recomputation that the run did not pay for. Then come torchtitan's long-context ring "
-        "attention at 64K-256K tokens, records that leave out what the run did (Llama 3 405B: interleaving degree "
-        "and micro-batch size) and DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style "
-        "frameworks are where the profile is most accurate; the rest is reported, not hidden.", ""]
+        f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs: GPT-OSS 120B as "
+        "Megatron-Bridge runs it is over-predicted on every system (bf16 and MXFP8, H100 to GB300) by a cause not "
+        "yet found (its attention "
+        "sinks and sliding windows, biased and clamped SwiGLU experts are priced as plain kernels), Qwen3-30B-A3B on "
+        "H100 likewise; token dispatch is priced per destination where the recipe's DeepEP / HybridEP dispatcher "
+        "deduplicates it (moe.dispatch_dedup), but node-limited routing, grouped-GEMM efficiency on small experts "
+        "and routing work are approximations. Where a record leaves a field unknown (recomputation, ZeRO stage, "
+        "micro-batch) validate takes the fastest variant that fits, so the device capacity as the driver reports it "
+        "(memory.device_MiB, about 7 % above the datasheets' decimal GB) lets some runs take a faster variant than "
+        "the one they ran. Then come torchtitan's long-context ring attention at 64K-256K tokens, records that "
+        "leave out what the run did (Llama 3 405B: interleaving degree and micro-batch size) and DeepSpeed's 2021 "
+        "ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style frameworks are where the profile is most "
+        "accurate; the rest is reported, not hidden.", ""]
     pairs = precision_pairs(rows)
     if pairs:
         lines += ["**Low precision against 16-bit on the same layout.** Pairs of runs from one source with the same "

@@ -34,7 +34,8 @@ HOSTILE_NUMBERS = ["nan", "NaN", "inf", "-inf", "-1", "0", "-0", "1e400", "1e-40
 HOSTILE_WORDS = ["h900", "", "../../etc/passwd", "/dev/zero", "/dev/null", "/tmp", "x" * 5000, "h100", "a100",
                  "llama3-8b", "mixtral-8x7b", "none", "full", "on", "🙂", "\x00", "auto", "zb-h2", "megatron"]
 
-PLAN_FLAGS = ["--compute", "--days", "--gpus", "--time-limit", "--workers", "--price-per-gpu-hour", "--d-model",
+PLAN_FLAGS = ["--compute", "--days", "--gpus", "--time-limit", "--workers", "--price-per-gpu-hour", "--power-mw",
+              "--max-gpus", "--d-model",
               "--d-ff", "--layers", "--experts", "--batch-tokens", "--tokens", "--batch-sequences", "--seq-len",
               "--cp", "--zero", "--tp-model"]
 PLAN_WORD_FLAGS = ["--gpu", "--model", "--schedule", "--solver", "--batch-scaling", "--recompute", "--sp",

@@ -120,6 +120,40 @@ def test_expert_gradients_reduce_over_expert_data_parallel_ranks():
     assert float(T._dp_words(H100, wl, cols)[0]) == float(dense[0])
 
 
+def test_dispatch_dedup_counts_distinct_destinations_by_enumeration():
+    # 4 expert ranks, 2 per node (factors (2, 2)), top-2 with each copy on a uniformly random rank: enumerate the 16
+    # destination pairs of a token on rank 0. Copies leaving the node: 2 x 1/2 = 1 on average; distinct remote
+    # nodes: 1 - P(both stay) = 1 - 1/4 = 3/4. Copies to another GPU of the node (rank 1): 2 x 1/4 = 1/2; distinct:
+    # 1 - (3/4)^2 = 7/16.
+    pairs = [(a, b) for a in range(4) for b in range(4)]
+    node_copies = sum((a >= 2) + (b >= 2) for a, b in pairs) / 16
+    node_distinct = sum(a >= 2 or b >= 2 for a, b in pairs) / 16
+    gpu_copies = sum((a == 1) + (b == 1) for a, b in pairs) / 16
+    gpu_distinct = sum(a == 1 or b == 1 for a, b in pairs) / 16
+    share = T.dispatch_dedup(np.array([[2, 2]]), 2)[0]
+    assert share[0] == pytest.approx(gpu_distinct / gpu_copies, rel=1e-12) == 7 / 8
+    assert share[1] == pytest.approx(node_distinct / node_copies, rel=1e-12) == 3 / 4
+    # DeepSeek-V3 on 256 B200s (EP 32 = 8 per node x 4 nodes, top-8): (1 - (3/4)^8) / (8 / 4) = 0.44995 of the copies
+    # cross InfiniBand, (1 - (31/32)^8) / (8 / 32) = 0.8958 leave the GPU within the node.
+    share = T.dispatch_dedup(np.array([[8, 4]]), 8)[0]
+    assert share[1] == pytest.approx((1 - 0.75**8) / 2, rel=1e-12)
+    assert share[0] == pytest.approx((1 - (31 / 32) ** 8) * 4, rel=1e-12)
+
+
+def test_dispatch_dedup_scales_the_all_to_all_by_the_distinct_share():
+    # The folded layout of the test above: ep factors (8, 2), top-2, InfiniBand binds (65,536 words x 1/2 x 2 bytes
+    # / 50 GB/s). A deduplicating dispatcher sends (1 - (1/2)^2) / (2 x 1/2) = 3/4 of those copies over InfiniBand;
+    # within the node (1 - (15/16)^2) / (2/16) = 0.96875 of 7/16 still binds less.
+    wl = tiny_moe()
+    lay = folded(8, 2, 16, 1, 2, _ones(dp=(4, 2), tp_ff=(2, 1)))
+    dedup = with_profile(H100, PAPER.model_copy(update={"moe_dispatch_dedup": True}))
+    words = 32 * 4 * 2 * 2 * 2 * 64
+    assert evaluate(dedup, wl, lay).step.pp_ep_s == pytest.approx(words * 0.75 * 0.5 * 2 / IB_BPS, rel=1e-12)
+    real = get_profile("realistic")
+    assert not real.moe_dispatch_dedup and real.for_framework("megatron-bridge").moe_dispatch_dedup
+    assert not PAPER.moe_dispatch_dedup
+
+
 def test_routing_imbalance_scales_expert_gemms_and_all_to_all():
     wl = tiny_moe()
     lay = folded(8, 2, 16, 1, 2, _ones(dp=(4, 2), tp_ff=(2, 1)))

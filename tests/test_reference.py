@@ -38,9 +38,10 @@ def test_reference_command(capsys):
 
 def test_unit_sizes_are_their_definitions():
     # SI and IEC definitions: 1 MHz = 10^6 Hz, 1 GB = 10^9 bytes, 1 MiB = 1,048,576 bytes, 1 KiB = 1,024 bytes,
-    # 1 µs = 10^-6 s, 1 minute = 60 s.
+    # 1 µs = 10^-6 s, 1 minute = 60 s; watts and US dollars are stored as given.
     sizes = {word: size for word, (_, size) in reference.UNITS.items()}
-    assert sizes == {"MHz": 1e6, "GBps": 1e9, "GB": 1e9, "MiB": 1_048_576, "KiB": 1_024, "us": 1e-6, "minutes": 60}
+    assert sizes == {"MHz": 1e6, "GBps": 1e9, "GB": 1e9, "MiB": 1_048_576, "KiB": 1_024, "us": 1e-6, "minutes": 60,
+                     "W": 1, "USD": 1}
 
 
 def _documented_keys(page: str) -> set[str]:
@@ -55,6 +56,8 @@ def test_units_column_reads_off_the_key_names():
     assert rows["lat_us"] == "µs"
     assert rows["max_clock_MHz"] == "MHz"
     assert rows["dsmem"] == "true or false"
+    assert rows["board_W"] == "W" and rows["switch_W_per_gpu"] == "W per GPU"
+    assert rows["price_per_gpu_hour_USD"] == "USD per GPU-hour"
     profile = reference.profile_page()
     assert "| `network.latency_us` | list of µs, one per network level |" in profile
     assert "**microseconds**" in profile
@@ -89,7 +92,8 @@ def _shipped(package: str) -> list[dict]:
 def test_every_key_of_every_shipped_file_is_documented():
     hardware = _documented_keys(reference.hardware_page())
     for doc in _shipped("planner.hardware_specs"):
-        used = set(doc) - {"gpu", "levels"} | set(doc["gpu"]) | {k for lvl in doc["levels"] for k in lvl}
+        used = set(doc) - {"gpu", "levels", "economics"} | set(doc["gpu"]) | {k for lvl in doc["levels"] for k in lvl}
+        used |= set(doc.get("economics", {}))
         assert used <= hardware, used - hardware
     models = _documented_keys(reference.model_page())
     for doc in _shipped("planner.models"):

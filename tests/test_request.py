@@ -1,4 +1,4 @@
-"""The plan question as one document (planner.request, issue 29): validated once, the same answer as the keyword
+"""The plan question as one document (planner.schema.request, issue 29): validated once, the same answer as the keyword
 form, and a file that reads back as the same request."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from planner import api
 from planner.errors import InvalidInput
 from planner.goodput import get_failure_model
 from planner.hardware import get_hardware
-from planner.request import PlanRequest
+from planner.schema.request import PlanRequest
 from planner.workload import load_model_preset
 
 

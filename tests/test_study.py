@@ -18,7 +18,7 @@ from cli_helpers import invoke
 from planner import study as st
 from planner.errors import InvalidInput
 from planner.render.study import csv_text
-from planner.request import PlanRequest
+from planner.schema.request import PlanRequest
 from planner.schema.study import MAX_SCENARIOS
 
 GRID = """
@@ -65,7 +65,7 @@ def test_ids_are_stable_hashes_of_the_request(tmp_path):
     scenarios = st.expand(st.load_study(write(tmp_path, GRID)))
     assert len({sc.id for sc in scenarios}) == 12 and all(len(sc.id) == 16 for sc in scenarios)
     # the same request spelt another way (keyword order, an int for a float) has the same id
-    r = PlanRequest(workers=1, overrides=[], compute_flop=1e18, days=3, gpu="h100")
+    r = PlanRequest(workers=1, why_smaller=False, overrides=[], compute_flop=1e18, days=3, gpu="h100")
     assert st.scenario_id(r) == scenarios[0].id
     assert st.scenario_id(r.model_copy(update={"days": 4})) != scenarios[0].id
 
@@ -169,6 +169,7 @@ def test_rows_against_hand_bounds(tmp_path):
     assert got[(1e20, 0.1)]["gpus"] >= 12 and got[(1e20, 0.1)]["training_days"] <= 0.1
 
 
+@pytest.mark.slow  # two spawned workers: 8 s on the shared machine
 def test_one_and_two_workers_give_the_same_bytes(tmp_path):
     scenarios = st.expand(st.load_study(write(tmp_path, GRID)))
     one = run_rows(scenarios, jobs=1)
@@ -210,7 +211,7 @@ def test_cli_writes_csv_parquet_and_figures(tmp_path, capsys):
 def test_resume_refuses_another_studys_journal(tmp_path, capsys):
     out = tmp_path / "out"
     small = GRID.replace('["h100", "a100"]', '["h100"]').replace("[1e18, 1e19, 1e20]", "[1e18]")
-    assert invoke(capsys, ["study", str(write(tmp_path, small)), "--out", str(out), "--quiet"])[0] == 0
+    assert invoke(capsys, ["study", str(write(tmp_path, small)), "--out", str(out), "--quiet", "--no-plots"])[0] == 0
     other = write(tmp_path, small.replace("days = 3", "days = 4"), "other.toml")
     code, _, stderr = invoke(capsys, ["study", str(other), "--out", str(out), "--resume", "--quiet"])
     assert code == 2 and "journal of another study" in stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from planner.choices import BatchScaling, Precision
+from planner.choices import BatchScaling, Budget, Precision
 from planner.errors import InvalidInput, read_text_file, validation_message
 from planner.hardware import hardware_names
 from planner.parallel.dimensions import DIMENSIONS
@@ -16,16 +16,25 @@ from planner.parallel.placement import greedy_placement
 from planner.parallel.space import check_layout
 from planner.schema import DEGREES, LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
 from planner.workload import load_model_preset, workload_from_shape
+from planner.workload.families import workload_for_family
 
 
 def workload_of_flags(compute: float | None, model: str | None, sparse: bool, batch_scaling: BatchScaling | None,
-                      shape: Mapping[str, float | None]) -> Workload | None:
+                      shape: Mapping[str, float | None], family: str | None = None,
+                      budget: Budget = Budget.exact) -> Workload | None:
     """The workload the flags describe, or None for compute mode (the library infers the shape from --compute).
+    --model-family with --compute scales that family to the budget (planner.workload.families).
 
     Exactly one source is allowed: --compute (with optional --sparse / --batch-scaling), --model, or the shape
     flags (--d-model, --d-ff, --layers, --batch-tokens required; --experts, --tokens optional).
     """
     given_shape = [flag for flag, v in shape.items() if v is not None]
+    if family is not None and (model is not None or given_shape):
+        other = "--model" if model is not None else ", ".join(given_shape)
+        raise InvalidInput(f"contradictory workload flags: --model-family and {other}; a family's rules give the "
+                           "shape, so give --compute with --model-family, or a preset or shape without it")
+    if family is not None and compute is None:
+        raise InvalidInput(f"--model-family {family} needs --compute FLOP: the budget the family is scaled to")
     sources = [name for name, on in (("--compute", compute is not None), ("--model", model is not None),
                                      (", ".join(given_shape), bool(given_shape))) if on]
     if len(sources) > 1:
@@ -38,6 +47,14 @@ def workload_of_flags(compute: float | None, model: str | None, sparse: bool, ba
         used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
         raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling "
                            "laws); a preset or an explicit shape fixes E and the batch itself")
+    if family is not None:
+        if sparse:
+            raise InvalidInput("--sparse does not apply with --model-family: the family's rules fix its experts")
+        if budget != Budget.exact:
+            raise InvalidInput("--budget paper does not apply with --model-family: a family trains the compute asked "
+                               "for (D = 20 N, tokens in whole steps)")
+        assert compute is not None  # checked with the sources above
+        return workload_for_family(family, compute, (batch_scaling or BatchScaling.paper).value)
     if compute is not None:
         return None
     if model is not None:
@@ -127,7 +144,7 @@ def workload_of_plan(doc: Plan) -> Workload:
         return Workload(d_model=w.d_model, d_ff=w.d_ff, layers=w.layers, experts=w.experts,
                         batch_tokens=w.batch_tokens, tokens=w.tokens, seq_len=w.seq_len,
                         requested_compute_flop=w.requested_compute_flop, label=w.label, transformer=w.transformer,
-                        precision=w.precision)
+                        precision=w.precision, family=w.family)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InvalidInput(f"plan file workload: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

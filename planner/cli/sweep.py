@@ -87,7 +87,7 @@ def sweep_command(
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
     from planner.api import resolve
     from planner.overrides import parse_overrides
-    from planner.request import check_positive
+    from planner.schema.request import check_positive
     from planner.sweep import compute_grid, read_journal
 
     grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output

@@ -101,7 +101,7 @@ def evaluate(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool = Fals
     row = {k: float(v[0]) for k, v in arr.items()}
     step = StepBreakdown(**{k: row[k] for k in StepBreakdown.model_fields})
     memory = MemoryBreakdown(**{k: row[k] for k in MemoryBreakdown.model_fields if k != "capacity_bytes"},
-                             capacity_bytes=hw.gpu.hbm_bytes)
+                             capacity_bytes=mem.capacity_bytes(hw))
     t_run = run_seconds(wl, row["step_s"])
     ops = [OpTime(name=n, kind=k, where=w, seconds=float(np.asarray(t).ravel()[0]))
            for n, k, w, t in terms.op_breakdown(hw, wl, Tuples.from_layouts([layout]))]

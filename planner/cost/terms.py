@@ -868,10 +868,27 @@ def _etp_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
     return hops * recompute_comm_factor(cols)
 
 
+def dispatch_dedup(ep_factors: np.ndarray, top_k: int) -> np.ndarray:
+    """Per level h = 1..H, the distinct-destination share of the top-k copies that cross it: a deduplicating
+    dispatcher (DeepEP, HybridEP) sends a token once to each level-(h-1) domain (a GPU on the first level, a node
+    above) that holds at least one of its experts. Under uniform routing a copy lands in one given domain of the
+    (N_EP(h) - 1) remote ones with probability q = 1 / prod_{k>=h} N_EP(k), so the token reaches
+    (N_EP(h) - 1)(1 - (1 - q)^k) of them against k (N_EP(h) - 1) q copies without deduplication: the share is
+    (1 - (1 - q)^k) / (k q)."""
+    f = np.asarray(ep_factors, dtype=np.float64)
+    q = 1.0 / np.cumprod(f[:, ::-1], axis=1)[:, ::-1]
+    return (1.0 - (1.0 - q) ** top_k) / (top_k * q)
+
+
 def _a2a_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:
     """max over levels of P_EP(h) word bytes / bw_h: a copy leaves level h for a uniformly random expert rank with
-    probability P_EP(h) (Eq. 20); the levels' transfers overlap."""
-    p = net.ep_frequencies(fac["expert_ep"] if "expert_ep" in fac else fac["ep"])[:, 1:]
+    probability P_EP(h) (Eq. 20); the levels' transfers overlap. A deduplicating dispatcher
+    (profile.moe_dispatch_dedup) sends only the distinct destinations' share (`dispatch_dedup`)."""
+    ep_fac = fac["expert_ep"] if "expert_ep" in fac else fac["ep"]
+    p = net.ep_frequencies(ep_fac)[:, 1:]
+    mo = wl.model_ops
+    if hw.profile.moe_dispatch_dedup and mo is not None and mo.top_k > 1:
+        p = p * dispatch_dedup(ep_fac, mo.top_k)
     return (p * hw.gpu.word_bytes / _bw(hw)[None, :]).max(axis=1)
 
 

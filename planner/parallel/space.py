@@ -56,6 +56,9 @@ class SearchOptions:
     schedule: str = "auto"  # auto | 1f1b | zb-h2
     gpus: int | None = None
     dp_overlap: bool = False
+    max_gpus: int | None = None
+    """A buyer's limit on the cluster (--max-gpus, or the GPUs --power-mw allows): layouts of more GPUs are left
+    out, as the hardware's own bound (Hardware.max_gpus) leaves them out."""
     fixed: tuple[tuple[str, int], ...] = ()
     """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
     (sequence parallelism, recomputation, ZeRO stage)."""
@@ -226,11 +229,14 @@ def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
     return rows
 
 
-def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None
+def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None,
+                               keep_rows: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
                                ) -> dict[str, np.ndarray] | None:
     """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
     that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
-    did."""
+    did. `keep_rows` (a mask over a slice's columns) drops rows slice by slice, so that the rows a search excludes
+    anyway (a fixed cluster's GPU count that a row's size does not divide) are never held all at once: the rows kept
+    are the same, in the same order, as filtering the whole table afterwards."""
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
     parts: list[dict[str, np.ndarray]] = []
     for first in axes[0]:
@@ -240,6 +246,8 @@ def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | N
         cols = {name: grids[k] for k, name in enumerate(space.values)}
         cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
         keep = sp_allows(cols["tp_ff"], cols["sp"])
+        if keep_rows is not None:
+            keep &= keep_rows(cols)
         parts.append({k: v[keep] for k, v in cols.items()})
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 

@@ -16,10 +16,11 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from planner.hardware import GPU_KEYS, LEVEL_KEYS
+from planner.economics import fmt_MW
+from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
-from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan
+from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan, UncertainInput
 
 T = TypeVar("T")
 
@@ -147,6 +148,8 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
+    if plan.warnings:  # optimal under the cost model, but not a cluster anyone has announced: never just "Optimal"
+        what += " under the cost model, BEYOND ANY ANNOUNCED BUILD (see warnings)"
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
     if plan.spare_gpus:  # racks used in part (GB200 NVL72): say what is bought
         nodes += f" in {plan.racks:,} rack{'s' if plan.racks != 1 else ''}, {plan.spare_gpus:,} spare GPUs"
@@ -200,6 +203,33 @@ def sensitivity_table(plan: Plan) -> Table:
     return t
 
 
+def _spread_text(u: UncertainInput) -> str:
+    rng = f"x{u.low:.3g}-{u.high:.3g} {u.shape}"
+    return f"{u.input} {rng}" if u.sampled else f"{u.input} (fitted: in the model error)"
+
+
+def confidence_table(plan: Plan) -> Table:
+    """--confidence P: the cluster that meets the deadline with probability P, its days' spread, what was sampled."""
+    c = _part(plan.confidence, "confidence")
+    gpus = "none of the samples' own counts reaches P" if c.gpus is None else (
+        f"{c.gpus:,} ({c.met:.0%} of samples meet {c.deadline_days:g} days; point estimate {c.point_gpus or 0:,})")
+
+    def count(n: int | None) -> str:
+        return "none" if n is None else f"{n:,}"
+
+    rows: list[tuple[str, RenderableType]] = [
+        (f"GPUs at P={c.probability:g}", gpus),
+        ("wall-clock days", "-" if c.days_p50 is None else
+         f"P10 {fmt_days(c.days_p10)}, P50 {fmt_days(c.days_p50)}, P90 {fmt_days(c.days_p90)} on that cluster"),
+        ("GPUs for P50 / P90", f"{count(c.gpus_p50)} / {count(c.gpus_p90)}"),
+        ("uncertain", "; ".join(_spread_text(u) for u in c.inputs)),
+        ("samples", f"{c.samples}, seed {c.seed}: {c.replans} searches, {c.repriced} layouts re-priced"),
+        ("method", c.method),
+        ("leaves out", "; ".join(c.leaves_out)),
+    ]
+    return _kv_table("How sure (--confidence, docs/confidence.md)", rows)
+
+
 def depends_table(plan: Plan) -> Table:
     """What the answer rests on: the model's scope and the inputs that are estimates."""
     d = _part(plan.depends_on, "assumptions")
@@ -209,6 +239,9 @@ def depends_table(plan: Plan) -> Table:
         ("estimated inputs", (", ".join(d.estimated_inputs) or "none")
          + " (--sensitivity shows which move the answer)"),
     ]
+    if d.uncertain:
+        rows.append(("uncertain", "; ".join(_spread_text(u) for u in d.uncertain)
+                     + " (factors on the value; --confidence samples them)"))
     if plan.overrides:
         rows.append(("overrides", ", ".join(plan.overrides)))
     return _kv_table("What this answer depends on", rows)
@@ -245,6 +278,9 @@ def _transformer_model_table(plan: Plan) -> Table:
          f"{wl.attention_flop_per_token / wl.model_flop_per_token:.1%}, not halved for the causal mask)"),
         ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
     ]
+    if wl.requested_compute_flop:
+        rows.append(("requested compute", f"{fmt_sci(wl.requested_compute_flop, 4)} FLOP "
+                     f"({wl.compute_flop / wl.requested_compute_flop:.4f}x trained)"))
     return _kv_table("Model (transformer)", rows)
 
 
@@ -291,18 +327,19 @@ def model_table(plan: Plan) -> Table:
 
 
 def cluster_table(plan: Plan) -> Table:
-    rows = [
+    rows: list[tuple[str, RenderableType]] = [
         ("GPUs", f"{plan.gpus:,} x {plan.gpu}"),
         ("nodes", f"{plan.nodes:,}"),
     ]
     if plan.racks is not None:
         per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
         rows.append((f"racks ({plan.rack_level})", f"{plan.racks:,}{per}"))
-        rows.append(("spare GPUs", f"{plan.spare_gpus:,} (bought with the racks, idle; not in GPU-hours or cost)"
-                     if plan.spare_gpus else "0"))
+        held = (plan.held_gpus or 0) > (plan.gpus or 0)
+        rows.append(("spare GPUs", "0" if not plan.spare_gpus else f"{plan.spare_gpus:,} " + (
+            "(held with the racks, idle: in the wall-clock cost and the power, not in GPU-hours or the compute-only "
+            "cost)" if held else "(idle in a part-used node; not rented, not in GPU-hours or cost)")))
     rows.append(("GPU-hours", fmt_count(plan.gpu_hours)))
-    if plan.cost_usd is not None:
-        rows.append(("cost", f"${plan.cost_usd:,.0f}" if plan.cost_usd >= 1000 else f"${plan.cost_usd:,.2f}"))
+    rows += economics_rows(plan)
     if plan.deadline_days is not None:
         rows.append(("deadline", fmt_days(plan.deadline_days)))
     rows.append(("priced by", f"{plan.profile} profile" + (
@@ -311,6 +348,35 @@ def cluster_table(plan: Plan) -> Table:
         + ". Default: the paper profile for the paper's toy workload (--compute), the realistic one for a real "
         "transformer and for launch configurations"))
     return _kv_table(f"Cluster ({plan.hardware})", rows)
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}" if x >= 1000 else f"${x:,.2f}"
+
+
+def economics_rows(plan: Plan) -> list[tuple[str, RenderableType]]:
+    """Cost (wall-clock held and compute-only, labelled), the price and its source, power and energy
+    (planner.economics)."""
+    rows: list[tuple[str, RenderableType]] = []
+    held = plan.held_gpus or plan.gpus or 0
+    if plan.cost_usd is not None and plan.compute_cost_usd is not None and plan.held_days is not None:
+        spares = "" if held == plan.gpus else f", {held:,} GPUs incl. spares"
+        rows.append((f"cost (wall-clock, {fmt_days(plan.held_days)} held{spares})", _usd(plan.cost_usd)))
+        rows.append(("cost (compute-only)", f"{_usd(plan.compute_cost_usd)} (GPU-hours x price: no failures, "
+                     "restarts or spares)"))
+        rows.append(("price", f"${plan.price_per_gpu_hour:,.2f} per GPU-hour ({plan.price_source})"))
+    else:
+        rows.append(("cost", "no price: --price-per-gpu-hour (or [economics] in the hardware file) prices it"))
+    if plan.facility_power_MW is not None and plan.it_power_MW is not None:
+        rows.append(("power (facility)", f"{fmt_MW(plan.facility_power_MW)} = IT {fmt_MW(plan.it_power_MW)} x PUE "
+                     f"{plan.pue:g} (boards, nodes and switches of {held:,} GPUs held)"))
+        if plan.energy_MWh is not None and plan.held_days is not None:
+            rows.append(("energy", f"{plan.energy_MWh:,.0f} MWh over {fmt_days(plan.held_days)} held"))
+    else:
+        rows.append(("power", f"not in the hardware file ({plan.hardware}: no [economics] board_W)"))
+    for w in plan.warnings:
+        rows.append(("WARNING", Text(w, style="bold red")))
+    return rows
 
 
 def _shard_ranks(lay) -> str:
@@ -526,6 +592,12 @@ def why_text(plan: Plan) -> Text:
     return Text.assemble(("Why:", "bold"), *(f"\n  - {ln}" for ln in lines))
 
 
+def smaller_text(plan: Plan) -> Text:
+    """Why the cluster is not smaller: the next sizes below the plan's and why each fails."""
+    return Text.assemble((f"Why not fewer than {plan.gpus:,} GPUs:", "bold"),
+                         *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
+
+
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
@@ -542,11 +614,15 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
         out.append(depends_table(plan))
     if plan.sensitivity is not None:
         out.append(sensitivity_table(plan))
+    if plan.confidence is not None:
+        out.append(confidence_table(plan))
     if evaluated:
         out.append(Text("Layout given (flags or --plan file): priced with the cost model, not searched.",
                         style="italic"))
     else:
         out += [solver_table(plan), proof_line(plan)]
+        if plan.smaller_clusters:
+            out.append(smaller_text(plan))
     for note in plan.notes:
         out.append(Text(f"note: {note}"))
     return out
@@ -640,4 +716,12 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
                 continue
             value = raw if scale == 1 else raw / scale
             levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
-    return [head, gpu, levels]
+    econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
+    econ.add_column("field", style="bold")
+    econ.add_column("value", justify="right")
+    econ.add_column("source")
+    for key, (field, _) in ECONOMICS_KEYS.items():
+        raw = None if hw.economics is None else getattr(hw.economics, field)
+        econ.add_row(key, "none" if raw is None else _file_value(raw),
+                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default"))
+    return [head, gpu, levels, econ]

@@ -16,7 +16,8 @@ from planner.schema import Plan
 from planner.sweep import SweepResult
 
 CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
-              "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "dp_overlap", "dp",
+              "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "compute_cost_usd",
+              "facility_power_MW", "energy_MWh", "warnings", "dp_overlap", "dp",
               "tp_ff", "tp_model", "pp",
               "interleave", "ep", "microbatches", "schedule", "d_model", "d_ff", "layers", "experts", "batch_tokens",
               "bottleneck", "solver_wall_s", "explanation")
@@ -44,8 +45,8 @@ def _requested(p: Plan) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
-SWEEP_DROP_ORDER = ("trained FLOP", "tp_model", "ep", "schedule", "cost (USD)", "days (wall-clock)", "pp", "tp_ff",
-                    "dp")
+SWEEP_DROP_ORDER = ("trained FLOP", "tp_model", "ep", "schedule", "cost (USD, wall-clock held)", "days (wall-clock)",
+                    "pp", "tp_ff", "dp")
 """Columns left out, in this order, until the sweep table fits the terminal (a row never wraps or is cut)."""
 
 
@@ -77,7 +78,7 @@ def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
                     + (f", at ${res.price_per_gpu_hour:,.2f} per GPU-hour" if priced else "")
                     + (f" (narrow terminal: {', '.join(dropped)} left out)" if dropped else ""), title_justify="left")
     cols = ("hardware", "requested FLOP", "trained FLOP", "GPUs", "MFU", "days (wall-clock)") \
-        + (("cost (USD)",) if priced else ()) \
+        + (("cost (USD, wall-clock held)",) if priced else ()) \
         + ("dp", "tp_ff", "tp_model", "pp", "ep", "schedule", "status")
     keep = [c not in dropped for c in cols]
     for col, kept in zip(cols, keep):
@@ -120,7 +121,9 @@ def plan_row(p: Plan) -> dict:
         "training_days": p.training_days, "wall_clock_days": p.wall_clock_days,
         "goodput": None if p.goodput is None else p.goodput.goodput, "step_time_s": p.step_time_s,
         "gpu_hours": p.gpu_hours,
-        "cost_usd": p.cost_usd, "dp_overlap": p.dp_overlap, "d_model": wl.d_model, "d_ff": wl.d_ff,
+        "cost_usd": p.cost_usd, "compute_cost_usd": p.compute_cost_usd, "facility_power_MW": p.facility_power_MW,
+        "energy_MWh": p.energy_MWh, "warnings": " | ".join(p.warnings), "dp_overlap": p.dp_overlap,
+        "d_model": wl.d_model, "d_ff": wl.d_ff,
         "layers": wl.layers, "experts": wl.experts, "batch_tokens": wl.batch_tokens, "bottleneck": p.bottleneck,
         "solver_wall_s": round(p.solver.wall_s, 3), "explanation": " ".join(p.explanation.split()),
     }

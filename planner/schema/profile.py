@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import InvalidInput
 
@@ -18,6 +18,44 @@ TileSide = Annotated[int, Field(ge=1, le=2**16)]
 GemmPass = Literal["fprop", "dgrad", "wgrad"]
 RECIPE_PASSES: tuple[GemmPass, ...] = ("fprop", "dgrad", "wgrad")
 """A GEMM's three passes per microbatch: forward, activation gradient, weight gradient."""
+
+
+SHAPES = ("uniform", "triangular", "loguniform")
+
+
+class Spread(BaseModel):
+    """How far an estimated or fitted value may be off: a range of factors on the file's value, with its shape and
+    the reason (`spread = { low = 0.9, high = 1.1, shape = "uniform", why = "..." }` next to `value`). --confidence
+    samples it; depends_on shows it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: float = Field(gt=0, description="Smallest factor on the value (0.9: 10 % below it).")
+    high: float = Field(gt=0, description="Largest factor on the value.")
+    shape: Literal["uniform", "triangular", "loguniform"] = Field(
+        "uniform", description="uniform: every factor in [low, high] equally likely; triangular: most likely 1 (the "
+        "file's value), falling to 0 at low and high; loguniform: uniform in log(factor).")
+    why: str = Field(min_length=1, description="Where the range comes from.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Spread:
+        if not (self.low <= 1.0 <= self.high) or self.low == self.high:
+            raise ValueError(f"spread needs low <= 1 <= high and low < high (factors on the value), got "
+                             f"low={self.low!r}, high={self.high!r}")
+        return self
+
+    def factor(self, u: float) -> float:
+        """The factor at quantile `u` in (0, 1) (the inverse of the shape's distribution function)."""
+        lo, hi = self.low, self.high
+        if self.shape == "uniform":
+            return lo + (hi - lo) * u
+        if self.shape == "loguniform":
+            return float(lo * (hi / lo) ** u)
+        # triangular on [lo, hi] with its mode at 1
+        c = (1.0 - lo) / (hi - lo)
+        if u < c:
+            return lo + ((hi - lo) * (1.0 - lo) * u) ** 0.5
+        return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
 
 
 class Recipe(BaseModel):
@@ -72,8 +110,8 @@ class ExecutionProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
+    description: str = Field("", description="What the profile describes, in words.")
     gemm_model: Literal["roofline", "measured"] = Field(
         "roofline", description="'roofline': App. 8.1.1's memory-hierarchy model at the sustained clock; 'measured': "
         "peak x the measured large-GEMM fraction x tile and wave quantization, or HBM-bound.")
@@ -119,6 +157,11 @@ class ExecutionProfile(BaseModel):
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
+    moe_dispatch_dedup: bool = Field(False, description="The token dispatcher sends a token once to each expert "
+                                     "rank (and once over the network to each node) that its top-k experts live on, "
+                                     "not once per expert (DeepEP / HybridEP; Megatron's alltoall dispatcher sends one "
+                                     "copy per expert): the all-to-all's bytes at each level count distinct "
+                                     "destinations (planner.cost.terms).")
     overlap_zero: float = Field(1.0, ge=0, le=1, description="Share of ZeRO-2/3 traffic during the microbatches "
                                 "hidden.")
     dp_overlap: bool = Field(False, description="Default for --dp-overlap: the gradient reduction runs under the "
@@ -159,6 +202,13 @@ class ExecutionProfile(BaseModel):
     memory_fragmentation: float = Field(0.0, ge=0, le=1, description="The caching allocator's reserved / allocated "
                                         "- 1: a fraction of what it serves (weights, gradients, optimizer state, "
                                         "activations).")
+    memory_device_bytes: dict[str, float] = Field(
+        default_factory=dict, description="Per GPU (entry_for: full name, family, default): the device memory the "
+        "driver reports (nvidia-smi's total; bytes, TOML MiB) where it differs from the datasheet's decimal GB of the "
+        "hardware file; no entry: the hardware file's capacity.")
+    memory_driver_reserved_bytes: float = Field(0.0, ge=0, description="Device memory the CUDA driver keeps "
+                                                "from the runtime's total (cudaMemGetInfo) below nvidia-smi's total "
+                                                "(bytes; TOML GB); read with memory_device_bytes.")
     memory_headroom_bytes: float = Field(0.0, ge=0, description="Memory a plan must leave free (bytes; TOML GB): a "
                                          "layout fits when total + headroom <= HBM (--memory-headroom).")
     zero3_unit: Literal["matrix", "layer"] = Field(
@@ -183,6 +233,10 @@ class ExecutionProfile(BaseModel):
                                               "their sum (planner.cost.memory; the paper profile adds them).")
     logits_bytes: float = Field(4.0, gt=0, description="Bytes per vocabulary entry per token the LM head and loss "
                                 "hold at their peak (logits, their fp32 copy, softmax, gradient).")
+    compiled_logits_bytes: float | None = Field(None, gt=0, description="`logits_bytes` when the loss function "
+                                                "itself is compiled (torchtitan since 2025 compiles it with the "
+                                                "model): the fused kernels keep no fp32 copies over the vocabulary. "
+                                                "None: a compiled loss holds what an eager one does.")
     selective_policy: Literal["megatron", "op"] = Field(
         "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
         "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "
@@ -197,6 +251,8 @@ class ExecutionProfile(BaseModel):
         default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
@@ -208,6 +264,14 @@ class ExecutionProfile(BaseModel):
             return table[key]
         label = precision if precision in ("fp8", "fp4") else "16-bit"
         raise InvalidInput(f"profile '{self.name}' has no GEMM efficiency for {gpu_name} ({label}) and no default")
+
+    def device_bytes(self, gpu_name: str, datasheet_bytes: float) -> float:
+        """Device memory a GPU's processes share: `memory_device_bytes` for this GPU (`entry_for`) less the driver's
+        reservation, else the hardware file's datasheet capacity."""
+        key = entry_for(self.memory_device_bytes, gpu_name)
+        if key is None:
+            return datasheet_bytes
+        return self.memory_device_bytes[key] - self.memory_driver_reserved_bytes
 
     def sustained_factor(self, gpu_name: str) -> float:
         """`gemm_sustained_by_family` for this GPU (`entry_for`: a variant such as a power-capped part by its full

@@ -3,7 +3,7 @@ the outcome half of a result row written (planner.study runs a study).
 
 A study is many plan requests: `[base]` fields shared by all, and either `[grid]` (lists per field, their cartesian
 product) or `[sample]` (`n` quasi-random points over ranges and lists). Field names are PlanRequest's
-(planner.request), plus `set` for its `overrides` (the --set strings).
+(planner.schema.request), plus `set` for its `overrides` (the --set strings).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner.request import PlanRequest
 from planner.schema import check_name
+from planner.schema.request import PlanRequest
 
 MAX_SCENARIOS = 100_000
 """Most scenarios in one study (each is a full plan: 10^5 cheap plans are an hour on 16 cores)."""
@@ -22,9 +22,10 @@ MAX_SCENARIOS = 100_000
 MAX_AXIS_VALUES = 10_000
 """Most values listed for one field of a grid or a sample."""
 
-FORCED = {"workers": 1}
+FORCED: dict[str, Any] = {"workers": 1, "why_smaller": False}
 """Request fields a study fixes: one CP-SAT worker (with its fixed seed) per scenario, so that a row is the same
-bytes on any engine and any worker count."""
+bytes on any engine and any worker count; no search of the smaller clusters (a row does not show them, and that
+search is time-limited)."""
 
 ALIASES = {"set": "overrides"}
 """Study-file names of request fields: `set` lists --set strings, as on the command line."""

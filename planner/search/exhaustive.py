@@ -151,6 +151,8 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
         t_all = tuples_for_model_parallel(space, mp_rows, {k: v[start:start + chunk] for k, v in space.dp_m.items()})
         if options.gpus is not None:
             t_all = t_all.take(np.nonzero(t_all.gpus == options.gpus)[0])
+        if options.max_gpus is not None:
+            t_all = t_all.take(np.nonzero(t_all.gpus <= options.max_gpus)[0])
         for s0 in range(0, len(t_all), tuple_batch):
             if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
                 finished = False

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
 from planner.errors import InvalidInput, validation_message
-from planner.schema import Hardware, Workload
+from planner.schema import Facility, Hardware, Workload
 from planner.schema.goodput import FailureModel
 
 MAX_WORKERS = 256
@@ -55,8 +55,12 @@ _TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("runs_on", (str, *_NONE), "'megatron', 'torchtitan' or None"),
     ("time_limit_s", (int, float, *_NONE), "a number of seconds or None"),
     ("price_per_gpu_hour", (int, float, *_NONE), "a number or None"),
+    ("power_mw", (int, float, *_NONE), "a number of MW or None"),
+    ("facility", (str, Facility), "a facility name, a TOML path or a Facility"),
+    ("why_smaller", (bool,), "true or false"),
 )
-_DOCUMENTS: dict[str, type[BaseModel]] = {"gpu": Hardware, "workload": Workload, "failures": FailureModel}
+_DOCUMENTS: dict[str, type[BaseModel]] = {"gpu": Hardware, "workload": Workload, "failures": FailureModel,
+                                          "facility": Facility}
 """Fields that may hold a document: read back from JSON or TOML they arrive as tables (dicts)."""
 
 
@@ -152,6 +156,22 @@ class PlanRequest(BaseModel):
         None, description="HBM a layout must leave free, GB (>= 0; = --set profile.memory.headroom_GB). None: the "
         "profile's.")
 
+    power_mw: float | None = Field(
+        None, description="A buyer's limit: facility power at most this many MW (GPU boards, nodes and switches x "
+        "PUE; planner.economics). The plan is the fewest GPUs within it that meet the deadline; none: Infeasible "
+        "says what the deadline needs and the fastest plan within the limit.")
+    max_gpus: int | None = Field(
+        None, description="A buyer's limit: at most this many GPUs (1 to 2^53); the fewest within it that meet the "
+        "deadline, or why not and what fits.")
+    facility: str | Facility = Field(
+        "default", description="The site: a shipped facility name, a TOML path or a Facility; sets the PUE of the "
+        "plan's power figures and the largest announced site past which a plan carries a warning.")
+
+    why_smaller: bool = Field(
+        True, description="With a deadline and no fixed `gpus`: fill the plan's `smaller_clusters` (the next smaller "
+        "sizes and why they fail), at the cost of one fixed-cluster search of at most 10 s. Studies that read only "
+        "the answer (sweeps, sensitivity, a buyer's-limit re-plan) turn it off.")
+
     def __init__(self, **data: Any) -> None:
         """Every problem is an InvalidInput with the one-line message the CLI prints (not a ValidationError)."""
         try:
@@ -178,6 +198,11 @@ class PlanRequest(BaseModel):
         check_positive("--days", data.get("days"))
         check_positive("--time-limit", data.get("time_limit_s"), " (seconds)")
         check_positive("--price-per-gpu-hour", data.get("price_per_gpu_hour"))
+        check_positive("--power-mw", data.get("power_mw"), " (MW)")
+        for flag, key in (("--max-gpus", "max_gpus"), ("--gpus", "gpus")):
+            n = data.get(key)
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPUS):
+                raise InvalidInput(f"{flag} must be a whole number from 1 to 2^53, got {n!r}")
         gpus = data.get("gpus")
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS):
             raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
