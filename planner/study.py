@@ -39,6 +39,7 @@ from planner.schema.study import (
     FORCED,
     MAX_SCENARIOS,
     OUTCOME_COLUMNS,
+    STUDY_FIELDS,
     JournalHeader,
     SampleRange,
     StudyFile,
@@ -100,12 +101,17 @@ class Scenario:
     request: PlanRequest
     inputs: tuple[tuple[str, Any], ...]
     """(column, value) of each varied field: in_gpu, in_compute_flop, in_set, ..."""
+    confidence: float | None = None
+    """P: plan the cluster that meets the deadline with this probability (planner.confidence); None: the point
+    estimate."""
 
 
-def scenario_id(request: PlanRequest) -> str:
+def scenario_id(request: PlanRequest, confidence: float | None = None) -> str:
     """16 hex digits of the SHA-256 of the request's canonical JSON (fields at their defaults left out, so a new
-    request field with a default keeps old ids)."""
+    request field with a default keeps old ids), with `confidence` beside its fields when given."""
     doc = request.model_dump(mode="json", exclude_defaults=True)
+    if confidence is not None:
+        doc["confidence"] = confidence
     return hashlib.sha256(_canonical(doc).encode()).hexdigest()[:16]
 
 
@@ -198,19 +204,27 @@ def expand(study: StudyFile) -> list[Scenario]:
                                        f"got {_canonical(value)[:60]}")
                 value = [*base.get("overrides", []), *value]
             fields[field] = value
+        extra = {k: fields.pop(k) for k in STUDY_FIELDS if k in fields}
         try:
             request = PlanRequest(**fields)
+            confidence = extra.get("confidence")
+            if confidence is not None:
+                from planner.confidence import DEFAULT_SAMPLES, DEFAULT_SEED, check_request
+
+                check_request(confidence, DEFAULT_SAMPLES, DEFAULT_SEED, request.gpus)
+                confidence = float(confidence)
         except InvalidInput as exc:
             where = ", ".join(f"{k}={_canonical(v)[:40]}" for k, v in point.items())
             raise InvalidInput(f"scenario {len(out) + 1} ({where or 'base'}): {exc}") from None
-        sid = scenario_id(request)
+        sid = scenario_id(request, confidence)
         if sid in ids:
             if study.sample is None:  # the figures index a grid's scenarios by position: no gap allowed
                 raise InvalidInput(f"grid: scenario {len(out) + 1} is the same request as an earlier one (a value "
                                    "listed twice in another spelling, e.g. 90 and 90.0)")
             continue
         ids.add(sid)
-        out.append(Scenario(len(out), sid, request, tuple((f"in_{k}", _cell(v)) for k, v in point.items())))
+        out.append(Scenario(len(out), sid, request, tuple((f"in_{k}", _cell(v)) for k, v in point.items()),
+                            confidence))
     return out
 
 
@@ -249,6 +263,9 @@ def outcome_of(plan: Any) -> StudyOutcome:
     layout = None if lay is None else " ".join(
         [f"{d}={getattr(lay, d)}" for d in (*DEGREES, *OPTIONS)] + [f"schedule={lay.schedule}"])
     explanation = (plan.explanation or "").strip().splitlines()
+    conf = plan.confidence
+    sure = {} if conf is None else {"point_gpus": conf.point_gpus, "met": conf.met, "days_p10": conf.days_p10,
+                                    "days_p50": conf.days_p50, "days_p90": conf.days_p90}
     return StudyOutcome(
         status=plan.status, hardware=plan.hardware, profile=plan.profile, gpus=plan.gpus, nodes=plan.nodes,
         mfu=plan.mfu, training_days=plan.training_days, wall_clock_days=plan.wall_clock_days,
@@ -256,20 +273,25 @@ def outcome_of(plan: Any) -> StudyOutcome:
         cost_usd=plan.cost_usd, step_time_s=plan.step_time_s, bottleneck=plan.bottleneck,
         params=plan.workload.params, tokens=plan.workload.tokens, layout=layout,
         solver_status=plan.solver.status, gap=plan.solver.gap,
-        explanation=explanation[0][:300] if explanation else None,
+        explanation=explanation[0][:300] if explanation else None, **sure,
     )
 
 
-def solve_batch(batch: Sequence[tuple[str, str]]) -> list[tuple[str, Row]]:
-    """Plan each (id, request JSON) of a batch, in this process: (id, outcome columns). The only function that runs
-    in a worker (a local process or a Ray task); the hardware and profile files it reads are parsed once per
-    process (their loaders cache them). A scenario that is bad input gives an 'error' row, not a failed batch."""
+def solve_batch(batch: Sequence[tuple[str, str, float | None]]) -> list[tuple[str, Row]]:
+    """Plan each (id, request JSON, confidence) of a batch, in this process: (id, outcome columns). The only function
+    that runs in a worker (a local process or a Ray task); the hardware and profile files it reads are parsed once
+    per process (their loaders cache them). A scenario that is bad input gives an 'error' row, not a failed batch."""
     from planner import api
 
     out = []
-    for sid, text in batch:
+    for sid, text, confidence in batch:
         try:
-            plan = api.plan(PlanRequest.from_json(text))
+            request = PlanRequest.from_json(text)
+            plan = api.plan(request)
+            if confidence is not None:
+                from planner.confidence import with_confidence
+
+                plan = with_confidence(plan, request, confidence, jobs=1)  # one process: this worker
         except Infeasible as exc:
             if exc.plan is None:
                 out.append((sid, StudyOutcome(status="infeasible", explanation=str(exc)[:300]).model_dump()))
@@ -284,9 +306,9 @@ def solve_batch(batch: Sequence[tuple[str, str]]) -> list[tuple[str, Row]]:
     return out
 
 
-def batches(scenarios: Sequence[Scenario], size: int) -> list[list[tuple[str, str]]]:
-    """The scenarios as (id, request JSON) in batches of `size`, in the study's order."""
-    items = [(sc.id, sc.request.model_dump_json(exclude_defaults=True)) for sc in scenarios]
+def batches(scenarios: Sequence[Scenario], size: int) -> list[list[tuple[str, str, float | None]]]:
+    """The scenarios as (id, request JSON, confidence) in batches of `size`, in the study's order."""
+    items = [(sc.id, sc.request.model_dump_json(exclude_defaults=True), sc.confidence) for sc in scenarios]
     return [items[k:k + size] for k in range(0, len(items), size)]
 
 

@@ -118,7 +118,8 @@ def test_halton_first_points_by_hand():
 @pytest.mark.parametrize("text, words", [
     ('[study]\nname = "x"\n[grid]\ngpu_name = ["h100"]', "unknown field 'gpu_name' (did you mean 'gpu'?)"),
     ('[study]\nname = "x"\n[grid]\nworkers = [1, 2]', "workers = 1"),
-    ('[study]\nname = "x"\n[grid]\nconfidence = [0.9]', "no confidence field"),
+    ('[study]\nname = "x"\n[grid]\nconfidence = [1.5]', "(confidence=1.5): --confidence must be a probability"),
+    ('[study]\nname = "x"\n[base]\ncompute_flop = 1e18\ngpus = 8\n[grid]\nconfidence = [0.9]', "drop --gpus"),
     ('[study]\nname = "x"\n[grid]\ndays = []', "list 1 to"),
     ('[study]\nname = "x"\n[grid]\ndays = [1, 1]', "lists 1 twice"),
     ('[study]\nname = "x"\n[grid]\ndays = [1, 1.0]', "same request"),
@@ -178,12 +179,29 @@ def test_one_and_two_workers_give_the_same_bytes(tmp_path):
     assert one.count("\n") == 13 and ",optimal," in one
 
 
+@pytest.mark.slow  # 64 samples per scenario: 12 s on the shared machine
+def test_confidence_axis_plans_through_planner_confidence(tmp_path):
+    """`confidence` P is a study field beside the request: the row's gpus is the cluster that meets the deadline in at
+    least P of planner.confidence's samples, point_gpus the point estimate's (never more), met >= P, and the days'
+    percentiles are ordered and within the deadline."""
+    text = '[study]\nname = "c"\n[base]\ncompute_flop = 1e20\ndays = 0.5\n[grid]\nconfidence = [0.5, 0.9]\n'
+    scenarios = st.expand(st.load_study(write(tmp_path, text)))
+    assert [sc.confidence for sc in scenarios] == [0.5, 0.9] and scenarios[0].id != scenarios[1].id
+    assert scenarios[0].request == scenarios[1].request
+    results: dict[str, dict] = {}
+    st.run(scenarios, lambda b: results.update(b), jobs=1)
+    for sc in scenarios:
+        r = results[sc.id]
+        assert r["status"] == "optimal" and r["met"] >= sc.confidence and r["gpus"] >= r["point_gpus"] >= 1
+        assert r["days_p10"] <= r["days_p50"] <= r["days_p90"] <= 0.5
+
+
 def test_error_scenario_is_a_row_not_a_failed_study():
     """A scenario that only the plan finds bad (context parallelism pinned on the paper's toy model, which has no
     sequences) gives an 'error' row; the rest of its batch is planned."""
     ok = PlanRequest(compute_flop=1e18, days=3, workers=1)
     bad = PlanRequest(compute_flop=1e18, days=3, workers=1, fixed={"cp": 2})
-    out = st.solve_batch([("a", bad.model_dump_json()), ("b", ok.model_dump_json())])
+    out = st.solve_batch([("a", bad.model_dump_json(), None), ("b", ok.model_dump_json(), None)])
     assert out[0][1]["status"] == "error" and "--cp 2 needs a transformer" in out[0][1]["error"]
     assert out[1][1]["status"] == "optimal" and out[1][1]["gpus"] == 1
 

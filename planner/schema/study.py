@@ -27,6 +27,10 @@ FORCED: dict[str, Any] = {"workers": 1, "why_smaller": False}
 bytes on any engine and any worker count; no search of the smaller clusters (a row does not show them, and that
 search is time-limited)."""
 
+STUDY_FIELDS = ("confidence",)
+"""Fields a scenario has beside its request: `confidence` P plans the cluster that meets the deadline with
+probability P (planner.confidence, `plan --confidence P`, its default samples and seed)."""
+
 ALIASES = {"set": "overrides"}
 """Study-file names of request fields: `set` lists --set strings, as on the command line."""
 
@@ -34,17 +38,15 @@ ALIASES = {"set": "overrides"}
 def request_field(name: str, where: str) -> str:
     """The PlanRequest field a study-file key names; a ValueError naming the accepted keys otherwise."""
     field = ALIASES.get(name, name)
-    if field in PlanRequest.model_fields and field not in FORCED:
+    if (field in PlanRequest.model_fields and field not in FORCED) or field in STUDY_FIELDS:
         return field
     if field in FORCED:
         raise ValueError(f"{name}: a study plans every scenario with {name} = {FORCED[field]} (the rows are "
                          "then the same bytes on any engine); drop it")
-    if name == "confidence":
-        raise ValueError("confidence: this planner's requests have no confidence field yet (--confidence "
-                         "lands with planner.confidence); drop the axis")
     import difflib
 
-    known = sorted([*(k for k in PlanRequest.model_fields if k not in FORCED and k != "overrides"), *ALIASES])
+    known = sorted([*(k for k in PlanRequest.model_fields if k not in FORCED and k != "overrides"), *ALIASES,
+                    *STUDY_FIELDS])
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     hint = f" (did you mean '{near[0]}'?)" if near else ""
     raise ValueError(f"unknown field '{name}'{hint} in [{where}]; a study's fields are the request's: "
@@ -205,6 +207,12 @@ class StudyOutcome(_Doc):
     layout: str | None = Field(None, description="Every dimension of the layout, 'dp=.. tp_ff=.. ... schedule=..'.")
     solver_status: str | None = None
     gap: float | None = None
+    point_gpus: int | None = Field(None, description="With confidence: the point estimate's GPUs (`gpus` is then "
+                                   "the cluster that meets the deadline with probability P).")
+    met: float | None = Field(None, description="With confidence: share of samples meeting the deadline on gpus.")
+    days_p10: float | None = Field(None, description="With confidence: 10th percentile of wall-clock days on gpus.")
+    days_p50: float | None = Field(None, description="With confidence: median wall-clock days on gpus.")
+    days_p90: float | None = Field(None, description="With confidence: 90th percentile of wall-clock days on gpus.")
     explanation: str | None = Field(None, description="First line of why a plan is infeasible.")
     error: str | None = Field(None, description="The one-line error of a bad scenario.")
 
@@ -212,5 +220,5 @@ class StudyOutcome(_Doc):
 OUTCOME_COLUMNS: tuple[str, ...] = tuple(StudyOutcome.model_fields)
 
 
-__all__ = ["ALIASES", "FORCED", "MAX_AXIS_VALUES", "MAX_SCENARIOS", "OUTCOME_COLUMNS", "JournalHeader",
+__all__ = ["STUDY_FIELDS", "ALIASES", "FORCED", "MAX_AXIS_VALUES", "MAX_SCENARIOS", "OUTCOME_COLUMNS", "JournalHeader",
            "SampleRange", "SampleSection", "StudyFile", "StudyOutcome", "StudySection", "request_field"]
