@@ -313,3 +313,9 @@ def test_missing_ray_is_one_line(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(st.InvalidInput, match=r"pip install 'planner\[ray\]'"):
         st._import_ray()
+
+
+def test_help_shows_the_tables_and_the_extra(capsys):
+    code, out, _ = invoke(capsys, ["study", "--help"])
+    assert code == 0 and "[study], [base] and [grid] or [sample]" in " ".join(out.split())
+    assert "'planner[ray]'" in out and "<bool>" not in out

@@ -46,8 +46,8 @@ def _out_dir(path: Path) -> Path:
 
 
 def study_command(
-    file: Annotated[Path, typer.Argument(help="The study: a TOML file with [study], [base] and [grid] or [sample] "
-                                         "(docs/study.md).", metavar="FILE.toml", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="The study: a TOML file with \\[study], \\[base] and \\[grid] or "
+                                         "\\[sample] (docs/study.md).", metavar="FILE.toml", show_default=False)],
     out: Annotated[Path | None, typer.Option(
         "--out", help=f"Directory for {JOURNAL} (every finished scenario, as it finishes), {RESULTS_CSV}, "
         f"{RESULTS_PARQUET} and the figures; made if absent. Without it the CSV goes to stdout and nothing is kept.",
@@ -56,7 +56,7 @@ def study_command(
                                       help="Local worker processes (scenarios planned at once).")] = 2,
     ray: Annotated[str | None, typer.Option(
         "--ray", help="Run on a Ray cluster instead: auto (the cluster this machine joined), HOST:6379, "
-        "ray://HOST:10001, or local (a private one of --jobs CPUs here). Needs pip install 'planner[ray]'.",
+        "ray://HOST:10001, or local (a private one of --jobs CPUs here). Needs pip install 'planner\\[ray]'.",
         metavar="auto|ADDRESS|local", show_default=False)] = None,
     batch: Annotated[int | None, typer.Option(
         "--batch", parser=parse_whole, metavar="INT", show_default=False,
