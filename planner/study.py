@@ -364,6 +364,30 @@ def _import_ray() -> Any:
     return ray
 
 
+def check_ray(address: str) -> None:
+    """--ray checked before any work: ray importable, an address of a form Ray takes, something listening there."""
+    _import_ray()
+    if address not in ("local", "auto"):
+        _probe(address)
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """A TCP connection to HOST:PORT (or ray://HOST:PORT) before ray.init, which otherwise retries an address where
+    nothing listens for minutes: a typo is one error line in seconds."""
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidInput(f"--ray {address!r}: give auto, local, HOST:PORT (the head's GCS port, 6379 by default) or "
+                           "ray://HOST:PORT (the Ray client, 10001)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise InvalidInput(f"--ray {address}: nothing answers at {host}:{port} ({exc.strerror or exc}); is "
+                           "`ray start --head` running there?") from None
+
+
 def _run_ray(scenarios: Sequence[Scenario], done: BatchDone, address: str, jobs: int, batch: int | None) -> None:
     """The batches as Ray tasks (one CPU each), at most four per cluster CPU in flight. A Ray session already
     started in this process (a test's `ray.init(num_cpus=2)`) is used as it is."""
@@ -374,6 +398,7 @@ def _run_ray(scenarios: Sequence[Scenario], done: BatchDone, address: str, jobs:
 
         options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False,
                                    "include_dashboard": False}
+        check_ray(address)
         try:
             if address == "local":
                 ray.init(num_cpus=jobs, **options)

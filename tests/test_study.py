@@ -319,3 +319,14 @@ def test_help_shows_the_tables_and_the_extra(capsys):
     code, out, _ = invoke(capsys, ["study", "--help"])
     assert code == 0 and "[study], [base] and [grid] or [sample]" in " ".join(out.split())
     assert "'planner[ray]'" in out and "<bool>" not in out
+
+
+@pytest.mark.parametrize("address, words", [("127.0.0.1:1", "nothing answers at 127.0.0.1:1"),
+                                            ("nonsense", "give auto, local, HOST:PORT"),
+                                            ("ray://127.0.0.1:99999", "give auto")])
+def test_a_bad_ray_address_is_one_line_in_seconds(address, words):
+    """ray.init retries an address where nothing listens for minutes; the study probes it first."""
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidInput, match=words):
+        st._probe(address)
+    assert time.perf_counter() - t0 < 6

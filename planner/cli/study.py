@@ -76,7 +76,7 @@ def study_command(
     st.check_jobs(jobs, batch)
     st.check_inputs(scenarios)
     if ray is not None:
-        st._import_ray()  # missing: one line now, not after the journal is opened
+        st.check_ray(ray)  # missing or unreachable: one line now, not after the journal is opened
     if resume and out is None:
         raise InvalidInput("--resume needs --out DIR (the journal of the earlier run is DIR/journal.jsonl)")
     head = st.header(spec, scenarios)
