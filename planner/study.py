@@ -87,6 +87,14 @@ def study_hash(study: StudyFile) -> str:
     return hashlib.sha256(_canonical(study.model_dump(mode="json")).encode()).hexdigest()
 
 
+def sweep_study(gpus: Sequence[str], compute_flop: Sequence[float], name: str = "sweep",
+                **base: Any) -> StudyFile:
+    """A compute sweep (`planner sweep`) as the study it is: the grid gpu x compute_flop, every other request field
+    in `[base]` (e.g. `sweep_study(["h100"], planner.sweep.compute_grid(1e24, 1e26, 5), days=90)`)."""
+    return parse_study({"study": {"name": name}, "base": base,
+                        "grid": {"gpu": list(gpus), "compute_flop": [float(c) for c in compute_flop]}}, "sweep")
+
+
 # --------------------------------------------------------------------------------------------------
 # 2. Scenarios
 # --------------------------------------------------------------------------------------------------
@@ -566,4 +574,5 @@ def tornado_families(study: StudyFile, rows: Sequence[Row], outcome: str = "gpus
 
 __all__ = ["BatchDone", "Row", "Scenario", "batches", "check_inputs", "columns", "expand", "header",
            "journal_line", "load_study", "outcome_of", "parse_study", "read_journal", "row", "run", "scenario_count",
-           "scenario_id", "scrambled_halton", "solve_batch", "study_hash", "curves", "tornado_families", "TornadoBar"]
+           "scenario_id", "scrambled_halton", "solve_batch", "study_hash", "sweep_study", "curves",
+           "tornado_families", "TornadoBar", "check_ray"]

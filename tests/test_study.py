@@ -330,3 +330,20 @@ def test_a_bad_ray_address_is_one_line_in_seconds(address, words):
     with pytest.raises(InvalidInput, match=words):
         st._probe(address)
     assert time.perf_counter() - t0 < 6
+
+
+def test_a_sweep_is_the_study_gpu_by_compute():
+    """planner.sweep.sweep and the study of the same grid (sweep_study) give the same clusters, layouts and MFU point
+    by point: a sweep is a special case of a study."""
+    from planner.sweep import compute_grid, sweep
+
+    grid = compute_grid(1e18, 1e20, 3)
+    res = sweep(["h100", "a100"], 1e18, 1e20, 3, days=1, jobs=1)
+    scenarios = st.expand(st.sweep_study(["h100", "a100"], grid, days=1, dp_overlap=False))
+    results: dict[str, dict] = {}
+    st.run(scenarios, lambda b: results.update(b), jobs=1)
+    assert len(scenarios) == len(res.plans) == 6
+    for sc, p in zip(scenarios, res.plans):  # both hardware-major, compute ascending
+        r = results[sc.id]
+        assert (r["hardware"], r["gpus"], r["mfu"], r["status"]) == (p.hardware, p.gpus, p.mfu, p.status)
+        assert r["layout"] == st.outcome_of(p).layout
