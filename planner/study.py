@@ -45,6 +45,7 @@ from planner.schema.study import (
     StudyFile,
     StudyOutcome,
 )
+from planner.workers import run_batches
 
 Row = dict[str, Any]
 """One result row: scenario, id, in_<field>..., then OUTCOME_COLUMNS."""
@@ -346,22 +347,7 @@ def run(scenarios: Sequence[Scenario], done: BatchDone, jobs: int = 2, ray: str 
     if ray is not None:
         _run_ray(scenarios, done, ray, jobs, batch)
         return
-    work = batches(scenarios, batch or default_batch(len(scenarios), jobs, 50))
-    if jobs == 1 or len(work) == 1:
-        for b in work:
-            done(solve_batch(b))
-        return
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from planner.sweep import worker_pool
-
-    with worker_pool(min(jobs, len(work))) as pool:
-        pending = {pool.submit(solve_batch, b): k for k, b in enumerate(work)}
-        while pending:
-            ready, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(ready, key=pending.__getitem__):
-                del pending[fut]
-                done(fut.result())
+    run_batches(batches(scenarios, batch or default_batch(len(scenarios), jobs, 50)), solve_batch, done, jobs)
 
 
 def _import_ray() -> Any:
