@@ -62,3 +62,27 @@ def test_main_command_loads_only_what_it_uses():
     assert heavy_in(modules, ("matplotlib", "planner.sweep", "planner.render.sweep", "planner.export",
                               "planner.confidence", "planner.sensitivity", "planner.validation", "planner.compare",
                               "planner.reference", "typer.rich_utils")) == []
+
+
+def test_every_document_builds_on_first_use():
+    """Each pydantic model of the documents layer is declared `defer_build=True` (planner/schema/__init__.py), so
+    that importing the documents does not build the validators of the ~45 models a command does not use."""
+    import importlib
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    import planner.schema
+
+    eager = []
+    for info in pkgutil.iter_modules(planner.schema.__path__, "planner.schema."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__
+                    and not obj.model_config.get("defer_build")):
+                eager.append(f"{module.__name__}.{obj.__name__}")
+    for obj in vars(planner.schema).values():
+        if (isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == "planner.schema"
+                and not obj.model_config.get("defer_build")):
+            eager.append(f"planner.schema.{obj.__name__}")
+    assert eager == [], f"declare these with ConfigDict(defer_build=True, ...): {eager}"

@@ -108,6 +108,8 @@ class PublishedRun(BaseModel):
 
 
 class ValidationRow(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str = Field(description="Short identifier of the run.")
     split: Literal["calibration", "held-out"] = Field(
         description="'calibration' (the profile was fitted to it) or 'held-out'.")
