@@ -17,8 +17,9 @@ ROOT = "planner"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Vocabulary that documents and logic both use: typed errors and input limits, the CLI's choice enums, safe file
-    # writing, the registry of parallel dimensions (names, ranges, divisibility rules). Imports nothing above itself.
-    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.parallel.dimensions")),
+    # writing, the paper's units of time and usual values, the registry of parallel dimensions (names, ranges,
+    # divisibility rules). Imports nothing above itself.
+    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.paper", "planner.parallel.dimensions")),
     # Every pydantic model of a file read or a document written, and the types those models need (a workload's
     # operations). Imports only the base.
     ("documents", ("planner.schema",)),
@@ -36,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
-                 "planner.confidence")),  # many plans
+                 "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
     ("cli", ("planner.cli",)),
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
