@@ -173,6 +173,8 @@ def least_gpus(plan: Plan, request: PlanRequest, field: str, before: Any, after:
         return None  # a buyer's limit: keep the re-plan's own path
     if any(f == field or fnmatch.fnmatchcase(f, field) or fnmatch.fnmatchcase(field, f) for f in _set_fields(request)):
         return None  # the request sets this input itself: the file value is not the plan's
+    if "*" in field:
+        return None  # one value for every level, compared with one level's: the others may move the other way
     return plan.gpus if slows(field, before, after) else None
 
 
@@ -226,7 +228,10 @@ def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: S
 
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
-    the request with one more --set override, on one CP-SAT worker."""
+    the request with one more --set override, on one CP-SAT worker (from the plan's count when `least_gpus` proves
+    it; the direction is read off the value as typed, after rounding)."""
+    from planner.overrides import parse_overrides
+
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
     rows_in = candidates(request.gpu, request.profile, request.failures, plan)
@@ -234,13 +239,12 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
     results: list[tuple[int | None, float | None] | None] = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
-            moved = _move(field, value, factor, cap)
-            text = f"{field}={_fmt(moved)}"
+            text = f"{field}={_fmt(_move(field, value, factor, cap))}"
             results.append(_reused(plan, request, field, factor, (*request.overrides, text)))
             if results[-1] is None:
                 tasks.append((request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
                                                          "why_smaller": False}),
-                              least_gpus(plan, request, field, value, moved)))
+                              least_gpus(plan, request, field, value, parse_overrides([text])[0].value)))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         searched = [_replan(t) for t in tasks]

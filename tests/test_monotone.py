@@ -239,5 +239,7 @@ def test_no_bound_when_the_request_sets_the_field_itself():
     assert sens.least_gpus(plan, mine, "profile.overlap.pp", 0.75, 0.6) is None
     capped = PlanRequest(**kw, max_gpus=10**6)
     assert sens.least_gpus(plan, capped, "profile.overlap.pp", 0.75, 0.6) is None
+    # `levels.*.lat_us=X` sets every level to X, compared with the top level's value only: no claim about the rest
+    assert sens.least_gpus(plan, req, "levels.*.lat_us", 5.0, 10.0) is None
     headroom = PlanRequest(**kw, memory_headroom_GB=4.0)
     assert sens.least_gpus(plan, headroom, "profile.memory.headroom_GB", 2.0, 2.4) is None
