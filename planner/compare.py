@@ -12,7 +12,7 @@ from planner import api
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import hardware_names
 from planner.schema import AcceleratorOption, Comparison, Objective, Plan
-from planner.schema.request import PlanRequest
+from planner.schema.request import PlanRequest, check_price
 
 PAPER_SCENARIOS = ("h100-superpod", "h100-low-latency", "h100-global-nvlink", "h100-global-nvlink-ll",
                    "h100-infinite-ll")
@@ -52,7 +52,7 @@ def accelerator_names(text: str) -> list[str]:
 def parse_prices(items: Sequence[str]) -> dict[str, float]:
     """['h100=2.5', 'b200=6'] -> {'h100': 2.5, 'b200': 6.0} (USD per GPU-hour for one accelerator)."""
     out: dict[str, float] = {}
-    for item in items:
+    for item in (part for given in items for part in given.split(",")):  # h100=2.5,b200=6 reads as two
         name, sep, value = item.partition("=")
         try:
             price = float(value)
@@ -60,6 +60,9 @@ def parse_prices(items: Sequence[str]) -> dict[str, float]:
             price = math.nan
         if not sep or not name.strip() or not (math.isfinite(price) and price > 0):
             raise InvalidInput(f"--gpu-price {item!r}: give NAME=USD with a positive price, e.g. h100=2.5")
+        if name.strip() in out:
+            raise InvalidInput(f"--gpu-price prices {name.strip()} twice")
+        check_price("--gpu-price", price, item)
         out[name.strip()] = price
     return out
 

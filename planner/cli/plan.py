@@ -161,7 +161,7 @@ def plan_command(
         rich_help_panel=COMPARE_PANEL, show_default=False, case_sensitive=False)] = None,
     gpu_price: Annotated[list[str] | None, typer.Option(
         "--gpu-price", help="With several accelerators: the price of one of them, USD per GPU-hour, e.g. h100=2.5 "
-        "(repeatable; the others keep --price-per-gpu-hour or their hardware file's).", metavar="NAME=USD",
+        "(repeatable, or h100=2.5,b200=6; the others keep --price-per-gpu-hour or their hardware file's).", metavar="NAME=USD",
         rich_help_panel=COMPARE_PANEL, show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
@@ -262,7 +262,7 @@ def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: 
     """`plan --gpu A,B,...`: every accelerator planned, one table (or one Comparison document); exit 1 when none
     meets the request."""
     from planner.compare import compare, parse_prices
-    from planner.render.compare import comparison_table
+    from planner.render.compare import comparison_renderables
 
     with searching(enabled=not (json_out or quiet)):
         result = compare(names, objective=objective, prices=parse_prices(gpu_price),  # type: ignore[arg-type]
@@ -271,9 +271,8 @@ def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: 
         emit_json(to_json(result))
     else:
         console = stdout_console()
-        console.print(comparison_table(result))
-        for note in result.notes:
-            console.print(f"note: {note}")
+        for item in comparison_renderables(result, console.width):
+            console.print(item)
     if not any(o.status in ("optimal", "feasible") for o in result.options):
         sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option says "
                          "why)\n")

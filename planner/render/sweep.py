@@ -66,7 +66,7 @@ def sweep_table(res: SweepResult, width: int | None = None) -> Table:
 
 
 def _table_width(table: Table) -> int:
-    return Console(width=10_000).measure(table).maximum
+    return Console(width=10_000, markup=False).measure(table).maximum
 
 
 def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
