@@ -722,7 +722,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
         assert doc.gpus is not None
         return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits)
     if cap is not None:
-        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
+        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap:,} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.

@@ -8,6 +8,7 @@ import typer
 
 from planner.cli.app import models_app
 from planner.cli.output import emit_json, stdout_console, to_json
+from planner.errors import InvalidInput
 from planner.render.models import model_show_renderables, models_list_table
 from planner.workload import model_preset_names, read_model_preset
 
@@ -21,7 +22,12 @@ def models_list(json_out: Annotated[bool, typer.Option(
     if json_out:
         emit_json(to_json(presets))
         return
-    stdout_console().print(models_list_table(presets))
+    from planner.workload.families import families
+
+    console = stdout_console()
+    console.print(models_list_table(presets))
+    console.print(f"Families, scaled to a compute budget (--model-family NAME with --compute; docs/families.md): "
+                  f"{', '.join(families())}")
 
 
 @models_app.command("show")
@@ -30,6 +36,12 @@ def models_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the validated preset as JSON.")] = False,
 ) -> None:
     """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
+    from planner.workload.families import families
+
+    if name.strip().lower() in families():
+        raise InvalidInput(f"'{name}' is a model family, not a preset: `plan --compute C --model-family {name}` scales "
+                           "it to a compute budget (docs/families.md, models/families/); `planner models list` lists "
+                           "the presets")
     preset = read_model_preset(name)
     if json_out:
         emit_json(to_json(preset))

@@ -112,7 +112,7 @@ PrecisionOpt = Annotated[Precision | None, typer.Option(
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file; for `plan`, several "
-    "comma-separated (h100,h200,b200,gb200-nvl72) or 'all' plan each and rank them (--objective).",
+    "comma-separated (e.g. h100,b200) or 'all' plan each and rank them (--objective).",
     metavar="NAME|FILE.toml")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
                                        rich_help_panel=OUTPUT_PANEL)]

@@ -161,7 +161,8 @@ def plan_command(
         rich_help_panel=COMPARE_PANEL, show_default=False, case_sensitive=False)] = None,
     gpu_price: Annotated[list[str] | None, typer.Option(
         "--gpu-price", help="With several accelerators: the price of one of them, USD per GPU-hour, e.g. h100=2.5 "
-        "(repeatable, or h100=2.5,b200=6; the others keep --price-per-gpu-hour or their hardware file's).", metavar="NAME=USD",
+        "(repeatable, or h100=2.5,b200=6; the others keep --price-per-gpu-hour or their hardware file's).",
+        metavar="NAME=USD",
         rich_help_panel=COMPARE_PANEL, show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""

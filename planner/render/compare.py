@@ -42,8 +42,8 @@ def _status(o: AcceleratorOption) -> str:
 
 _SIZE = ("#", "accelerator", "GPUs", "racks / nodes", "days (wall-clock)", "MFU", "status")
 _MONEY = ("#", "accelerator", "$ per GPU-hour", "$ wall-clock", "$ compute-only", "MW", "MWh")
-_HEADER = {"racks / nodes": "racks /\nnodes", "days (wall-clock)": "days\n(wall-clock)", "$ per GPU-hour": "$ per\nGPU-hour",
-           "$ wall-clock": "$\nwall-clock", "$ compute-only": "$\ncompute-only"}
+_HEADER = {"racks / nodes": "racks /\nnodes", "days (wall-clock)": "days\n(wall-clock)",
+           "$ per GPU-hour": "$ per\nGPU-hour", "$ wall-clock": "$\nwall-clock", "$ compute-only": "$\ncompute-only"}
 """Headers on two lines where a column's figures are narrower than its name."""
 
 
@@ -85,9 +85,9 @@ def caveats(c: Comparison) -> list[str]:
             lines.append(f"{o.hardware}: {o.status}: {o.why}")
         if o.plan is not None:
             lines += [f"{o.hardware}: WARNING: {w}" for w in o.plan.warnings]
-            spare = o.plan.held_gpus - o.plan.gpus if o.plan.held_gpus is not None else 0
-            if spare > 0 and o.rank is not None:
-                lines.append(f"{o.hardware}: holds {o.plan.held_gpus:,} GPUs ({spare:,} spare in the racks it takes "
+            held, used = o.plan.held_gpus, o.plan.gpus
+            if held is not None and used is not None and held > used and o.rank is not None:
+                lines.append(f"{o.hardware}: holds {held:,} GPUs ({held - used:,} spare in the racks it takes "
                              "whole): $ wall-clock, MW and MWh count them, $ compute-only does not")
     return lines + [f"note: {n}" for n in c.notes]
 

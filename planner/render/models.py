@@ -18,7 +18,10 @@ def _kind(preset: ModelPreset) -> str:
         return "toy MLP" + (f", {wl.experts} experts" if wl.experts > 1 else "")
     tr = wl.transformer
     moe = f", MoE {wl.experts} x top-{tr.top_k}" if wl.experts > 1 else ""
-    return f"transformer ({tr.attention.upper()}, {tr.ffn}{moe})"
+    # 'gqa' is the formula family: its own words say which (render.plan words a plan's attention the same way)
+    attention = ("MLA" if tr.attention == "mla" else "MHA" if tr.kv_heads == tr.heads else "MQA" if tr.kv_heads == 1
+                 else "GQA")
+    return f"transformer ({attention}, {tr.ffn}{moe})"
 
 
 def models_list_table(presets: Iterable[ModelPreset]) -> Table:

@@ -86,8 +86,8 @@ def check_price(name: str, value: float | None, given: str | None = None) -> Non
     message quotes it)."""
     check_positive(name, value, " (USD per GPU-hour)")
     if value is not None and value > MAX_PRICE_PER_GPU_HOUR:
-        raise InvalidInput(f"{name} {given or format(value, 'g')}: at most {MAX_PRICE_PER_GPU_HOUR:,.0f} USD per GPU-hour (market "
-                           "prices are $1-$15; give the price of one GPU for one hour)")
+        raise InvalidInput(f"{name} {given or format(value, 'g')}: at most {MAX_PRICE_PER_GPU_HOUR:,.0f} USD per "
+                           "GPU-hour (market prices are $1-$15; give the price of one GPU for one hour)")
 
 
 def check_workers(workers: object) -> None:

@@ -1,0 +1,138 @@
+"""A capacity planner's pass over the CLI: what a user reads is whole, legible at 80 columns and consistent with the
+JSON, and bad input for the money flags is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import invoke
+
+CMP = ["plan", "--compute", "1e22", "--days", "30", "--gpu", "h100,gb200-nvl72", "--quiet"]
+
+
+def test_comparison_fits_80_columns_with_every_digit(capsys, monkeypatch):
+    """At an 80-column terminal the ranking splits into two tables instead of cutting figures to "$12…"; each cost
+    printed is price x GPUs held x wall-clock hours, worked out here from the JSON document's own fields."""
+    argv = [*CMP, "--gpu-price", "h100=2,gb200-nvl72=4"]  # one flag, two prices
+    code, out, err = invoke(capsys, [*argv, "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, text, err = invoke(capsys, argv)
+    assert code == 0, err
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    assert "priced by the paper profile" in text
+    for o in doc["options"]:
+        p = o["plan"]
+        assert o["price_per_gpu_hour"] == {"h100": 2.0, "gb200-nvl72": 4.0}[o["hardware"]]
+        held_hours = p["held_gpus"] * o["wall_clock_days"] * 24.0
+        assert o["cost_usd"] == pytest.approx(o["price_per_gpu_hour"] * held_hours, rel=1e-12)
+        assert o["cost_usd"] < 1e6  # printed in whole dollars
+        assert f"${o['cost_usd']:,.0f}" in text and f"${o['price_per_gpu_hour']:.2f}" in text
+    # a GB200 NVL72 rack is held whole: 72 GPUs paid for, the job's few used, and the table says so
+    nvl = next(o for o in doc["options"] if o["hardware"] == "gb200-nvl72")
+    assert nvl["plan"]["held_gpus"] == 72 and nvl["gpus"] < 72
+    assert f"holds 72 GPUs ({72 - nvl['gpus']} spare" in " ".join(text.split())
+
+
+def test_comparison_shows_each_plans_warnings(capsys):
+    """A plan flagged as beyond any announced build keeps its flag in the ranking: a 1 kW "largest site" flags
+    even a few GPUs (each H100 draws more than 1 kW at the facility)."""
+    code, out, err = invoke(capsys, [*CMP, "--set", "facility.largest_site_MW=0.001"])
+    assert code == 0, err
+    assert "optimal (!)" in out
+    assert " ".join(out.split()).count("WARNING: beyond any announced build") == 2
+
+
+def test_comparison_why_under_the_table(capsys):
+    """Options that cannot meet the request say why in full sentences below the table (exit 1 when none can):
+    8 GPUs of 989 TFLOP/s peak need at least 1e22 / (8 x 989.4e12) s = 14.6 days for 1e22 FLOP, more than 1 day."""
+    assert 1e22 / (8 * 989.4e12) / 86400 > 14
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--days", "1", "--gpu", "h100,h200", "--gpus", "8",
+                                     "--quiet"])
+    assert code == 1 and "no accelerator of h100, h200 meets the request" in err
+    lines = out.splitlines()
+    assert any(line.startswith("h100: infeasible: ") for line in lines)
+    assert any(line.startswith("h200: infeasible: ") for line in lines)
+
+
+def test_printed_text_is_not_rich_markup(capsys, tmp_path):
+    """Text from files is data: a description with "[economics]" prints as written and an unmatched "[/bold]" is no
+    internal error (rich read both as style tags)."""
+    from pathlib import Path
+
+    preset = (Path(__file__).parent.parent / "models" / "llama3-8b.toml").read_text()
+    lines = [('description = "mine [/bold] with [economics]"' if line.startswith("description =") else line)
+             for line in preset.splitlines()]
+    path = tmp_path / "mine.toml"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = invoke(capsys, ["models", "show", str(path)])
+    assert code == 0, err
+    assert "mine [/bold] with [economics]" in out
+
+
+def test_models_list_names_attention_by_its_heads(capsys):
+    """GPT-3 175B has 96 heads and 96 key/value heads (Brown et al. 2020, Table 2.1: multi-head attention); Llama 3 8B
+    has 32 heads and 8 key/value heads (GQA); DeepSeek-V3 uses multi-head latent attention."""
+    code, out, err = invoke(capsys, ["models", "list"])
+    assert code == 0, err
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│") and
+            line.split("│")[1].strip()}
+    assert "(MHA," in rows["gpt3-175b"] and "(GQA," in rows["llama3-8b"] and "(MLA," in rows["deepseek-v3"]
+    assert "Families, scaled to a compute budget" in out and "llama3" in out.split("Families")[-1]
+
+
+def test_models_show_a_family_says_how_to_use_it(capsys):
+    code, out, err = invoke(capsys, ["models", "show", "llama3"])
+    assert code == 2 and err.count("\n") == 1
+    assert "is a model family" in err and "--model-family llama3" in err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--price-per-gpu-hour", "1e300"], "--price-per-gpu-hour 1e+300: at most 1,000 USD per GPU-hour"),
+    (["--price-per-gpu-hour", "0"], "--price-per-gpu-hour must be a positive finite number"),
+    (["--set", "economics.price_per_gpu_hour_USD=5000"], "less than or equal to 1000"),
+])
+def test_price_bounds(capsys, args, words):
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", *args])
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize("flag, words", [
+    ("h100=2000", "--gpu-price h100=2000: at most 1,000 USD per GPU-hour"),
+    ("h100=2,h100=3", "--gpu-price prices h100 twice"),
+    ("h100=2,", "give NAME=USD"),
+    ("h100=nan", "give NAME=USD"),
+])
+def test_gpu_price_bad(capsys, flag, words):
+    code, out, err = invoke(capsys, [*CMP, "--gpu-price", flag])
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_parse_prices():
+    from planner.compare import parse_prices
+
+    assert parse_prices(["h100=2.5", "b200=6,h200=3.25"]) == {"h100": 2.5, "b200": 6.0, "h200": 3.25}
+
+
+def test_emit_names_the_family_shape():
+    """A shape the planner scaled from a family is in the launch file's comments: the script has no other way to know
+    it. The numbers are the workload's own, and steps x sequences x sequence length = tokens."""
+    from planner.export import family_model_lines
+    from planner.workload.families import workload_for_family
+
+    wl = workload_for_family("llama3", 1e24)
+    tr = wl.transformer
+    assert tr is not None
+    text = "\n".join(family_model_lines(wl))
+    assert all(line.startswith("# ") for line in text.splitlines())
+    assert f"{wl.layers} layers, hidden {wl.d_model:,}, FFN {wl.d_ff:,}" in text
+    assert f"{tr.heads} attention heads of {tr.head_dim}, {tr.kv_heads} KV heads" in text
+    per_step = wl.batch_tokens // wl.seq_len
+    assert per_step * wl.seq_len == wl.batch_tokens
+    assert wl.steps * per_step * wl.seq_len == pytest.approx(wl.tokens, rel=1e-12)
+    assert f"{per_step:,} per step, {wl.steps:,.0f} steps" in text
+    from planner.workload import load_model_preset
+
+    assert family_model_lines(load_model_preset("llama3-70b")) == []  # a preset: the user has its shape
