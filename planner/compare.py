@@ -127,6 +127,12 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
     out = [AcceleratorOption(rank=k + 1, **o) for k, o in enumerate(ranked)]
     out += [AcceleratorOption(rank=None, **o) for o in unranked]
     notes = []
+    if any(o.plan is not None and o.plan.profile == "paper" for o in out):
+        # the paper profile prices an idealised GEMM from on-chip bandwidths that are estimates for the newer GPUs
+        # (hardware_specs/*.toml), so its ranking can differ from the validated profile's
+        notes.append("priced by the paper profile, the paper's idealised model; for a purchase decision rank with "
+                     "--profile realistic, the profile validated against published runs (docs/validation.md): "
+                     "the two can rank accelerators differently")
     if any(o.status == "feasible" for o in out):
         notes.append("an option marked 'feasible' was not proven optimal (its search hit the time limit): its "
                      "figures may improve with --time-limit")

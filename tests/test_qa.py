@@ -136,3 +136,12 @@ def test_emit_names_the_family_shape():
     from planner.workload import load_model_preset
 
     assert family_model_lines(load_model_preset("llama3-70b")) == []  # a preset: the user has its shape
+
+
+def test_comparison_under_the_paper_profile_points_to_the_realistic_one(capsys):
+    code, out, err = invoke(capsys, [*CMP, "--json"])
+    assert code == 0, err
+    assert any("--profile realistic" in n for n in json.loads(out)["notes"])
+    code, out, err = invoke(capsys, [*CMP, "--profile", "realistic", "--json"])
+    assert code == 0, err
+    assert not any("--profile realistic" in n for n in json.loads(out)["notes"])

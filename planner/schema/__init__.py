@@ -216,8 +216,8 @@ class Economics(_Frozen):
     turns it into a plan's megawatts, megawatt-hours and dollars). Switch power lives on each network level."""
 
     price_per_gpu_hour_usd: float | None = Field(
-        None, gt=0, le=MAX_PRICE_PER_GPU_HOUR, description="Rental price per GPU-hour, USD, at most 1,000 (a dated "
-        "list price or market index; its source says which). None: no default price, a plan is priced only with "
+        None, gt=0, le=MAX_PRICE_PER_GPU_HOUR, description="Rental price per GPU-hour, USD (a dated list price or "
+        "market index; its source says which). None: no default price, a plan is priced only with "
         "--price-per-gpu-hour.")
     board_W: float | None = Field(None, gt=0, description="GPU board power (TDP), watts per GPU. None: no power "
                                   "figure for this system.")
