@@ -145,3 +145,20 @@ def test_comparison_under_the_paper_profile_points_to_the_realistic_one(capsys):
     code, out, err = invoke(capsys, [*CMP, "--profile", "realistic", "--json"])
     assert code == 0, err
     assert not any("--profile realistic" in n for n in json.loads(out)["notes"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--gpu", "h100,h200", "--model", "llama3-8b", "--tp", "1", "--dp", "8"],
+    ["hardware", "show", "all"],
+])
+def test_several_accelerators_where_one_is_needed(capsys, argv):
+    code, out, err = invoke(capsys, argv)
+    assert code == 2 and err.count("\n") == 1 and "names several accelerators where one is needed" in err, err
+
+
+def test_api_plan_with_several_accelerators_says_compare():
+    from planner.api import plan
+    from planner.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="planner.compare.compare"):
+        plan(1e22, gpu="h100,h200", days=30)
