@@ -162,3 +162,22 @@ def test_api_plan_with_several_accelerators_says_compare():
 
     with pytest.raises(InvalidInput, match="planner.compare.compare"):
         plan(1e22, gpu="h100,h200", days=30)
+
+
+def test_sweep_text_prints_mfu_as_percent_within_80_columns(capsys, monkeypatch):
+    """README: fractions are fractions in JSON and percentages with a % in text; the summary's notes are lines under
+    its table, not a column squeezed to a word per line."""
+    argv = ["sweep", "--gpu", "h100", "--from", "1e21", "--to", "1e22", "--points", "2", "--days", "30", "--jobs", "1",
+            "--quiet"]
+    code, out, err = invoke(capsys, [*argv, "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, text, err = invoke(capsys, argv)
+    assert code == 0, err
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    for p in doc["plans"]:
+        assert f"{p['mfu'] * 100:.3g}%" in text
+    s = doc["summaries"][0]
+    assert f"{s['ceiling_mfu'] * 100:.3g}%" in text
+    assert all(f"h100: {note}"[:60] in " ".join(text.split()) for note in s["notes"])

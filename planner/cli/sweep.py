@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import TaskID
+from rich.text import Text
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
@@ -22,6 +23,7 @@ from planner.render.sweep import (
     _requested,
     _sci,
     _write_rows,
+    summary_notes,
     summary_table,
     sweep_table,
     write_csv,
@@ -120,6 +122,8 @@ def sweep_command(
     console = stdout_console()  # the terminal's width (COLUMNS when set); 140 columns when piped
     console.print(sweep_table(res, console.width))
     console.print(summary_table(res))
+    for line in summary_notes(res):
+        console.print(Text(line))
     for path in ([csv_file] if csv_file else []) + written:
         console.print(f"wrote {path}")
 

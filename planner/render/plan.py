@@ -77,7 +77,9 @@ def fmt_gb(n_bytes: float | None) -> str:
         return "—"
     if not math.isfinite(n_bytes):
         return "∞"
-    return f"{n_bytes / 1e9:,.4g} GB"
+    gb = n_bytes / 1e9
+    # '.4g' turns 12,430 into '1.243e+04': whole GB with separators from 10,000 on (a checkpoint of a large model)
+    return f"{gb:,.0f} GB" if 1e4 <= abs(gb) < 1e15 else f"{gb:,.4g} GB"
 
 
 def fmt_flops(flops: float) -> str:
