@@ -89,6 +89,10 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
         raise InvalidInput("give a PlanRequest or its fields, not both")
     base = request if request is not None else PlanRequest(gpu=hardware[0], **fields)
     prices = dict(prices or {})
+    for name, price in prices.items():  # bad input, as for the whole request: before any search
+        if isinstance(price, bool) or not isinstance(price, (int, float)):
+            raise InvalidInput(f"--gpu-price {name}: a price is a number of USD per GPU-hour, got {price!r}")
+        check_price("--gpu-price", price, f"{name}={price:g}")
     unknown = sorted(set(prices) - set(hardware))
     if unknown:
         raise InvalidInput(f"--gpu-price names {', '.join(unknown)}, which is not among --gpu {','.join(hardware)}")

@@ -181,3 +181,18 @@ def test_sweep_text_prints_mfu_as_percent_within_80_columns(capsys, monkeypatch)
     s = doc["summaries"][0]
     assert f"{s['ceiling_mfu'] * 100:.3g}%" in text
     assert all(f"h100: {note}"[:60] in " ".join(text.split()) for note in s["notes"])
+
+
+@pytest.mark.parametrize("flag", [["--samples", "5"], ["--seed", "3"]])
+def test_sampling_flags_need_confidence(capsys, flag):
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", *flag])
+    assert code == 2 and err.count("\n") == 1 and "add --confidence" in err, err
+
+
+@pytest.mark.parametrize("price", [-1.0, float("nan"), "x", 5000.0])
+def test_compare_refuses_a_bad_price_before_planning(price):
+    from planner.compare import compare
+    from planner.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="--gpu-price"):
+        compare(["h100", "h200"], compute_flop=1e21, days=30, prices={"h200": price})

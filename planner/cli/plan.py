@@ -189,6 +189,8 @@ def plan_command(
         raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
                            "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
     names = accelerator_names(gpu) if several else [gpu]
+    if confidence is None and (samples, seed) != (64, 0):  # the defaults above: a changed one asks for sampling
+        raise InvalidInput("--samples and --seed set the sampling of --confidence P: add --confidence (e.g. 0.9)")
     if confidence is not None:
         from planner.confidence import check_request
 
