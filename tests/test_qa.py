@@ -196,3 +196,14 @@ def test_compare_refuses_a_bad_price_before_planning(price):
 
     with pytest.raises(InvalidInput, match="--gpu-price"):
         compare(["h100", "h200"], compute_flop=1e21, days=30, prices={"h200": price})
+
+
+def test_an_option_without_a_price_is_not_ranked_and_says_why(capsys):
+    """b300's hardware file carries no price: its plan is optimal, but a cost ranking cannot place it."""
+    from planner.hardware import get_hardware
+
+    econ = get_hardware("b300").economics
+    assert econ is None or econ.price_per_gpu_hour_usd is None
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--days", "30", "--gpu", "h100,b300", "--quiet"])
+    assert code == 0, err
+    assert "b300: not ranked: no price in its hardware file" in " ".join(out.split())

@@ -81,8 +81,8 @@ def caveats(c: Comparison) -> list[str]:
     count, and the comparison's notes."""
     lines = []
     for o in c.options:
-        if o.why:
-            lines.append(f"{o.hardware}: {o.status}: {o.why}")
+        if o.why:  # a plan that meets the request but lacks the objective's figure is unranked, not failed
+            lines.append(f"{o.hardware}: {'not ranked' if o.status in ('optimal', 'feasible') else o.status}: {o.why}")
         if o.plan is not None:
             lines += [f"{o.hardware}: WARNING: {w}" for w in o.plan.warnings]
             held, used = o.plan.held_gpus, o.plan.gpus
