@@ -73,7 +73,8 @@ def _figures(plan: Plan) -> dict[str, Any]:
     return {"gpus": plan.gpus, "racks": plan.racks, "nodes": plan.nodes, "wall_clock_days": wall,
             "cost_usd": plan.cost_usd, "compute_cost_usd": plan.compute_cost_usd,
             "price_per_gpu_hour": plan.price_per_gpu_hour, "mfu": plan.mfu,
-            "facility_power_MW": plan.facility_power_MW, "energy_MWh": plan.energy_MWh}
+            "facility_power_MW": plan.facility_power_MW, "energy_MWh": plan.energy_MWh,
+            "warnings": list(plan.warnings)}
 
 
 def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: Mapping[str, float] | None = None,

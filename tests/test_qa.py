@@ -39,6 +39,10 @@ def test_comparison_fits_80_columns_with_every_digit(capsys, monkeypatch):
 def test_comparison_shows_each_plans_warnings(capsys):
     """A plan flagged as beyond any announced build keeps its flag in the ranking: a 1 kW "largest site" flags
     even a few GPUs (each H100 draws more than 1 kW at the facility)."""
+    code, out, err = invoke(capsys, [*CMP, "--set", "facility.largest_site_MW=0.001", "--json"])
+    assert code == 0, err
+    for o in json.loads(out)["options"]:  # a script reading the ranking sees them without opening each plan
+        assert o["warnings"] == o["plan"]["warnings"] and o["warnings"][0].startswith("beyond any announced build")
     code, out, err = invoke(capsys, [*CMP, "--set", "facility.largest_site_MW=0.001"])
     assert code == 0, err
     assert "optimal (!)" in out

@@ -37,7 +37,7 @@ def _mw(x: float | None) -> str:
 
 
 def _status(o: AcceleratorOption) -> str:
-    return o.status + (" (!)" if o.plan is not None and o.plan.warnings else "")
+    return o.status + (" (!)" if o.warnings else "")
 
 
 _SIZE = ("#", "accelerator", "GPUs", "racks / nodes", "days (wall-clock)", "MFU", "status")
@@ -83,8 +83,8 @@ def caveats(c: Comparison) -> list[str]:
     for o in c.options:
         if o.why:  # a plan that meets the request but lacks the objective's figure is unranked, not failed
             lines.append(f"{o.hardware}: {'not ranked' if o.status in ('optimal', 'feasible') else o.status}: {o.why}")
+        lines += [f"{o.hardware}: WARNING: {w}" for w in o.warnings]
         if o.plan is not None:
-            lines += [f"{o.hardware}: WARNING: {w}" for w in o.plan.warnings]
             held, used = o.plan.held_gpus, o.plan.gpus
             if held is not None and used is not None and held > used and o.rank is not None:
                 lines.append(f"{o.hardware}: holds {held:,} GPUs ({held - used:,} spare in the racks it takes "

@@ -1076,6 +1076,8 @@ class AcceleratorOption(_Frozen):
     energy_MWh: float | None = Field(None, description="Facility energy for the wall-clock time, MWh (null without "
                                      "power figures).")
     mfu: float | None = Field(None, description="Model FLOP utilisation, fraction (0-1).")
+    warnings: list[str] = Field(default_factory=list, description="The plan's warnings (e.g. facility power beyond "
+                                "any announced build), one sentence each; a ranked option may carry them.")
     plan: Plan | None = Field(None, description="The full plan document, as `plan --json` prints it for this "
                               "accelerator (infeasible ones included); null for an error.")
 
