@@ -211,3 +211,16 @@ def test_an_option_without_a_price_is_not_ranked_and_says_why(capsys):
     code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--days", "30", "--gpu", "h100,b300", "--quiet"])
     assert code == 0, err
     assert "b300: not ranked: no price in its hardware file" in " ".join(out.split())
+
+
+def test_limits_fit_80_columns_with_every_figure(capsys, monkeypatch):
+    """Table 2 has ten columns: at 80 columns it turns a quarter (a column per system) instead of cutting the figures
+    to "5.02…"; the paper's d' = 26.4k and b' = 590 for DGX H100 (Table 2) are whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = invoke(capsys, ["limits", "--no-inferred"])
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    for fragment in ("v100", "a100", "h100-superpod", "26.4k", "590 (DRAM)", "5.86k", "16 (SRAM)", "3.96e15"):
+        assert fragment in out, fragment
+    code, wide, err = invoke(capsys, ["limits", "--no-inferred", "--gpu", "h100"])  # one system fits as rows
+    assert code == 0 and "…" not in wide and "26.4k" in wide
