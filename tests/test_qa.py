@@ -224,3 +224,21 @@ def test_limits_fit_80_columns_with_every_figure(capsys, monkeypatch):
         assert fragment in out, fragment
     code, wide, err = invoke(capsys, ["limits", "--no-inferred", "--gpu", "h100"])  # one system fits as rows
     assert code == 0 and "…" not in wide and "26.4k" in wide
+
+
+@pytest.mark.parametrize("argv", [["models", "list"], ["hardware", "list"], ["hardware", "show", "gb200-nvl72"],
+                                  ["models", "show", "deepseek-v3"]])
+def test_listings_at_80_columns_cut_nothing(capsys, monkeypatch, argv):
+    """The names one types (--model NAME, --gpu NAME) and every figure stay whole at 80 columns; a long source URL
+    folds onto the next line instead of losing its end."""
+    from planner.hardware import hardware_names
+    from planner.workload import model_preset_names
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = invoke(capsys, argv)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    if argv[1] == "list":
+        names = model_preset_names() if argv[0] == "models" else hardware_names()
+        firsts = {line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")}
+        assert set(names) <= firsts

@@ -25,7 +25,7 @@ def models_list(json_out: Annotated[bool, typer.Option(
     from planner.workload.families import families
 
     console = stdout_console()
-    console.print(models_list_table(presets))
+    console.print(models_list_table(presets, width=console.width))
     console.print(f"Families, scaled to a compute budget (--model-family NAME with --compute; docs/families.md): "
                   f"{', '.join(families())}")
 

@@ -125,7 +125,7 @@ def _share(part: float, whole: float | None) -> str:
 def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
-    table.add_column("")
+    table.add_column("", overflow="fold")  # a long URL breaks across lines instead of losing its end to "…"
     for row in rows:
         table.add_row(*row)
     return table
@@ -653,11 +653,11 @@ def levels_summary(hw: Hardware) -> str:
 def hardware_list_table(hardware: Iterable[Hardware]) -> Table:
     table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
                   title_justify="left")
-    table.add_column("name", style="bold")
+    table.add_column("name", style="bold", no_wrap=True)  # the name to type: never cut
     table.add_column("GPU")
     table.add_column("network levels, bottom-up")
-    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right")
-    table.add_column("HBM", justify="right")
+    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right", no_wrap=True)
+    table.add_column("HBM", justify="right", no_wrap=True)
     for hw in hardware:
         table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
                       f"{hw.gpu.hbm_bytes / 1e9:g} GB")
@@ -682,8 +682,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     ])
     gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
     gpu.add_column("field", style="bold")
-    gpu.add_column("value", justify="right")
-    gpu.add_column("source")
+    gpu.add_column("value", justify="right", no_wrap=True)
+    gpu.add_column("source", overflow="fold")
     for key, (field, scale) in GPU_KEYS.items():
         raw = getattr(hw.gpu, field)
         if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
@@ -701,8 +701,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     levels = Table(title="Network levels (bottom-up)", title_justify="left")
     levels.add_column("level", style="bold")
     levels.add_column("field")
-    levels.add_column("value", justify="right")
-    levels.add_column("source")
+    levels.add_column("value", justify="right", no_wrap=True)
+    levels.add_column("source", overflow="fold")
     for k, lvl in enumerate(hw.levels):
         if k:
             levels.add_section()
@@ -720,8 +720,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
             levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
     econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
     econ.add_column("field", style="bold")
-    econ.add_column("value", justify="right")
-    econ.add_column("source")
+    econ.add_column("value", justify="right", no_wrap=True)
+    econ.add_column("source", overflow="fold")
     for key, (field, _) in ECONOMICS_KEYS.items():
         raw = None if hw.economics is None else getattr(hw.economics, field)
         econ.add_row(key, "none" if raw is None else _file_value(raw),
