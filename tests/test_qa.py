@@ -242,3 +242,12 @@ def test_listings_at_80_columns_cut_nothing(capsys, monkeypatch, argv):
         names = model_preset_names() if argv[0] == "models" else hardware_names()
         firsts = {line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")}
         assert set(names) <= firsts
+
+
+def test_sensitivity_table_at_80_columns_cuts_nothing(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", "--sensitivity",
+                                     "--quiet"])
+    assert code == 0, err
+    assert "What moves the answer" in out
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out

@@ -191,8 +191,9 @@ def sensitivity_table(plan: Plan) -> Table:
     sens = _part(plan.sensitivity, "sensitivity")
     t = Table(title=f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
                     f"{fmt_days(sens.base_days)})", title_justify="left")
-    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU swing", "days swing"):
-        t.add_column(col, justify="right" if "swing" in col else "left", no_wrap=col == "input")
+    # at a narrow terminal a long input name or figure folds onto the next line; nothing is cut to "…"
+    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU\nswing", "days\nswing"):
+        t.add_column(col, justify="right" if "swing" in col else "left", overflow="fold")
 
     def cell(value: str, g: int | None, d: float | None) -> str:
         return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
