@@ -36,7 +36,6 @@ from planner.cli.options import (
     FailuresOpt,
     GoodputOpt,
     GpuOpt,
-    JsonOpt,
     LatencyOpt,
     LayersOpt,
     MemoryHeadroomOpt,
@@ -114,7 +113,10 @@ def plan_command(
     max_gpus: Annotated[int | None, whole_option(
         "--max-gpus", help="A buyer's limit: at most N GPUs. The fewest within it that meet --days, or why not and "
         "what fits.", rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document and nothing else on stdout: a Plan; with several accelerators a "
+        "Comparison, with --emit a LaunchDocument (`planner schema`; docs/api.md).", rich_help_panel=OUTPUT_PANEL)
+    ] = False,
     d_model: DModelOpt = None,
     d_ff: DFfOpt = None,
     layers: LayersOpt = None,
