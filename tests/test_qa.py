@@ -251,3 +251,16 @@ def test_sensitivity_table_at_80_columns_cuts_nothing(capsys, monkeypatch):
     assert code == 0, err
     assert "What moves the answer" in out
     assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+
+
+@pytest.mark.parametrize("days", ["1e300", "1e308"])
+def test_a_deadline_past_any_float_constrains_nothing(capsys, days):
+    """docs/reliability.md: a deadline beyond what CP-SAT's 64-bit integers represent is treated as none; past a
+    float's range (1e300 days in nanosecond quanta) it was an internal error (OverflowError, exit 3)."""
+    argv = ["plan", "--compute", "1e22", "--gpu", "h100", "--json", "--quiet"]
+    code, out, err = invoke(capsys, [*argv, "--days", days])
+    assert code == 0, err
+    far = json.loads(out)
+    code, out, err = invoke(capsys, [*argv, "--days", "1e9"])
+    assert code == 0, err
+    assert far["status"] == "optimal" and far["gpus"] == json.loads(out)["gpus"]

@@ -809,8 +809,9 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     def cap_for(n: float) -> int | None:
         if deadline_s is None:
             return None
-        cap = int(math.floor(deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S))
-        return None if cap > INT_MAX else cap  # beyond the model's integer range a deadline constrains nothing
+        quanta = deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S
+        # beyond the model's integer range (or past a float's, --days 1e300) a deadline constrains nothing
+        return None if not math.isfinite(quanta) or quanta > INT_MAX else math.floor(quanta)
 
     index = PairIndex.build(space, mp)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
