@@ -87,8 +87,9 @@ def test_models_list_names_attention_by_its_heads(capsys):
     assert "Families, scaled to a compute budget" in out and "llama3" in out.split("Families")[-1]
 
 
-def test_models_show_a_family_says_how_to_use_it(capsys):
-    code, out, err = invoke(capsys, ["models", "show", "llama3"])
+@pytest.mark.parametrize("name", ["llama3", "LLAMA3", "models/families/llama3.toml"])
+def test_models_show_a_family_says_how_to_use_it(capsys, name):
+    code, out, err = invoke(capsys, ["models", "show", name])
     assert code == 2 and err.count("\n") == 1
     assert "is a model family" in err and "--model-family llama3" in err
 

@@ -36,9 +36,13 @@ def models_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the validated preset as JSON.")] = False,
 ) -> None:
     """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
+    from pathlib import Path
+
     from planner.workload.families import families
 
-    if name.strip().lower() in families():
+    path = Path(name.strip())
+    if name.strip().lower() in families() or (path.parent.name == "families" and path.stem in families()):
+        name = path.stem.lower()
         raise InvalidInput(f"'{name}' is a model family, not a preset: `plan --compute C --model-family {name}` scales "
                            "it to a compute budget (docs/families.md, models/families/); `planner models list` lists "
                            "the presets")
