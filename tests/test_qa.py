@@ -265,3 +265,19 @@ def test_a_deadline_past_any_float_constrains_nothing(capsys, days):
     code, out, err = invoke(capsys, [*argv, "--days", "1e9"])
     assert code == 0, err
     assert far["status"] == "optimal" and far["gpus"] == json.loads(out)["gpus"]
+
+
+@pytest.mark.slow
+def test_confidence_headline_names_the_probability(capsys):
+    """With --confidence the cluster printed is the one that meets the deadline with probability P, not the point
+    answer: the first line says so, with the share of samples and the point estimate of the JSON document."""
+    argv = ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", "--profile", "realistic", "--confidence",
+            "0.9", "--samples", "4", "--quiet"]
+    code, out, err = invoke(capsys, [*argv, "--json"])
+    assert code == 0, err
+    c = json.loads(out)["confidence"]
+    code, text, err = invoke(capsys, argv)
+    assert code == 0, err
+    first = " ".join(text.split("Model")[0].split())
+    assert first.startswith(f"Plan at P=0.9 (meets 30 days in {c['met']:.0%} of samples; point estimate "
+                            f"{c['point_gpus']:,} GPUs): {c['gpus']:,} x H100")

@@ -150,6 +150,10 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
+    c = plan.confidence
+    if c is not None and c.gpus is not None and not evaluated:  # the cluster is the P-cluster, not the point answer
+        what = (f"Plan at P={c.probability:g} (meets {c.deadline_days:g} days in {c.met:.0%} of samples; point "
+                f"estimate {c.point_gpus or 0:,} GPUs)")
     if plan.warnings:  # optimal under the cost model, but not a cluster anyone has announced: never just "Optimal"
         what += " under the cost model, BEYOND ANY ANNOUNCED BUILD (see warnings)"
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
