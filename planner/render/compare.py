@@ -43,7 +43,8 @@ def _status(o: AcceleratorOption) -> str:
 _SIZE = ("#", "accelerator", "GPUs", "racks / nodes", "days (wall-clock)", "MFU", "status")
 _MONEY = ("#", "accelerator", "$ per GPU-hour", "$ wall-clock", "$ compute-only", "MW", "MWh")
 _HEADER = {"racks / nodes": "racks /\nnodes", "days (wall-clock)": "days\n(wall-clock)",
-           "$ per GPU-hour": "$ per\nGPU-hour", "$ wall-clock": "$\nwall-clock", "$ compute-only": "$\ncompute-only"}
+           "$ per GPU-hour": "$ per\nGPU-hour", "$ wall-clock": "$\nwall-clock", "$ compute-only": "$\ncompute-only",
+           "MW": "facility\nMW", "MWh": "facility\nMWh"}
 """Headers on two lines where a column's figures are narrower than its name."""
 
 
