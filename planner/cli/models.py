@@ -8,9 +8,6 @@ import typer
 
 from planner.cli.app import models_app
 from planner.cli.output import emit_json, stdout_console, to_json
-from planner.errors import InvalidInput
-from planner.render.models import model_show_renderables, models_list_table
-from planner.workload import model_preset_names, read_model_preset
 
 
 @models_app.command("list")
@@ -18,12 +15,14 @@ def models_list(json_out: Annotated[bool, typer.Option(
         "--json", help="Print a JSON list of the presets (each a ModelPreset: metadata and the validated shape).")]
         = False) -> None:
     """The shipped model presets: kind, parameters, layers, width, batch and tokens."""
+    from planner.render.models import models_list_table
+    from planner.workload import model_preset_names, read_model_preset
+    from planner.workload.families import families
+
     presets = [read_model_preset(name) for name in model_preset_names()]
     if json_out:
         emit_json(to_json(presets))
         return
-    from planner.workload.families import families
-
     console = stdout_console()
     console.print(models_list_table(presets, width=console.width))
     console.print(f"Families, scaled to a compute budget (--model-family NAME with --compute; docs/families.md): "
@@ -38,6 +37,9 @@ def models_show(
     """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
     from pathlib import Path
 
+    from planner.errors import InvalidInput
+    from planner.render.models import model_show_renderables
+    from planner.workload import read_model_preset
     from planner.workload.families import families
 
     path = Path(name.strip())

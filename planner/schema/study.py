@@ -54,7 +54,7 @@ def request_field(name: str, where: str) -> str:
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class StudySection(_Doc):
