@@ -117,7 +117,8 @@ GpuOpt = Annotated[str, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
                                        rich_help_panel=OUTPUT_PANEL)]
 PriceOpt = Annotated[float | None, number_option(
-    "--price-per-gpu-hour", help="Price in USD per GPU-hour; adds the run's cost.", rich_help_panel=OUTPUT_PANEL,
+    "--price-per-gpu-hour", help="Price in USD per GPU-hour (at most 1,000), in place of the hardware file's dated "
+    "market figure; with several accelerators, for all of them (--gpu-price sets one).", rich_help_panel=OUTPUT_PANEL,
     show_default=False)]
 DpOverlapOpt = Annotated[bool | None, typer.Option(
     "--dp-overlap/--no-dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: the "

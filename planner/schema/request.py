@@ -143,7 +143,8 @@ class PlanRequest(BaseModel):
         60.0, description="Search time limit, seconds (None: no limit); a stopped search reports its bound and gap.")
     workers: int = Field(2, description=f"CP-SAT worker threads, 1 to {MAX_WORKERS}.")
     price_per_gpu_hour: float | None = Field(
-        None, description="Price, USD per GPU-hour; adds the run's cost (cost_usd) to the plan.")
+        None, description="Price, USD per GPU-hour (at most 1,000), in place of the hardware "
+        "file's; None: the file's dated market figure prices cost_usd.")
     fixed: dict[str, int] = Field(
         default_factory=dict, description="Dimensions pinned instead of searched, name -> value (tp_model, cp, sp, "
         "recompute, zero; e.g. {'recompute': 2} for full recomputation).")
