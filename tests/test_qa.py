@@ -281,3 +281,18 @@ def test_confidence_headline_names_the_probability(capsys):
     first = " ".join(text.split("Model")[0].split())
     assert first.startswith(f"Plan at P=0.9 (meets 30 days in {c['met']:.0%} of samples; point estimate "
                             f"{c['point_gpus']:,} GPUs): {c['gpus']:,} x H100")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["plan", *CMP[1:], "--json"], "it is a Comparison (plan --gpu A,B --json): each plan is under options[k].plan"),
+    (["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--emit", "megatron", "--json", "--quiet"],
+     "it is a LaunchDocument (plan --emit --json): its plan is under .plan"),
+])
+def test_another_document_given_as_a_plan_says_where_its_plan_is(capsys, tmp_path, argv, words):
+    code, out, err = invoke(capsys, argv)
+    assert code == 0, err
+    path = tmp_path / "doc.json"
+    path.write_text(out)
+    for command in (["evaluate", "--plan", str(path)], ["export", "--plan", str(path), "--to", "megatron"]):
+        code, _, err = invoke(capsys, command)
+        assert code == 2 and err.count("\n") == 1 and words in err, err
