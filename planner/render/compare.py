@@ -12,7 +12,7 @@ from planner.schema import AcceleratorOption, Comparison
 
 
 def _usd(x: float | None) -> str:
-    """Dollars in at most 8 characters: $950,000, $122.0M, $12.61B, $11.7T, then powers of ten."""
+    """Dollars in a few characters: $950,000, $122.0M, $12.61B, $11.7T, then powers of ten ($1.17e+16)."""
     if x is None:
         return "—"
     for scale, suffix, fmt in ((1e12, "T", ".3g"), (1e9, "B", ".2f"), (1e6, "M", ".1f")):
