@@ -135,7 +135,7 @@ def _which_document(text: str) -> str:
 
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth (hostile input)
         return ""
     if not isinstance(doc, dict):
         return ""
