@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidInput, validation_message
-from planner.schema import Workload
+from planner.schema import MAX_TRANSFORMER_LAYER_EXPERTS, MAX_TRANSFORMER_LAYERS, Workload
 from planner.schema.family import FamilyMember, ModelFamily
 from planner.workload.scaling import (
     BATCH_LAWS,
@@ -290,9 +290,30 @@ def _search(fam: ModelFamily, compute_flop: float | None = None, params: float |
                 candidates.append((miss, off_rule, (d, layers, offset), r))
     if not candidates:
         raise InvalidInput(f"family {fam.name}: no shape of the family fits the planner's limits near "
-                           f"{problems[len(problems) // 2] if problems else 'this size'}")
+                           f"{problems[len(problems) // 2] if problems else 'this size'}"
+                           + (f"; {_depth_limit_clause(fam)}" if fam.experts > 1 else ""))
     _, _, shape, r = min(candidates)
     return shape, r
+
+
+def max_layers(fam: ModelFamily) -> int:
+    """The most layers the planner accepts for this family: its bounds on layers, and on layers x experts
+    (planner.schema.MAX_TRANSFORMER_LAYER_EXPERTS, a bound on the search's work, docs/reliability.md)."""
+    return min(MAX_TRANSFORMER_LAYERS, MAX_TRANSFORMER_LAYER_EXPERTS // fam.experts)
+
+
+def _depth_limit_clause(fam: ModelFamily) -> str:
+    return (f"with {fam.experts} experts the planner accepts at most {max_layers(fam)} layers (its bound of "
+            f"{MAX_TRANSFORMER_LAYER_EXPERTS} layers x experts on the search's work, docs/reliability.md)")
+
+
+def depth_limit_note(fam: ModelFamily, d_model: int, layers: int) -> str:
+    """A sentence when the planner's depth bound, not the rules, set the depth (empty otherwise)."""
+    rule = rule_layers(fam, d_model)
+    if layers < max_layers(fam) or rule < max_layers(fam) + 0.5:
+        return ""
+    return (f"depth held at {layers} layers, not the depth rule's {rule:.0f} at d_model {d_model}: "
+            f"{_depth_limit_clause(fam)}")
 
 
 def shape_for_params(name: str, params: float, batch_sequences: int = 1) -> Workload:
@@ -327,6 +348,9 @@ def workload_for_family(name: str, compute_flop: float, batch_scaling: str = "pa
     steps = max(1, round(c / (probe.model_flop_per_token * batch)))
     label = (f"{fam.name} family (models/families/{fam.name}.toml) scaled to {c:.3g} FLOP: D = 20 N, "
              f"{batch_scaling} batch law, tokens for the requested compute")
+    capped = depth_limit_note(fam, d, layers)
+    if capped:
+        label += f"; {capped}"
     try:
         return family_workload(fam, d, layers, batch, float(steps * batch), label, requested_compute_flop=c,
                                width_offset=offset)
