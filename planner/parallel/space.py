@@ -229,21 +229,39 @@ def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
     return rows
 
 
-def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None
-                               ) -> dict[str, np.ndarray] | None:
+def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None,
+                               max_size: float | None = None) -> dict[str, np.ndarray] | None:
     """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
     that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
-    did."""
+    did. `max_size`: rows whose model-parallel GPU count (`mp_size`) exceeds it are left out, for a search that
+    looks at no larger cluster (every tuple of such a row has more GPUs). The rows kept are found on the index grid
+    first and only they are gathered, so a large space is never held whole."""
+    names = list(space.values)
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
+    pp_of_row = space.pp_i_zb["pp"].astype(np.float64)
+    shape = tuple(len(a) for a in axes[1:])
     parts: list[dict[str, np.ndarray]] = []
     for first in axes[0]:
         if out_of_time is not None and out_of_time():
             return None
-        grids = [g.ravel() for g in np.meshgrid(np.array([first]), *axes[1:], indexing="ij")]
-        cols = {name: grids[k] for k, name in enumerate(space.values)}
-        cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
-        keep = sp_allows(cols["tp_ff"], cols["sp"])
-        parts.append({k: v[keep] for k, v in cols.items()})
+        # Broadcast views of each axis over the slice's grid (meshgrid 'ij' order): nothing is copied until the
+        # rows are chosen.
+        grid = dict(zip(names, np.meshgrid(np.array([first]), *axes[1:-1], np.array([0]), indexing="ij",
+                                           sparse=True)))
+        pp_view = pp_of_row.reshape((1,) * len(names) + (-1,))
+        keep = sp_allows(grid["tp_ff"], grid["sp"])
+        if max_size is not None:
+            size = pp_view
+            for d in DEGREES:
+                if d not in ("dp", "pp"):
+                    size = size * grid[d].astype(np.float64)
+            keep = keep & (size <= max_size)
+        flat = np.nonzero(np.broadcast_to(keep, (1, *shape)).ravel())[0]
+        index = np.unravel_index(flat, shape)
+        cols = {names[0]: np.full(len(flat), first, dtype=axes[0].dtype)}
+        cols.update({name: axes[k + 1][index[k]] for k, name in enumerate(names[1:])})
+        cols.update({k: v[index[-1]] for k, v in space.pp_i_zb.items()})
+        parts.append(cols)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 

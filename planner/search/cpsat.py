@@ -749,29 +749,19 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                             cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
                             cpsat_bound_rank=stats.bound_rank, **kw)
 
-    rows = model_parallel_rows_within(space, lambda: clock.out)
-    if rows is None:
-        return _presolve_out(result, clock)
-    mp = rows
-    if 1 in space.values["sp"]:
-        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
-        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
-        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
-        mp = {k: v[keep] for k, v in mp.items()}
-
-    if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
+    # The largest cluster the search may look at, from the space's largest degrees and the limits, before any row
+    # is built: rows bigger than it pair with no N_DP inside [lo, n_max], so they are never built (the same windows,
+    # pairs and tuples as building them all).
+    if min(len(space.dp_m["dp"]), len(space.pp_i_zb["pp"]), *(len(v) for v in space.values.values())) == 0:
         return result("infeasible", None)
-    if clock.out:  # the limit covers presolve: building the space may already have spent it
-        return _presolve_out(result, clock)
-    n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
+    n_max = float(space.pp_i_zb["pp"].max()) * float(space.dp_m["dp"].max())
+    for d in DEGREES:
+        if d not in ("dp", "pp"):
+            n_max *= float(space.values[d].max())
     if hw.max_gpus is not None:
         n_max = min(n_max, hw.max_gpus)
     if options.max_gpus is not None:
         n_max = min(n_max, options.max_gpus)
-    shapes = ShapeTable.for_space(hw, wl, space)
-    if clock.out:
-        return _presolve_out(result, clock)
-    least = LeastFeatures(hw, wl)
     if options.gpus is not None:
         lo, n_max = float(options.gpus), float(options.gpus)
     else:
@@ -787,6 +777,25 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
                 "training compute"])
         lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
+
+    rows = model_parallel_rows_within(space, lambda: clock.out, max_size=n_max)
+    if rows is None:
+        return _presolve_out(result, clock)
+    mp = rows
+    if 1 in space.values["sp"]:
+        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
+        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
+        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
+        mp = {k: v[keep] for k, v in mp.items()}
+
+    if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
+        return result("infeasible", None)
+    if clock.out:  # the limit covers presolve: building the space may already have spent it
+        return _presolve_out(result, clock)
+    shapes = ShapeTable.for_space(hw, wl, space)
+    if clock.out:
+        return _presolve_out(result, clock)
+    least = LeastFeatures(hw, wl)
 
     def cap_for(n: float) -> int | None:
         if deadline_s is None:

@@ -1,0 +1,50 @@
+"""The model-parallel rows the CP-SAT search builds (planner.parallel.space.model_parallel_rows_within), against an
+enumeration written out here: every combination of the degree and option values and the (N_PP, interleave, schedule)
+rows, in meshgrid 'ij' order, without sequence parallelism where N_TP,ff = 1; and with `max_size`, the same rows less
+those whose model-parallel GPU count (every degree but N_DP) exceeds it."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from planner.hardware import get_hardware
+from planner.parallel.space import SearchOptions, build_space, model_parallel_rows_within
+from planner.workload.families import workload_for_family
+from planner.workload.scaling import infer_workload
+
+
+def rows_by_hand(space) -> list[tuple[int, ...]]:
+    names = list(space.values)
+    pz = list(zip(*(space.pp_i_zb[k].tolist() for k in space.pp_i_zb)))
+    out = []
+    for combo in itertools.product(*(space.values[n].tolist() for n in names), pz):
+        row = dict(zip(names, combo[:-1]))
+        if row["sp"] == 1 and row["tp_ff"] == 1:
+            continue
+        out.append((*combo[:-1], *combo[-1]))
+    return out
+
+
+def size_of(space, row: tuple[int, ...]) -> int:
+    names = [*space.values, *space.pp_i_zb]
+    r = dict(zip(names, row))
+    return r["tp_ff"] * r["tp_model"] * r["ep"] * r["cp"] * r["pp"]
+
+
+@pytest.mark.parametrize("wl,fixed", [
+    (workload_for_family("qwen3-moe", 3e21), (("recompute", 0), ("zero", 1))),  # fewer options: a small table
+    (infer_workload(1e24), ()),
+], ids=["qwen3-moe family", "paper toy"])
+def test_rows_and_the_size_cap_match_an_enumeration(wl, fixed):
+    space = build_space(get_hardware("h100"), wl, SearchOptions(fixed=fixed))
+    expected = rows_by_hand(space)
+    names = [*space.values, *space.pp_i_zb]
+    for cap in (None, 64, 1000):
+        got = model_parallel_rows_within(space, None, max_size=cap)
+        assert got is not None
+        rows = list(zip(*(got[n].tolist() for n in names)))
+        want = [r for r in expected if cap is None or size_of(space, r) <= cap]
+        assert rows == want and 0 < len(want) <= len(expected)
