@@ -25,8 +25,10 @@ class FamilyMember(BaseModel):
     experts: int | None = Field(None, gt=0, description="Routed experts, where this member differs from the family's "
                                 "fixed choice (None: as the family). A member that differs only informs the depth "
                                 "rule; the rules reproduce the members that share every fixed choice.")
-    top_k: int | None = Field(None, gt=0, description="Routed experts per token, where it differs (None: as the family).")
-    shared_experts: int | None = Field(None, ge=0, description="Shared experts, where they differ (None: as the family).")
+    top_k: int | None = Field(None, gt=0, description="Routed experts per token, where it differs (None: as the "
+                              "family).")
+    shared_experts: int | None = Field(None, ge=0, description="Shared experts, where they differ (None: as the "
+                                       "family).")
     dense_layers: int | None = Field(None, ge=0, description="Leading dense layers, where they differ (None: as the "
                                      "family).")
     q_lora_rank: int | None = Field(None, ge=0, description="MLA query latent width, where it differs (0: no query "
