@@ -10,11 +10,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.economics import fmt_MW, get_facility, max_gpus_within_power, plan_economics
-from planner.errors import Infeasible, InvalidInput
+from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
@@ -23,10 +25,12 @@ from planner.parallel.space import SearchOptions, check_layout, divisors, rack_u
 from planner.profile import entry_for, get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
+    ClusterSize,
     DependsOn,
     Evaluation,
     Facility,
     Hardware,
+    Infeasibility,
     Layout,
     LayoutReport,
     MemoryReport,
@@ -35,8 +39,9 @@ from planner.schema import (
     Workload,
     WorkloadReport,
 )
-from planner.schema.request import PlanRequest, check_headroom, check_type
+from planner.schema.request import PlanRequest, check_headroom, check_positive, check_type
 from planner.search.result import SearchResult
+from planner.uncertainty import uncertain_inputs
 from planner.workload import infer_workload
 
 SOLVERS = tuple(s.value for s in Solver)
@@ -100,18 +105,135 @@ def with_memory_headroom(hw: Hardware, memory_headroom_GB: float | None) -> Hard
     return with_profile(hw, hw.profile.model_copy(update={"memory_headroom_bytes": memory_headroom_GB * 1e9}))
 
 
-def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool = False,
-             memory_headroom_GB: float | None = None) -> Evaluation:
+def evaluate(layout: Layout, gpu: str | Hardware, workload: Workload, dp_overlap: bool | None = None,
+             memory_headroom_GB: float | None = None, *, profile: str | None = None,
+             overrides: Sequence[str] = ()) -> Evaluation:
     """Price a given layout on given hardware. Raises InvalidInput naming every rule the layout breaks.
-    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free)."""
+
+    As `planner evaluate`: `profile` prices it under an execution profile (None: DEFAULT_PROFILE_RULE for a hardware
+    name; a Hardware object keeps its own), `overrides` are --set FIELD=VALUE strings on hardware and profile fields,
+    `memory_headroom_GB` replaces the profile's headroom (the memory a layout must leave free), `dp_overlap` None
+    takes the profile's default. `megatron_layout` builds the layout from Megatron's arguments; `evaluate_plan`
+    returns the document `evaluate --json` prints."""
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, memory_headroom_GB)
     check_type("layout", layout, (Layout,), "a Layout")
-    check_type("workload", workload, (Workload,), "a Workload")
-    check_type("dp_overlap", dp_overlap, (bool,), "true or false")
-    hw = with_memory_headroom(resolve_hardware(gpu), memory_headroom_GB)
+    check_type("dp_overlap", dp_overlap, (bool, type(None)), "true, false or None")
     problems = check_layout(hw, workload, layout)
     if problems:
         raise InvalidInput("impossible layout: " + "; ".join(problems))
-    return _evaluate(hw, workload, layout, dp_overlap=dp_overlap)
+    return _evaluate(hw, workload, layout, dp_overlap=hw.profile.dp_overlap if dp_overlap is None else dp_overlap)
+
+
+def _evaluation_hardware(gpu: str | Hardware, workload: Workload, profile: str | None, overrides: Sequence[str],
+                         memory_headroom_GB: float | None) -> Hardware:
+    check_type("workload", workload, (Workload,), "a Workload")
+    check_type("profile", profile, (str, type(None)), "a profile name, a TOML path or None")
+    sets = parse_overrides(overrides)
+    if isinstance(gpu, Hardware) and profile is None and not any(o.target == "profile" for o in sets):
+        hw = resolve_hardware(gpu, sets)
+    else:
+        hw = resolve(gpu, default_profile(gpu, profile, workload), sets)
+    return with_memory_headroom(hw, memory_headroom_GB)
+
+
+def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int = 1, pp: int = 1, dp: int = 1,
+                    cp: int = 1, ep: int = 1, vpp: int = 1, mbs: int = 1, etp: int | None = None, sp: bool = False,
+                    recompute: str = "none", zero: int = 1, schedule: str = "1f1b",
+                    placement: str | Mapping[str, Sequence[int]] | None = None,
+                    first_stage_layers: int | None = None, last_stage_layers: int | None = None) -> Layout:
+    """A Layout from Megatron-LM's arguments, as `planner evaluate --tp --pp --dp --vpp --mbs` reads them.
+
+    `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
+    is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
+    Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
+    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first)."""
+    from planner.parallel.placement import greedy_placement, parse_placement
+
+    check_type("workload", workload, (Workload,), "a Workload")
+    args = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "mbs": mbs, "zero": zero}
+    for name, value in args.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{name} must be a whole number >= 1, got {value!r}")
+    for name, opt in (("etp", etp), ("first_stage_layers", first_stage_layers),
+                        ("last_stage_layers", last_stage_layers)):
+        if opt is not None and (isinstance(opt, bool) or not isinstance(opt, int) or opt < 0):
+            raise InvalidInput(f"{name} must be a whole number >= 0 or None, got {opt!r}")
+    if schedule not in ("1f1b", "zb-h2"):
+        raise InvalidInput(f"unknown schedule '{schedule}'; choose 1f1b or zb-h2")
+    check_type("sp", sp, (bool,), "true or false")
+    check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
+    placed_ep = ep
+    extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
+    if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+        extra.update(expert_ep=ep, etp=etp)
+        placed_ep = 1
+    if dp % placed_ep:
+        raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
+                           f"multiple of ep {placed_ep}")
+    seqs = workload.batch_tokens // workload.seq_len
+    if seqs % (dp * mbs):
+        raise InvalidInput(f"global batch {seqs} sequences is not divisible by dp {dp} x mbs {mbs}")
+    try:
+        values = {"dp": dp // placed_ep, "tp_ff": tp, "tp_model": 1, "pp": pp, "interleave": vpp, "ep": placed_ep,
+                  "microbatches": seqs // (dp * mbs), "cp": cp, "sp": 1 if sp else 0,
+                  "recompute": BY_NAME["recompute"].parse(recompute), "zero": zero}
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    hw = resolve_hardware(gpu)
+    degrees = {d: values[d] for d in DEGREES}
+    fixed = placement
+    if isinstance(placement, str):
+        fixed = parse_placement(placement, degrees, len(hw.levels))
+    try:
+        return Layout(**values, **extra, schedule=schedule,
+                      placement=greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, days: float | None = None,
+                  profile: str | None = None, overrides: Sequence[str] = (), memory_headroom_GB: float | None = None,
+                  dp_overlap: bool | None = None, goodput: bool | None = None,
+                  failures: str | FailureModel = "default", price_per_gpu_hour: float | None = None,
+                  notes: Sequence[str] = ()) -> Plan:
+    """The Plan document `planner evaluate --json` prints for a given layout: status 'feasible', or 'infeasible'
+    with the explanation when it does not fit in memory or misses `days` (no exception: the document says so)."""
+    check_positive("--days", days)
+    check_positive("--price-per-gpu-hour", price_per_gpu_hour)
+    if memory_headroom_GB is not None:  # as api.plan and the CLI: echoed among the overrides
+        check_headroom(memory_headroom_GB)
+        overrides = [*overrides, f"profile.memory.headroom_GB={memory_headroom_GB!r}"]
+    sets = parse_overrides(overrides)
+    hw = _evaluation_hardware(gpu, workload, profile, overrides, None)
+    if dp_overlap is None:
+        dp_overlap = hw.profile.dp_overlap
+    ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
+    notes = list(notes)
+    fits = ev.memory.fits
+    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
+    if not fits:
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
+    if dp_overlap:
+        notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
+    result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
+                          notes=["no search: the layout was given and only evaluated"])
+    fm = failure_model(failures, sets) if (hw.profile.goodput if goodput is None else goodput) else None
+    doc = plan_from_evaluation(hw, workload, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
+                               failures=fm, overrides=[o.text for o in sets])
+    why = ""
+    wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
+    if not fits:
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
+    elif days is not None and wall > days:
+        why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
+               if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
+               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               "days asked")
+    if why:  # it cannot run, or not in time: the document says so, not only the exit code
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
+    return doc
 
 
 def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:
@@ -232,7 +354,7 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
 
     lines = [f"within {limit_words} (at most {cap} GPUs of {hw.name}) no layout trains this in {days:g} days"]
     try:
-        need = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None}))
+        need = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "why_smaller": False}))
         mw = f" = {fmt_MW(need.facility_power_MW)} of facility power" if need.facility_power_MW else ""
         lines.append(f"the deadline needs {need.gpus} GPUs{mw}")
     except Infeasible:
@@ -246,7 +368,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
     best: tuple[float, Plan] | None = None
     for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
         try:
-            fast = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "gpus": n, "days": None}))
+            fast = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "gpus": n, "days": None,
+                                                     "why_smaller": False}))
         except Infeasible:
             continue
         took = fast.wall_clock_days or fast.training_days
@@ -263,7 +386,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
             break
         mid = math.sqrt(lo * hi)
         try:
-            p = _plan(request.model_copy(update={"days": mid, "power_mw": None, "max_gpus": cap}),
+            p = _plan(request.model_copy(update={"days": mid, "power_mw": None, "max_gpus": cap,
+                                                  "why_smaller": False}),
                       explain_limits=False)
             fast, hi = p, (
                 p.wall_clock_days or p.training_days or mid)
@@ -312,6 +436,19 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     prof = hw.profile
     if key.startswith("framework."):
         return False
+    # Values read only by work this plan does not have: expert routing (a dense model), attention and context
+    # parallelism (the paper's toy model folds attention into the MLP), compiled element-wise kernels (a run that is
+    # not compiled).
+    if key.startswith("moe.") and wl is not None and wl.experts <= 1:
+        return False
+    if key.startswith("attention.") and wl is not None and wl.transformer is None:
+        return False
+    if key == "elementwise.compiled_fraction" and not prof.compiled:
+        return False
+    if key == "overlap.cp" and wl is not None and wl.transformer is None:
+        return False  # context parallelism splits sequences: transformers only
+    if key == "overlap.tp_comm_overlap":
+        return False  # read only by validation, for a published run that enabled TP communication overlap
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
@@ -348,7 +485,8 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
                                  else [])
-    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est)
+    return DependsOn(modelled=modelled, not_modelled=not_modelled, estimated_inputs=est,
+                     uncertain=uncertain_inputs(hw, failures, wl, est))
 
 
 def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
@@ -545,9 +683,10 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
     if result.layout is None:
-        from planner.explain import explain_infeasible
+        from planner.explain import explain_infeasible, infeasibility_facts
 
         explanation = explain_infeasible(hw, workload, options, days, result, fm)
+        facts = infeasibility_facts(hw, workload, options, days, result, fm)
         if cap is not None and gpus is None and explain_limits:
             explanation = _explain_limit(cap, limit_words, hw, site, days, explanation, r)
         doc = Plan(
@@ -558,7 +697,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
             gpus=gpus, nodes=None, gpu_hours=None, mfu=None, training_days=None, step_time_s=None, bottleneck=None,
             workload=workload_report(workload),
             layout=None, breakdown=None, memory=None, solver=solver_report(result), explanation=explanation,
-            depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
+            infeasibility=facts, depends_on=depends_on(hw, fm, workload), overrides=[o.text for o in sets],
         )
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
@@ -592,6 +731,37 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
                 f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
-        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation})
+        doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
+                                     "infeasibility": Infeasibility(reason="fixed_cluster")})
         raise Infeasible(explanation, explanation, plan=doc)
+    if r.why_smaller and gpus is None and days is not None and doc.gpus is not None:
+        doc = doc.model_copy(update={"smaller_clusters": _smaller_clusters(
+            hw, workload, options, doc.gpus, days, solver, time_limit_s, workers, fm)})
     return doc
+
+
+SMALLER_PROBE_LIMIT_S = 10.0
+"""Most seconds the fixed-cluster search behind a plan's `smaller_clusters` runs (beyond it the entry says
+'unknown')."""
+
+
+def _smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: int, days: float, solver: str,
+                      time_limit_s: float | None, workers: int, fm: FailureModel | None) -> list[ClusterSize]:
+    """Why the sizes below the plan's fail (planner.explain.smaller_clusters), the nearest usable one searched with
+    the plan's own search on exactly that many GPUs."""
+    import dataclasses
+
+    from planner.explain import Probe, smaller_clusters
+
+    def probe(n: int) -> Probe:
+        limit = SMALLER_PROBE_LIMIT_S if time_limit_s is None else min(time_limit_s, SMALLER_PROBE_LIMIT_S)
+        res = run_search(hw, wl, dataclasses.replace(options, gpus=n), None, solver=solver, time_limit_s=limit,
+                         workers=workers)
+        if res.layout is None:
+            return Probe(res.status, None, None)
+        ev = _evaluate(hw, wl, res.layout, dp_overlap=options.dp_overlap)
+        good = None if fm is None else goodput_at(fm, ev.gpus, wl.params).goodput
+        wall = ev.training_days if good is None else (ev.training_days / good if good > 0 else math.inf)
+        return Probe(res.status, ev.training_days, wall)
+
+    return smaller_clusters(hw, wl, options, gpus, days, probe)

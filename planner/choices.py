@@ -68,3 +68,12 @@ class Framework(StrEnum):
 
     megatron = "megatron"
     torchtitan = "torchtitan"
+
+
+class RankBy(StrEnum):
+    """What a comparison of accelerators minimises (planner.compare.OBJECTIVES)."""
+
+    cost = "cost"
+    gpus = "gpus"
+    days = "days"
+    energy = "energy"

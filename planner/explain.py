@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +39,8 @@ from planner.cost.step import SECONDS_PER_DAY
 from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
-from planner.parallel.space import SearchOptions, divisors, fill_levels, level_rule
-from planner.schema import STATE_BYTES_PER_PARAM, Hardware, Workload
+from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
+from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
 from planner.search.presolve import LeastFeatures, ShapeTable, min_allreduce_latency_s, min_routing_latency_s
 from planner.search.result import SearchResult
 
@@ -120,10 +120,11 @@ def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options:
     tf = np.array(divisors(wl.d_ff), dtype=np.int64)
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
     u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
-    A, B, C = np.meshgrid(tf, tm, u, indexing="ij")
-    _, crit = block_matmul_s(hw, wl, {"tp_ff": A.ravel(), "tp_model": B.ravel()},
-                             per_expert / C.ravel().astype(np.float64))
-    crit = crit.reshape(A.shape)
+    # The (tf, tm, u) grid as broadcasting axes: a GEMM's tiling depends on its weight shard, not on the nanobatch,
+    # so each shard is tiled once (the same numbers as the raveled grid, a fraction of the work).
+    _, crit = block_matmul_s(hw, wl, {"tp_ff": tf[:, None, None], "tp_model": tm[None, :, None]},
+                             (per_expert / u.astype(np.float64))[None, None, :])
+    crit = np.broadcast_to(crit, (len(tf), len(tm), len(u)))
     best_u = crit.argmin(axis=2)
     crit_min = crit.min(axis=2)  # (tf, tm)
     lat_tf = np.array([min_allreduce_latency_s(hw, int(f)) for f in tf])
@@ -170,7 +171,22 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     compute, and the first decade that does not fit is bisected in log compute. So every request past the same
     wall gets the same estimate (shape rounding makes the bound slightly non-monotone in compute, so a bracket
     taken from the request would move the answer by up to a few per cent).
+
+    The last few answers are kept (the explanation and the plan's `infeasibility` facts ask the same question).
     """
+    key = (hw.model_dump_json(), days, sparse, law, options, budget)
+    if key not in _LARGEST:
+        if len(_LARGEST) >= 8:
+            _LARGEST.pop(next(iter(_LARGEST)))
+        _LARGEST[key] = _largest_compute_within(hw, days, sparse, law, options, budget)
+    return _LARGEST[key]
+
+
+_LARGEST: dict[tuple[object, ...], float | None] = {}
+
+
+def _largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, options: SearchOptions | None,
+                            budget: str) -> float | None:
     from planner.workload import MIN_COMPUTE_FLOP, infer_workload
 
     def fits(c: float) -> bool:
@@ -531,13 +547,31 @@ def time_advice(result: SearchResult) -> str:
                 "before CP-SAT ran: raise --time-limit well above that for the search to start")
     return "raise --time-limit to search longer"
 
+def transformer_least_memory(hw: Hardware, wl: Workload, options: SearchOptions, n: int, space: Space | None = None
+                             ) -> tuple[Tuples, np.ndarray, int] | None:
+    """The degree tuples of a transformer with exactly n GPUs, their memory per GPU and the index of the least (None:
+    no tuple has n GPUs)."""
+    from planner.parallel.space import build_space, model_parallel_rows
+    from planner.search.cpsat import PairIndex, tuples_from_pairs
+
+    space = space if space is not None else build_space(hw, wl, options)
+    index = PairIndex.build(space, model_parallel_rows(space))
+    t = tuples_from_pairs(space, index, *index.pairs(n, n))  # only the tuples with exactly n GPUs
+    t = t.take(np.nonzero(t.gpus == n)[0])
+    if len(t) == 0:
+        return None
+    nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
+    return t, total, int(np.argmin(total))
+
+
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
                          result: SearchResult) -> str:
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
     has that many GPUs and the least memory any of them needs; with a deadline, the least critical path of any tuple
     (a lower bound on every layout's step, so on the training time)."""
-    from planner.parallel.space import build_space, model_parallel_rows
-    from planner.search.cpsat import PairIndex, tuples_from_pairs
+    from planner.parallel.space import build_space
 
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding a layout; this was "
@@ -547,17 +581,12 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
         n = options.gpus
         if not levels_allow(hw, n):
             return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
-        index = PairIndex.build(space, model_parallel_rows(space))
-        t = tuples_from_pairs(space, index, *index.pairs(n, n))  # only the tuples with exactly n GPUs
-        t = t.take(np.nonzero(t.gpus == n)[0])
-        if len(t) == 0:
+        least = transformer_least_memory(hw, wl, options, n, space)
+        if least is None:
             return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
                     f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
                     f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
-        nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
-        in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
-        total = mem.layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
-        k = int(np.argmin(total))
+        t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
@@ -659,3 +688,183 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
             f"the critical-path lower bound alone would allow {_fmt_days(fb.days)}, but bubbles, bandwidth and "
             f"memory limits make every layout slower; the shortest possible duration is longer than {days:g} days")
 
+
+
+# --------------------------------------------------------------------------------------------------
+# The facts behind an explanation, as numbers (issue 26: the contract for scripts)
+# --------------------------------------------------------------------------------------------------
+
+
+MAX_COUNTS_WALKED = 100_000
+"""Most GPU counts walked one by one from a plan's (to name the nearest that cannot be formed, and to count those
+between two usable sizes): a count, not a time, so the answer is the same on every machine."""
+
+
+class UsableCounts:
+    """Which GPU counts some degree tuple of the search space uses exactly, and that fill the network levels:
+    N = (product of the model-parallel degrees) x N_DP over the space's rows (planner.parallel.space). Memory and
+    the deadline are not checked here."""
+
+    def __init__(self, hw: Hardware, wl: Workload, options: SearchOptions) -> None:
+        from planner.parallel.space import build_space, model_parallel_rows, mp_size
+
+        space = build_space(hw, wl, options)
+        self.hw = hw
+        self.wl = wl
+        self.mp_sizes = {int(v) for v in np.unique(mp_size(model_parallel_rows(space)))}
+        self.dps = sorted({int(v) for v in np.unique(space.dp_m["dp"])})
+        self.counts = sorted({m * d for m in self.mp_sizes for d in self.dps})
+        """Every GPU count some degree tuple multiplies to, ascending (the levels not yet checked)."""
+
+    def splits(self, n: int) -> bool:
+        return any(n % d == 0 and n // d in self.mp_sizes for d in self.dps)
+
+    def __call__(self, n: int) -> bool:
+        return levels_allow(self.hw, n) and self.splits(n)
+
+    def why_not(self, n: int) -> str:
+        """Why no layout uses exactly n GPUs, in words."""
+        if not levels_allow(self.hw, n):
+            return f"{n:,} GPUs cannot fill {_level_rule(self.hw)}"
+        if self.wl.transformer is None:
+            missing = _missing_factor(self.wl, n)
+            if missing > 1:
+                return (f"{n:,} GPUs cannot be split into degrees dividing d_ff={self.wl.d_ff}, d_model="
+                        f"{self.wl.d_model}, L={self.wl.layers}, E={self.wl.experts} and b/E="
+                        f"{self.wl.batch_tokens // self.wl.experts}: they lack the factor {missing:,}")
+        return (f"no degree tuple of this model multiplies to {n:,} GPUs (tp divides the heads and MLP widths, pp the "
+                "layers, ep the experts, dp x microbatches the batch)")
+
+    def below(self, n: int) -> int | None:
+        """The largest usable count below n (None: none)."""
+        import bisect
+
+        k = bisect.bisect_left(self.counts, n)
+        return next((c for c in reversed(self.counts[:k]) if levels_allow(self.hw, c)), None)
+
+    def above(self, n: int) -> int | None:
+        """The smallest usable count above n (None: none, or none within the top level)."""
+        import bisect
+
+        k = bisect.bisect_right(self.counts, n)
+        return next((c for c in self.counts[k:] if levels_allow(self.hw, c)), None)
+
+
+def between_text(usable: UsableCounts, lo: int | None, hi: int) -> str:
+    """Why every count strictly between `lo` (a usable count, or None) and `hi` fails, in words."""
+    start = 1 if lo is None else lo + 1
+    if hi - start > MAX_COUNTS_WALKED:
+        nearest = [k for k in range(hi - 1, hi - 1 - MAX_COUNTS_WALKED, -1) if levels_allow(usable.hw, k)][:2]
+        return (f"no count from {start:,} to {hi - 1:,} has a layout (nearest: "
+                f"{'; '.join(usable.why_not(k) for k in nearest) or 'none fills the network levels'})")
+    formed = [k for k in range(hi - 1, start - 1, -1) if levels_allow(usable.hw, k)]
+    if not formed:
+        return (f"no count from {start:,} to {hi - 1:,} fills {_level_rule(usable.hw)}" if hi - 1 >= start
+                else "")
+    named = "; ".join(usable.why_not(k) for k in formed[:2])
+    return (f"the {len(formed):,} count{'s' if len(formed) > 1 else ''} from {start:,} to {hi - 1:,} that fill the "
+            f"network levels have no layout (nearest: {named}); the others do not fill the levels")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The fastest layout on a fixed number of GPUs, as a search found it."""
+
+    status: str  # the search's status
+    training_days: float | None
+    wall_clock_days: float | None
+
+
+def smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: int, days: float,
+                     probe: Callable[[int], Probe], usable: UsableCounts | None = None) -> list[ClusterSize]:
+    """Why the sizes just below a plan's `gpus` fail: the nearest ones no layout can use (at most two, named), and
+    the nearest one some layout can use, searched on its own by `probe` (one fixed-cluster search)."""
+    usable = usable or UsableCounts(hw, wl, options)
+    out: list[ClusterSize] = []
+    below = usable.below(gpus)
+    stop = max(0 if below is None else below, gpus - 1 - MAX_COUNTS_WALKED)
+    for k in [k for k in range(gpus - 1, stop, -1) if levels_allow(hw, k)][:2]:
+        out.append(ClusterSize(gpus=k, status="no_layout", why=usable.why_not(k)))
+    if below is None:
+        return out
+    p = probe(below)
+    wall = p.wall_clock_days if p.wall_clock_days is not None else p.training_days
+    if p.status == "unknown":
+        status, why = "unknown", f"its search stopped at the time limit before finding a layout on {below:,} GPUs"
+    elif wall is None:
+        status, why = "no_fit", f"no layout on {below:,} GPUs fits in memory (proven by the search)"
+    elif wall > days:
+        proven = "proven fastest" if p.status == "optimal" else "fastest found"
+        took = (f"{wall:.4g} days" if p.wall_clock_days is None or p.training_days is None
+                or abs(p.wall_clock_days - p.training_days) < 1e-12
+                else f"{wall:.4g} wall-clock days ({p.training_days:.4g} of compute)")
+        status, why = "too_slow", f"the {proven} layout on {below:,} GPUs takes {took}, more than the {days:g} asked"
+    else:
+        status, why = "feasible", f"a layout on {below:,} GPUs meets the deadline in {wall:.4g} days"
+    if gpus - below > MAX_COUNTS_WALKED:
+        why += f"; no count between {below:,} and {gpus:,} has a layout"
+    elif gap := sum(1 for k in range(below + 1, gpus) if levels_allow(hw, k)):
+        why += (f"; the {gap:,} count{'s' if gap > 1 else ''} between {below:,} and {gpus:,} that fill the network "
+                "levels have no layout")
+    out.append(ClusterSize(gpus=below, status=status, training_days=p.training_days,
+                           wall_clock_days=p.wall_clock_days, why=why))
+    return out
+
+
+def infeasibility_facts(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
+                        result: SearchResult, failures: FailureModel | None = None) -> Infeasibility | None:
+    """The numbers behind `explain_infeasible`'s text (the same bounds, never a search)."""
+    try:
+        return _facts(hw, wl, options, days, result, failures)
+    except Exception:  # noqa: BLE001 - like the explanation, the facts never turn an answer into a crash
+        return None
+
+
+def _shortest_days(hw: Hardware, wl: Workload, options: SearchOptions) -> float:
+    if wl.transformer is None:
+        return floor_bound(hw, wl, options).days
+    from planner.parallel.space import build_space
+    from planner.search.presolve import ShapeTable
+
+    shapes = ShapeTable.for_space(hw, wl, build_space(hw, wl, options))
+    crit = wl.layers * shapes.times["block_critical_s"] + shapes.times["embed_critical_s"] + shapes.times[
+        "head_critical_s"]
+    return wl.steps * float(np.min(crit)) / SECONDS_PER_DAY if len(crit) else math.inf
+
+
+def _facts(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None, result: SearchResult,
+           failures: FailureModel | None) -> Infeasibility:
+    if result.status == "unknown":
+        return Infeasibility(reason="time_limit", shortest_days=_shortest_days(hw, wl, options))
+    n = options.gpus
+    if n is not None:
+        usable = UsableCounts(hw, wl, options)
+        below, above = usable.below(n), usable.above(n)
+        parts = [t for t in (between_text(usable, below, n),) if t]
+        if usable(n):
+            if wl.transformer is None:
+                fit = min_memory_on(hw, wl, options, n)
+                if fit is not None and fit.total_bytes > mem.usable_bytes(hw):
+                    return Infeasibility(reason="memory", fewest_gpus_that_fit=fit_search(hw, wl, options).gpus,
+                                         nearest_gpus_below=below, nearest_gpus_above=above)
+            else:
+                least = transformer_least_memory(hw, wl, options, n)
+                if least is not None and least[1][least[2]] > mem.usable_bytes(hw):
+                    return Infeasibility(reason="memory", nearest_gpus_below=below, nearest_gpus_above=above)
+            return Infeasibility(reason="no_layout", nearest_gpus_below=below, nearest_gpus_above=above)
+        return Infeasibility(reason="no_layout", nearest_gpus_below=below, nearest_gpus_above=above,
+                             between=f"{usable.why_not(n)}" + (f"; {parts[0]}" if parts else ""))
+    shortest = _shortest_days(hw, wl, options)
+    if failures is not None and days is not None and _explain_goodput(hw, wl, days, failures):
+        return Infeasibility(reason="failures", shortest_days=shortest)
+    if days is not None and shortest > days:
+        largest = None
+        law = _law_of(wl)
+        if law is not None:
+            largest = largest_compute_within(hw, days, law[0], law[1], options, law[2])
+        return Infeasibility(reason="latency_wall", shortest_days=shortest, largest_compute_flop=largest)
+    if wl.transformer is None:
+        scan = fit_search(hw, wl, options)
+        if scan.gpus is None and scan.exhaustive:
+            return Infeasibility(reason="memory", shortest_days=shortest)
+    return Infeasibility(reason="deadline", shortest_days=max(shortest, days or 0.0))

@@ -21,7 +21,7 @@ import numpy as np
 
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, DIMENSIONS
-from planner.schema import LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
+from planner.schema import LAYOUT_EXTRA, Hardware, LaunchDocument, Layout, Plan, Workload
 
 MEGATRON = "megatron-core 0.16.1"
 """The release whose configuration names the Megatron arguments use (Megatron-LM spells each field with dashes)."""
@@ -268,6 +268,27 @@ def comment_text(text: str) -> str:
                    for c in text)
 
 
+def prediction_lines(plan: Plan) -> list[str]:
+    """The plan's prediction as comment lines (bash and TOML alike): step time, MFU, peak memory per GPU, days, the
+    profile that priced it and its proof status, so a launched job can be checked against it. Every line goes
+    through comment_text."""
+    if plan.step_time_s is None or plan.memory is None or plan.mfu is None:
+        return []
+    m = plan.memory
+    days = "" if plan.training_days is None else f", {plan.training_days:.4g} days of compute"
+    if plan.wall_clock_days is not None and plan.training_days is not None \
+            and abs(plan.wall_clock_days - plan.training_days) > 1e-9:
+        days += f" ({plan.wall_clock_days:.4g} wall-clock with failures)"
+    proof = {"optimal": "proven optimal", "feasible": "not proven optimal", "infeasible": "INFEASIBLE",
+             "unknown": "unknown"}[plan.status] if plan.solver.name != "none" else "evaluated, not searched"
+    lines = [f"predicted by planner ({plan.profile} profile, {proof}): step {plan.step_time_s:.4g} s, MFU "
+             f"{plan.mfu * 100:.3g}% of peak {plan.peak_flops / 1e12:.4g} TFLOP/s per GPU{days}",
+             f"predicted memory per GPU: {m.total_bytes / 1e9:.4g} GB of {m.capacity / 1e9:.4g} GB HBM"
+             + (f" (+ {m.headroom_bytes / 1e9:.3g} GB headroom kept free)" if m.headroom_bytes else "")
+             + f"; bottleneck: {plan.bottleneck or '-'}"]
+    return ["# " + comment_text(line) for line in lines]
+
+
 def pipeline_layout(launch: Launch) -> str:
     """Megatron's --pipeline-model-parallel-layout for custom end stages: the embedding (E) and the first virtual
     stage's layers (t), the middle virtual stages, the last one's layers and the loss (L); '|' separates stages."""
@@ -288,6 +309,7 @@ def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
              + (f" (dp counts ep {launch.ep})" if launch.ep > 1 and launch.etp is None else "")
              + (f"; experts folded: ep {launch.ep} x etp {launch.etp} over dp x cp x tp" if launch.etp is not None
                 else ""),
+             *prediction_lines(plan),
              "# add the model, data and optimizer flags of your script; keep the default rank order (tp-cp-ep-dp-pp)",
              "PLANNER_ARGS=("]
     for flag, value in megatron_args(launch, wl):
@@ -371,6 +393,7 @@ def torchtitan_text(plan: Plan, launch: Launch) -> str:
     lines = [f"# torchtitan job config ({TORCHTITAN} JobConfig sections) for the {plan.status} plan on {plan.gpus} x "
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
+             *prediction_lines(plan),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():
         lines += ["", f"[{section}]"] + [f"{k} = {_toml_value(v)}" for k, v in keys.items()]  # fixed bare keys
@@ -391,6 +414,24 @@ def export_text(plan: Plan, hw: Hardware, wl: Workload, target: str) -> str:
     if target == "megatron":
         return megatron_text(plan, launch, wl)
     return torchtitan_text(plan, launch)
+
+
+def launch_document(plan: Plan, hw: Hardware, wl: Workload, target: str) -> LaunchDocument:
+    """`plan --emit TARGET --json`: the plan and its launch configuration in one document (the configuration null
+    when the plan is not feasible)."""
+    if plan.layout is None or plan.status in ("infeasible", "unknown"):
+        return LaunchDocument(status=plan.status, target=target, release=_RELEASE[target],
+                              plan=plan)
+    launch = launch_of(plan, hw, wl, target)
+    if target == "megatron":
+        text = megatron_text(plan, launch, wl)
+        return LaunchDocument(status=plan.status, target="megatron", release=MEGATRON, plan=plan, text=text,
+                              megatron_args=[[flag, value] for flag, value in megatron_args(launch, wl)])
+    return LaunchDocument(status=plan.status, target="torchtitan", release=TORCHTITAN, plan=plan,
+                          text=torchtitan_text(plan, launch), torchtitan_config=torchtitan_sections(launch))
+
+
+_RELEASE = {"megatron": MEGATRON, "torchtitan": TORCHTITAN}
 
 
 def degrees_from_megatron(args: dict[str, str | None]) -> dict[str, int]:

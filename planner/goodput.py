@@ -34,7 +34,7 @@ from planner.errors import InvalidInput
 from planner.overrides import Override
 from planner.schema import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM
 from planner.schema.goodput import FailureModel, Goodput
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 HOUR_S = 3600.0
 MINUTE_S = 60.0
@@ -68,7 +68,7 @@ def parse_failure_model(doc: dict[str, Any], origin: str, require_source: bool =
         field, scale = KEYS[key]
         fields[field] = float(value) * scale
     try:
-        return FailureModel(**fields, sources=sources)
+        return FailureModel(**fields, sources=sources, spreads=spreads_of(doc))
     except ValidationError as exc:
         err = exc.errors()[0]
         names = {field: key for key, (field, _) in KEYS.items()}

@@ -45,7 +45,7 @@ from planner.errors import InvalidInput
 from planner.overrides import Override
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Economics, Gpu, Hardware, NetworkLevel
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 KiB = 1024
 MiB = 1024**2
@@ -202,7 +202,7 @@ def parse_hardware(doc: dict[str, Any], origin: str, require_source: bool = Fals
     econ = None if econ_fields is None else build(lambda: Economics(**econ_fields), "economics.", ECONOMICS_KEYS)
     hw = build(lambda: Hardware(name=doc["name"], description=doc.get("description", ""),
                                 gpus_per_node=doc.get("gpus_per_node", 8), gpu=gpu, levels=built, sources=sources,
-                                economics=econ),
+                                economics=econ, spreads=spreads_of(doc)),
                "", {})
     # Nodes are counted as GPUs / gpus_per_node; a node must tile the lowest bounded network group or be tiled by
     # it (8 per DGX node = 8 per NVLink group; 4 per GB200 tray inside a 72-GPU NVLink domain).

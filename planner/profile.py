@@ -41,7 +41,7 @@ from planner.schema.profile import (  # the document, re-exported: planner.profi
     TileSide,
     entry_for,
 )
-from planner.sourced import load_sourced, load_toml, unwrap
+from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
 __all__ = ["FIELDS", "PAPER", "RECIPE_KEYS", "RECIPE_PASSES", "TABLES", "ExecutionProfile", "Fraction", "GemmPass",
            "Recipe", "Seconds", "TileSide", "entry_for", "get_profile", "load_profile_file", "parse_profile",
@@ -146,7 +146,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             raise InvalidInput(f"{origin}: [framework.{fw}] may hold only the sections {', '.join(sorted(sections))}")
         over = parse_profile({"name": fw, **body}, f"{origin} [framework.{fw}]", require_source)
         fields.setdefault("frameworks", {})[fw] = {k: getattr(over, k) for k in over.model_fields_set
-                                                   if k not in ("name", "sources")}
+                                                   if k not in ("name", "sources", "spreads")}
         sources.update({f"framework.{fw}.{k}": v for k, v in over.sources.items()})
     if "recipe" in doc:
         fields["recipes"] = _parse_recipes(doc["recipe"], origin, sources, require_source)
@@ -179,7 +179,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             fields[FIELDS[path]] = value
     try:
-        return ExecutionProfile(**fields, sources=sources)
+        return ExecutionProfile(**fields, sources=sources, spreads=spreads_of(doc))
     except ValidationError as exc:  # name the TOML key (overlap.tp), not the field (overlap_tp)
         keys = {field: key for key, field in {**FIELDS, **TABLES}.items()}
         err = exc.errors()[0]

@@ -146,6 +146,54 @@ def _replan(request: PlanRequest) -> tuple[int | None, float | None]:
     return p.gpus, p.wall_clock_days
 
 
+ONLY_REMOVES = ("profile.memory.", "goodput.restart_minutes")
+"""Inputs whose increase only takes options away and changes no layout's step time: every memory term grows (fewer
+layouts fit; planner.cost.memory), a longer restart lowers goodput on every count (Daly's interval does not depend on
+it). Moved up, the plan's own layout, if it still fits and meets the deadline, is still the answer: every smaller
+count stayed infeasible and the layout kept its place in the order (fewest GPUs, least step time, least network
+time) among the layouts left. Re-pricing it replaces the re-plan (_reused)."""
+
+
+def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: Sequence[str]
+            ) -> tuple[int | None, float | None] | None:
+    """The re-plan's answer without a search when an ONLY_REMOVES input moves up and the plan's layout survives it;
+    None when a search is needed."""
+    if factor <= 1.0 or not field.startswith(ONLY_REMOVES) or plan.status != "optimal" or plan.layout is None:
+        return None
+    if request.gpus is not None or plan.gpus is None or plan.deadline_days is None:
+        return None
+    if request.power_mw is not None or request.max_gpus is not None:
+        return None  # a buyer's limit: the plan may be the fastest within it, not the fewest GPUs
+    from planner import api
+    from planner.cost.step import evaluate
+    from planner.export import layout_of
+    from planner.goodput import goodput_at
+    from planner.overrides import parse_overrides
+    from planner.parallel.space import check_layout
+    from planner.workload import infer_workload
+
+    parsed = parse_overrides(sets)
+    hw = api.resolve(request.gpu, request.profile or plan.profile, parsed)
+    if request.workload is not None:
+        wl = request.workload
+    elif request.compute_flop is not None:
+        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
+                            budget=request.budget)
+    else:
+        return None
+    layout = layout_of(plan)
+    if check_layout(hw, wl, layout):
+        return None
+    ev = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap)
+    if not ev.memory.fits:
+        return None  # the move took this layout away: search
+    days = ev.training_days
+    if plan.goodput is not None:
+        g = goodput_at(api.failure_model(request.failures, parsed), plan.gpus, wl.params).goodput
+        days = days / g if g > 0 else math.inf
+    return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
+
+
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
     the request with one more --set override, on one CP-SAT worker."""
@@ -153,19 +201,26 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
         raise InvalidInput("--sensitivity needs the hardware by name or file")
     rows_in = candidates(request.gpu, request.profile, request.failures, plan)
     tasks = []
+    results: list[tuple[int | None, float | None] | None] = []
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
-            tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1}))
+            results.append(_reused(plan, request, field, factor, (*request.overrides, text)))
+            if results[-1] is None:
+                tasks.append(request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
+                                                        "why_smaller": False}))
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
-        results = [_replan(t) for t in tasks]
+        searched = [_replan(t) for t in tasks]
     else:
         from planner.sweep import worker_pool
 
         with worker_pool(jobs) as pool:  # submit, not map: map cancels its futures when interrupted, which races
             futures = [pool.submit(_replan, t) for t in tasks]  # the broken pool's own clean-up
-            results = [f.result() for f in futures]
+            searched = [f.result() for f in futures]
+    fill = iter(searched)
+    done = [r if r is not None else next(fill) for r in results]
+
     def rel(value: float | None, base: float | None) -> float:
         """|value / base - 1|; infinite when one of the two plans is infeasible (None) and the other not."""
         if base is None or not base:
@@ -174,7 +229,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
 
     rows = []
     for k, (field, why, value, cap, (lo, hi)) in enumerate(rows_in):
-        (g_lo, d_lo), (g_hi, d_hi) = results[2 * k], results[2 * k + 1]
+        (g_lo, d_lo), (g_hi, d_hi) = done[2 * k], done[2 * k + 1]
         rows.append(SensitivityRow(input=field, why=why, base=_fmt(value), low=_fmt(_move(field, value, lo, cap)),
                                    high=_fmt(_move(field, value, hi, cap)), gpus_low=g_lo, gpus_high=g_hi,
                                    days_low=d_lo, days_high=d_hi, swing=max(rel(g_lo, plan.gpus), rel(g_hi, plan.gpus)),

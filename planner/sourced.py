@@ -6,22 +6,56 @@ from __future__ import annotations
 import difflib
 import tomllib
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
 from planner.overrides import apply
+from planner.schema.profile import SHAPES, Spread
+
+
+def parse_spread(raw: Any, path: str) -> Spread:
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"{path}.spread: expected {{ low = ..., high = ..., shape = \"uniform\", why = \"...\" }}")
+    try:
+        return Spread(**raw)
+    except (ValidationError, TypeError) as exc:
+        msg = str(exc.errors()[0]["msg"]) if isinstance(exc, ValidationError) else str(exc)
+        raise InvalidInput(f"{path}.spread: {msg.removeprefix('Value error, ')} (shapes: {', '.join(SHAPES)})"
+                           ) from None
+
+
+def spreads_of(doc: Any, prefix: str = "") -> dict[str, Spread]:
+    """Every `spread` in a parsed data file, by the path its source is recorded under (gpu.l2_GBps, levels[1].lat_us,
+    network.bus_bw_fraction)."""
+    out: dict[str, Spread] = {}
+    if isinstance(doc, dict):
+        if "value" in doc and "spread" in doc:
+            out[prefix] = parse_spread(doc["spread"], prefix)
+            return out
+        for k, v in doc.items():
+            out.update(spreads_of(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(doc, list):
+        for k, v in enumerate(doc):
+            if isinstance(v, dict):
+                out.update(spreads_of(v, f"{prefix}[{k}]"))
+    return out
 
 
 def unwrap(raw: Any, path: str, sources: dict[str, str], require_source: bool, rule: str) -> Any:
     """The value of `{ value = ..., source = "...", note = "..." }` (or a plain value in a user file), recording its
     source under `path`. `rule` names what must be sourced, e.g. 'every number in a shipped hardware file'."""
     if isinstance(raw, dict):
-        unknown = set(raw) - {"value", "source", "note"}
+        unknown = set(raw) - {"value", "source", "note", "spread"}
         if unknown or "value" not in raw:
             raise InvalidInput(f"{path}: expected {{ value = ..., source = \"...\" }}, got keys {sorted(raw)}")
         if require_source and not str(raw.get("source", "")).strip():
             raise InvalidInput(f"{path}: {rule} needs a source")
+        if "spread" in raw:
+            parse_spread(raw["spread"], path)
         sources[path] = str(raw.get("source", "user-supplied")) + (f" ({raw['note']})" if raw.get("note") else "")
         return raw["value"]
     if require_source:
@@ -69,6 +103,12 @@ def shipped_name(name_or_path: str, names: list[str], what: str) -> str | None:
 T = TypeVar("T")
 
 
+@cache
+def _shipped_doc(path: str, what: str) -> dict[str, Any]:
+    """A shipped data file, parsed once (callers must not edit it: planner.overrides.apply copies)."""
+    return load_toml(path, what)
+
+
 def file_of(name_or_path: str, names: list[str], folder: Path, what: str) -> tuple[Path, str | None]:
     """(the file, its shipped name or None for a user's path) that `name_or_path` names."""
     name = shipped_name(name_or_path, names, what)
@@ -85,5 +125,7 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     path, name = file_of(name_or_path, names, folder, what)
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
-    doc = apply(load_toml(path, file_what), overrides, target)
+    # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
+    doc = apply(_shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what), overrides,
+                target)
     return parse(doc, f"{name or path} with --set", name is not None)

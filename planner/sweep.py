@@ -309,7 +309,8 @@ def sweep(
     base = PlanRequest(compute_flop=grid[0], gpu=gpus[0], days=days, sparse=sparse, batch_scaling=batch_scaling,
                        budget=budget, schedule=schedule, solver=solver, time_limit_s=time_limit_s, workers=workers,
                        dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour, profile=profile,
-                       goodput=goodput, overrides=overrides)
+                       goodput=goodput, overrides=overrides,
+                       why_smaller=False)  # a sweep's points want the answer, not one more search each
     tasks = [(hw, c) for hw in hws for c in grid]
     results: list[Plan | None] = [None] * len(tasks)
 

@@ -431,7 +431,8 @@ def test_schema_matches_published_file(capsys):
     published = (Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json").read_text(encoding="utf-8")
     assert out == published, "docs/plan.schema.json is stale: regenerate it with `planner schema --write`"
     schema = json.loads(out)
-    assert schema["oneOf"] == [{"$ref": "#/$defs/Plan"}, {"$ref": "#/$defs/ErrorDocument"}]
+    assert schema["oneOf"] == [{"$ref": f"#/$defs/{name}"} for name in ("Plan", "LaunchDocument", "Comparison",
+                                                                        "ErrorDocument")]
     plan = schema["$defs"]["Plan"]
     assert plan["title"] == "Plan"
     for key in ("status", "gpus", "nodes", "mfu", "training_days", "step_time_s", "hardware", "workload", "layout",

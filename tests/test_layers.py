@@ -23,9 +23,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # operations). Imports only the base.
     ("documents", ("planner.schema",)),
     # Reading the data files into documents: --set overrides, sourced TOML values, hardware, profiles, failure model
-    # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics).
+    # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics),
+    # the step-time model's measured error (planner.uncertainty).
     ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",
-                 "planner.economics")),
+                 "planner.economics", "planner.uncertainty")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
@@ -33,7 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Services, bottom to top; a service calls only the ones below it.
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate
-    ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation")),  # many plans
+    ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
+                 "planner.confidence")),  # many plans
     ("render", ("planner.render",)),
     ("cli", ("planner.cli",)),
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use

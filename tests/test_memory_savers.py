@@ -3,6 +3,7 @@ the search against the enumerator where memory forces the choice (docs/model.md 
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -347,15 +348,33 @@ def _priced_space(hw: Hardware, wl: Workload):
     t = t.take(np.nonzero(valid)[0])
     shapes = ShapeTable.for_space(hw, wl, space)
     q = tuple_terms(hw, wl, t, shapes)
-    rows, _, arr = price_placements(hw, wl, t, False, q)
     step = np.full(len(t), np.inf)
     net = np.full(len(t), np.inf)
-    np.minimum.at(step, rows, arr["step_s"])
-    order = np.lexsort((arr["network_s"], arr["step_s"]))
-    first = np.full(len(t), -1)
-    first[rows[order[::-1]]] = order[::-1]  # the placement with the least (step, network) of each tuple
-    net[rows[first[first >= 0]]] = arr["network_s"][first[first >= 0]]
+    # Priced a block of tuples at a time: every placement of the whole space at once held over 2 GB.
+    for lo in range(0, len(t), PRICE_BLOCK):
+        idx = np.arange(lo, min(lo + PRICE_BLOCK, len(t)))
+        rows, _, arr = price_placements(hw, wl, t.take(idx), False, {k: v[idx] for k, v in q.items()})
+        if len(rows) == 0:
+            continue
+        rows = rows + lo
+        np.minimum.at(step, rows, arr["step_s"])
+        order = np.lexsort((arr["network_s"], arr["step_s"]))
+        first = np.full(len(t), -1)
+        first[rows[order[::-1]]] = order[::-1]  # the placement with the least (step, network) of each tuple
+        net[rows[first[first >= 0]]] = arr["network_s"][first[first >= 0]]
     return space, t, q, shapes, step, net
+
+
+PRICE_BLOCK = 4096
+"""Tuples priced together by `_priced_space` (each with all its placements)."""
+
+
+@functools.cache
+def _priced_tiny_long():
+    """`_priced_space` of `_tiny_long()` on the h100's levels, shared by the tests below: what it returns reads no
+    HBM capacity (step and network times, and the bytes each tuple needs), so each test compares those bytes with
+    its own capacity."""
+    return _priced_space(get_hardware("h100"), _tiny_long())
 
 
 def test_bounds_hold_over_the_new_dimensions():
@@ -363,7 +382,7 @@ def test_bounds_hold_over_the_new_dimensions():
     from planner.search.presolve import LeastFeatures, step_lower_bound
 
     hw, wl = _tight(12e6), _tiny_long()
-    space, t, q, shapes, best, _ = _priced_space(hw, wl)
+    space, t, q, shapes, best, _ = _priced_tiny_long()
     priced = np.isfinite(best)
     assert priced.sum() > 1000 and len(np.unique(t["cp"][priced])) > 2 and len(np.unique(t["zero"])) == 3
     least = LeastFeatures(hw, wl)
@@ -384,8 +403,8 @@ def test_excluded_options_are_dominated():
     from planner.search.cpsat import OPTION_KEYS
     from planner.search.presolve import dominated_options, unique_rows
 
-    hw, wl = _tight(6e6), _tiny_long()
-    _, t, q, _, step, net = _priced_space(hw, wl)
+    hw = _tight(6e6)
+    _, t, q, _, step, net = _priced_tiny_long()
     fits = (q["memory_bytes"] <= hw.gpu.hbm_bytes) & np.isfinite(step)
     t, step, net = t.take(np.nonzero(fits)[0]), step[fits], net[fits]
     out = dominated_options(t, OPTION_KEYS)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pytest
 
 from planner.hardware import get_hardware
@@ -48,3 +47,9 @@ def test_rows_and_the_size_cap_match_an_enumeration(wl, fixed):
         rows = list(zip(*(got[n].tolist() for n in names)))
         want = [r for r in expected if cap is None or size_of(space, r) <= cap]
         assert rows == want and 0 < len(want) <= len(expected)
+    # With a caller's mask as well (the search's fixed-cluster rule takes this path): both filters, same order.
+    got = model_parallel_rows_within(space, None, lambda cols: cols["pp"] % 2 == 0, max_size=1000)
+    assert got is not None
+    rows = list(zip(*(got[n].tolist() for n in names)))
+    pp_at = names.index("pp")
+    assert rows == [r for r in expected if size_of(space, r) <= 1000 and r[pp_at] % 2 == 0] and rows

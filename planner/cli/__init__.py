@@ -6,8 +6,9 @@ import importlib
 
 from planner.cli.app import app, main, plan_app, plan_main, run
 
-COMMANDS = ("sweep", "plan", "export", "validate", "evaluate", "limits", "hardware", "schema")
-"""Command modules under planner/cli/ (schema.py holds `schema` and `reference`, hardware.py `hardware list|show`)."""
+COMMANDS = ("sweep", "plan", "export", "validate", "evaluate", "limits", "hardware", "models", "schema")
+"""Command modules under planner/cli/ (schema.py holds `schema` and `reference`, hardware.py `hardware list|show`,
+models.py `models list|show`)."""
 
 for _name in COMMANDS:
     importlib.import_module(f"planner.cli.{_name}")

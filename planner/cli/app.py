@@ -4,7 +4,8 @@
 Two console scripts share these commands:
 
     plan --compute 1e28 --gpu h100 --days 90 [--json]        (same as `planner plan ...`)
-    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | schema | reference
+    planner plan | evaluate | sweep | limits | export | validate | hardware list|show | models list|show | schema |
+    reference
 
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
 document on stdout) or a given layout that does not fit in memory or misses --days; 2 bad input (one line
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -43,6 +44,9 @@ app = typer.Typer(
 )
 hardware_app = typer.Typer(help="The hardware library: shipped systems and user TOML files.", no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")
+models_app = typer.Typer(help="The model presets: shipped models/*.toml and user TOML files (--model NAME|FILE).",
+                         no_args_is_help=True)
+app.add_typer(models_app, name="models")
 
 
 def print_version(value: bool) -> None:
@@ -109,12 +113,26 @@ HELP_WIDTH_PIPED = 140
 use 80 and cut long words (PREFIX-parallelism-HW.png) in the narrow description column."""
 
 
-def _help_width() -> None:
-    """Widen typer's help console when piped, unless the user set a width (COLUMNS or typer's TERMINAL_WIDTH)."""
-    from typer import rich_utils
+@contextlib.contextmanager
+def _help_width() -> Iterator[None]:
+    """Widen typer's help console when piped, unless the user set a width (COLUMNS or typer's TERMINAL_WIDTH).
 
-    if not ({"COLUMNS", "TERMINAL_WIDTH"} & set(os.environ)) and not sys.stdout.isatty():
-        rich_utils.MAX_WIDTH = HELP_WIDTH_PIPED
+    typer reads TERMINAL_WIDTH when it first imports its help renderer (typer.rich_utils, which loads rich's
+    Markdown: a tenth of a second that a command printing no help should not pay), so until then the width goes
+    through that variable, for this run only; once the renderer is loaded, its width is set directly."""
+    if ({"COLUMNS", "TERMINAL_WIDTH"} & set(os.environ)) or sys.stdout.isatty():
+        yield
+        return
+    rich_utils = sys.modules.get("typer.rich_utils")
+    if rich_utils is not None:
+        rich_utils.MAX_WIDTH = HELP_WIDTH_PIPED  # type: ignore[attr-defined]
+        yield
+        return
+    os.environ["TERMINAL_WIDTH"] = str(HELP_WIDTH_PIPED)
+    try:
+        yield
+    finally:
+        os.environ.pop("TERMINAL_WIDTH", None)
 
 
 def _switches_as_switches(command: Any) -> None:
@@ -142,12 +160,12 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
 
     command = typer.main.get_command(typer_app)
     _switches_as_switches(command)
-    _help_width()
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
+        with _help_width():
+            rv = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
         if rv == 130:  # typer turns a KeyboardInterrupt inside a command into Exit(130) before it reaches us
             raise KeyboardInterrupt
         return rv if isinstance(rv, int) else 0  # an int is the code of a typer.Exit / --help

@@ -63,7 +63,6 @@ from planner.parallel.dimensions import DIMENSIONS, Dimension
 from planner.parallel.placement import greedy_placement, parse_placement
 from planner.render.plan import print_plan
 from planner.schema import DEGREES, Workload
-from planner.search.result import SearchResult
 
 
 def _flag(d: Dimension) -> str:
@@ -224,7 +223,8 @@ def evaluate_command(
         doc = load_plan_file(plan_file)
         if doc.overrides:  # the plan's what-if holds for its re-evaluation (new --set values come after, and win)
             sets = parse_overrides([*doc.overrides, *[o.text for o in sets]])
-        hw = api.resolve(hardware_of_plan(doc, gpu), profile or doc.profile, sets)
+        hw_name, prof_name = hardware_of_plan(doc, gpu), profile or doc.profile
+        hw = api.resolve(hw_name, prof_name, sets)
         wl = workload_of_plan(doc)
         layout, notes = layout_of_plan(doc, hw, wl)
         if doc.overrides:
@@ -235,7 +235,8 @@ def evaluate_command(
         notes.insert(0, f"workload and layout from {plan_file} (planned on {doc.hardware})")
     else:
         given = with_training(workload_of_flags(compute, model, sparse, batch_scaling, shape), seq_len, precision)
-        hw = api.resolve(gpu or "h100", api.default_profile(gpu or "h100", profile, given) or "paper", sets)
+        hw_name, prof_name = gpu or "h100", api.default_profile(gpu or "h100", profile, given) or "paper"
+        hw = api.resolve(hw_name, prof_name, sets)
         if given is not None:
             wl = given
         else:
@@ -273,33 +274,10 @@ def evaluate_command(
         if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then CP, PP, DP, EP, lowest level first)")
 
-    if dp_overlap is None:
-        dp_overlap = hw.profile.dp_overlap
-    ev = api.evaluate(layout, hw, wl, dp_overlap=dp_overlap)
-    fits = ev.memory.fits
-    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
-    if not fits:
-        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
-    if dp_overlap:
-        notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
-    result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
-                          notes=["no search: the layout was given and only evaluated"])
-    fm = api.failure_model(failures, sets) if (hw.profile.goodput if goodput is None else goodput) else None
-    doc = api.plan_from_evaluation(hw, wl, ev, result, days, price_per_gpu_hour, notes, dp_overlap=dp_overlap,
-                                   failures=fm, overrides=[o.text for o in sets])
-    why = ""
-    wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
-    if not fits:
-        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
-               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
-    elif days is not None and wall > days:
-        why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
-               if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
-               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
-               "days asked")
-    if why:  # it cannot run, or not in time: the document says so, not only the exit code
-        doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
+    doc = api.evaluate_plan(layout, hw_name, wl, days=days, profile=prof_name, overrides=[o.text for o in sets],
+                            dp_overlap=dp_overlap, goodput=goodput, failures=failures,
+                            price_per_gpu_hour=price_per_gpu_hour, notes=notes)
+    why = doc.explanation
     if json_out:
         emit_json(plan_json(doc))
     else:

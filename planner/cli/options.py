@@ -60,6 +60,7 @@ def whole_option(*decls: str, **kwargs):
 WORKLOAD_PANEL = "Workload (one of: --compute, --model, or a shape)"
 SEARCH_PANEL = "Search"
 OUTPUT_PANEL = "Output"
+COMPARE_PANEL = "Several accelerators (--gpu A,B,... or --gpu all)"
 LAYOUT_PANEL = "Layout (or --plan FILE.json)"
 
 ComputeOpt = Annotated[float | None, number_option(
@@ -110,7 +111,8 @@ PrecisionOpt = Annotated[Precision | None, typer.Option(
     rich_help_panel=WORKLOAD_PANEL,
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
-    "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file.",
+    "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file; for `plan`, several "
+    "comma-separated (h100,h200,b200,gb200-nvl72) or 'all' plan each and rank them (--objective).",
     metavar="NAME|FILE.toml")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
                                        rich_help_panel=OUTPUT_PANEL)]

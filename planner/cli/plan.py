@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from planner import api
-from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
+from planner.choices import BatchScaling, Budget, Framework, RankBy, ScheduleChoice, Solver
 from planner.cli.app import app, plan_app, print_version
 from planner.cli.inputs import (
     with_batch_sequences,
@@ -19,6 +19,7 @@ from planner.cli.inputs import (
     workload_of_plan,
 )
 from planner.cli.options import (
+    COMPARE_PANEL,
     OUTPUT_PANEL,
     SEARCH_PANEL,
     WHAT_IF_PANEL,
@@ -53,7 +54,8 @@ from planner.cli.options import (
     overrides_of,
     whole_option,
 )
-from planner.cli.output import emit_json, plan_json, searching, stdout_console
+from planner.cli.output import emit_json, plan_json, searching, stdout_console, to_json
+from planner.compare import accelerator_names
 from planner.errors import Infeasible, InvalidInput
 from planner.parallel.dimensions import BY_NAME
 from planner.render.plan import print_plan
@@ -96,6 +98,14 @@ def plan_command(
     tornado: Annotated[Path | None, typer.Option(
         "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
         rich_help_panel=WHAT_IF_PANEL, show_default=False, dir_okay=False)] = None,
+    confidence: Annotated[float | None, number_option(
+        "--confidence", help="Plan the fewest GPUs that meet the deadline with probability P (0 < P < 1) under the "
+        "uncertain inputs and the model's measured error; shows the days' P10/P50/P90 (docs/confidence.md).",
+        metavar="P", rich_help_panel=WHAT_IF_PANEL, show_default=False)] = None,
+    samples: Annotated[int, whole_option("--samples", help="With --confidence: quasi-Monte Carlo samples.",
+                                         rich_help_panel=WHAT_IF_PANEL)] = 64,
+    seed: Annotated[int, whole_option("--seed", help="With --confidence: seed of the sample points.",
+                                      rich_help_panel=WHAT_IF_PANEL)] = 0,
     price_per_gpu_hour: PriceOpt = None,
     power_mw: Annotated[float | None, number_option(
         "--power-mw", help="A buyer's limit: facility power at most MW (GPU boards, nodes, switches x PUE; "
@@ -142,8 +152,17 @@ def plan_command(
         "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False,
     emit: Annotated[Framework | None, typer.Option(
         "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
-        "arguments or a torchtitan TOML job config) instead of the tables.", rich_help_panel=OUTPUT_PANEL,
+        "arguments or a torchtitan TOML job config, the prediction in comment lines) instead of the tables; with "
+        "--json, one document with the plan and the configuration.", rich_help_panel=OUTPUT_PANEL,
         show_default=False, case_sensitive=False)] = None,
+    objective: Annotated[RankBy | None, typer.Option(
+        "--objective", help="With several accelerators (--gpu h100,h200,b200,gb200-nvl72 or --gpu all): rank their "
+        "plans by cost (USD for the wall-clock time held; default), gpus, days (wall-clock) or energy (MWh).",
+        rich_help_panel=COMPARE_PANEL, show_default=False, case_sensitive=False)] = None,
+    gpu_price: Annotated[list[str] | None, typer.Option(
+        "--gpu-price", help="With several accelerators: the price of one of them, USD per GPU-hour, e.g. h100=2.5 "
+        "(repeatable; the others keep --price-per-gpu-hour or their hardware file's).", metavar="NAME=USD",
+        rich_help_panel=COMPARE_PANEL, show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
@@ -154,8 +173,6 @@ def plan_command(
     workload = with_batch_sequences(with_training(given, seq_len, precision), batch_sequences)
     fixed = {name: v for name, v in (("cp", cp), ("sp", sp), ("recompute", recompute), ("zero", zero),
                                      ("tp_model", tp_model)) if v is not None}
-    if emit is not None and json_out:
-        raise InvalidInput("--emit prints a launch configuration, --json a plan document: give one")
     if tornado is not None and not sensitivity:
         raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
     if tornado is not None:
@@ -166,26 +183,51 @@ def plan_command(
         check_output(tornado, "--tornado")  # a FIFO, device or link is refused now, not after the re-plans
     if sensitivity and emit is not None:
         raise InvalidInput("--sensitivity and --emit: give one")
+    several = "," in gpu or gpu.strip() == "all" or objective is not None or bool(gpu_price)
+    if several and (emit is not None or sensitivity):
+        raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
+                           "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
+    names = accelerator_names(gpu) if several else [gpu]
+    if confidence is not None:
+        from planner.confidence import check_request
+
+        check_request(confidence, samples, seed, gpus=gpus, sensitivity=sensitivity, emit=emit is not None,
+                      limits=power_mw is not None or max_gpus is not None)
+        if several:
+            raise InvalidInput("--confidence takes one accelerator; several (--gpu A,B, --gpu all, --objective, "
+                               "--gpu-price) rank point plans")
     if workers < 1:
         raise InvalidInput(f"--workers must be a whole number >= 1, got {workers}")
     request = PlanRequest(
-        compute_flop=compute, gpu=gpu, days=days, gpus=gpus, workload=workload, sparse=sparse,
+        compute_flop=compute, gpu=names[0], days=days, gpus=gpus, workload=workload, sparse=sparse,
         batch_scaling=(batch_scaling or BatchScaling.paper).value, budget=budget.value, schedule=schedule.value,
         dp_overlap=dp_overlap, solver=solver.value, time_limit_s=time_limit, workers=workers,
         price_per_gpu_hour=price_per_gpu_hour, fixed=fixed, runs_on=emit.value if emit else None, profile=profile,
         goodput=goodput, failures=failures, overrides=overrides_of(set_, bw, latency, memory_headroom),
         power_mw=power_mw, max_gpus=max_gpus)
+    if several:
+        _compare(names, request, (objective or RankBy.cost).value, gpu_price or [], json_out, quiet)
+        return
     try:
         with searching(enabled=not (json_out or quiet)):
             result = api.plan(request)
     except Infeasible as exc:
         doc = exc.plan
         if doc is not None:
-            if json_out:
+            if json_out and emit is not None:
+                from planner.export import launch_document
+
+                emit_json(to_json(launch_document(doc, api.resolve_hardware(gpu), workload_of_plan(doc), emit.value)))
+            elif json_out:
                 emit_json(plan_json(doc))
             else:
                 print_plan(stdout_console(), doc)
         raise
+    if confidence is not None:
+        from planner.confidence import with_confidence
+
+        with searching(enabled=not (json_out or quiet)):
+            result = with_confidence(result, request, confidence, samples, seed)
     if sensitivity:
         from planner.sensitivity import sensitivity as replan
         from planner.sensitivity import tornado_png
@@ -202,14 +244,40 @@ def plan_command(
             # rendered into an exclusively created temporary file and renamed (planner.files): no link followed
             write_atomic(tornado, lambda fh: tornado_png(sens, cast(str, fh), title), "--tornado", binary=True)
     if emit is not None:
-        from planner.export import export_text
+        from planner.export import export_text, launch_document
 
         wl = workload if workload is not None else workload_of_plan(result)
-        sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
+        if json_out:
+            emit_json(to_json(launch_document(result, api.resolve_hardware(gpu), wl, emit.value)))
+        else:
+            sys.stdout.write(export_text(result, api.resolve_hardware(gpu), wl, emit.value) + "\n")
     elif json_out:
         emit_json(plan_json(result))
     else:
         print_plan(stdout_console(), result)
+
+
+def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: list[str], json_out: bool,
+             quiet: bool) -> None:
+    """`plan --gpu A,B,...`: every accelerator planned, one table (or one Comparison document); exit 1 when none
+    meets the request."""
+    from planner.compare import compare, parse_prices
+    from planner.render.compare import comparison_table
+
+    with searching(enabled=not (json_out or quiet)):
+        result = compare(names, objective=objective, prices=parse_prices(gpu_price),  # type: ignore[arg-type]
+                         request=request)
+    if json_out:
+        emit_json(to_json(result))
+    else:
+        console = stdout_console()
+        console.print(comparison_table(result))
+        for note in result.notes:
+            console.print(f"note: {note}")
+    if not any(o.status in ("optimal", "feasible") for o in result.options):
+        sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option says "
+                         "why)\n")
+        raise typer.Exit(1)
 
 
 app.command("plan", help=plan_command.__doc__)(plan_command)

@@ -16,17 +16,21 @@ from planner.schema import Plan
 
 
 def plan_schema_text() -> str:
-    """The JSON Schema of what `--json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
-    readable): a Plan, or an ErrorDocument when the command failed before it had one."""
-    from planner.schema import ErrorDocument
+    """The JSON Schema of what `plan --json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
+    readable): a Plan, a LaunchDocument (--emit with --json), a Comparison (several --gpu), or an ErrorDocument when
+    the command failed before it had one."""
+    from planner.schema import Comparison, ErrorDocument, LaunchDocument
 
     schema = Plan.model_json_schema()
-    error = ErrorDocument.model_json_schema()
-    schema.setdefault("$defs", {}).update(error.pop("$defs", {}))
-    schema["$defs"]["ErrorDocument"] = error
-    schema["$defs"]["Plan"] = {k: v for k, v in schema.items() if k != "$defs"}
-    return json.dumps({"$defs": schema["$defs"], "oneOf": [{"$ref": "#/$defs/Plan"}, {"$ref": "#/$defs/ErrorDocument"}],
-                       "title": "planner --json output"}, indent=2, sort_keys=True) + "\n"
+    defs = schema.setdefault("$defs", {})
+    for doc in (LaunchDocument, Comparison, ErrorDocument):
+        other = doc.model_json_schema()
+        defs.update(other.pop("$defs", {}))
+        defs[doc.__name__] = other
+    defs["Plan"] = {k: v for k, v in schema.items() if k != "$defs"}
+    one_of = [{"$ref": f"#/$defs/{name}"} for name in ("Plan", "LaunchDocument", "Comparison", "ErrorDocument")]
+    return json.dumps({"$defs": defs, "oneOf": one_of, "title": "planner --json output"}, indent=2,
+                      sort_keys=True) + "\n"
 
 
 @app.command("schema")

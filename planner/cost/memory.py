@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from planner.cost.rows import DistinctRows
 from planner.cost.terms import device_layers, params_per_gpu, sharding_degrees, split_params_per_gpu
 from planner.profile import ExecutionProfile
 from planner.schema import (  # the state bytes per parameter, named with the documents (checkpoints read them too)
@@ -45,8 +46,11 @@ def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], na
             * in_flight * hw.gpu.word_bytes,
         }
     else:
-        comp = _transformer_memory(hw, wl, cols, nanobatch, in_flight, f, device_layers(wl, cols),
-                                   split_params_per_gpu(wl, cols))
+        # A GPU's layers and parameter shards depend on its stage and shard degrees only: once per distinct value.
+        stage = DistinctRows(cols, SHARD_KEYS + STAGE_KEYS)
+        comp = _transformer_memory(hw, wl, cols, nanobatch, in_flight, f,
+                                   stage.apply(lambda c: device_layers(wl, c)),
+                                   stage.apply(lambda c: split_params_per_gpu(wl, c)))
     prof = hw.profile
     ones = np.ones_like(comp["weights_bytes"])
     comp["fragmentation_bytes"] = prof.memory_fragmentation * functools.reduce(
@@ -58,6 +62,14 @@ def layout_memory(hw: Hardware, wl: Workload, cols: Mapping[str, np.ndarray], na
     comp["total_bytes"] = functools.reduce(operator.add, comp.values())
     comp["headroom_bytes"] = prof.memory_headroom_bytes * ones
     return comp
+
+
+SHARD_KEYS = ("tp_ff", "tp_model", "sp", "cp", "ep", "etp", "expert_ep")
+"""The degrees a GPU's shard of a weight or of a kept tensor reads (planner.workload.ops.Dim, sequence parallelism,
+a folded expert layout)."""
+
+STAGE_KEYS = ("pp", "interleave", "first_layers", "last_layers")
+"""The degrees that say how many layers the busiest pipeline device holds (planner.cost.terms.device_layers)."""
 
 
 def capacity_bytes(hw: Hardware) -> float:
@@ -122,7 +134,8 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
     shard = dense / n_dense + expert / n_expert
     prof = hw.profile
-    unit = zero3_unit_params(wl, cols, prof)
+    shards = DistinctRows(cols, SHARD_KEYS)  # what a GPU keeps per token depends on its shard degrees only
+    unit = shards.apply(lambda c: zero3_unit_params(wl, c, prof))
     live = prof.zero3_live_units * unit
     if prof.zero3_max_live_params is not None:
         live = np.minimum(live, np.maximum(prof.zero3_max_live_params, unit))
@@ -140,21 +153,23 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     def per_token(roles: tuple[str, ...], rebuilt: bool = False) -> np.ndarray:
         """Kept bytes per token and layer (rebuilt: the set of the layer being recomputed, MLA's q, k, v included)."""
         drop = up_proj and not rebuilt
-        return (mo.layer.saved_bytes_per_token(cols, roles, fp8, fused=fused, up_proj=drop)
-                + mo.top_k * mo.layer.saved_bytes_per_token(cols, roles, fp8, routed=True, fused=fused, up_proj=drop))
+        return shards.apply(lambda c: mo.layer.saved_bytes_per_token(c, roles, fp8, fused=fused, up_proj=drop)
+                            + mo.top_k * mo.layer.saved_bytes_per_token(c, roles, fp8, routed=True, fused=fused,
+                                                                        up_proj=drop))
 
     kept = np.zeros(len(zero))
     for level, roles in KEPT_ROLES.items():
         kept = np.where(recompute == level, per_token(roles), kept)
     if prof.selective_policy == "op":
-        kept = np.where(recompute == 1, op_policy_bytes_per_token(mo, cols), kept)
+        kept = np.where(recompute == 1, shards.apply(lambda c: op_policy_bytes_per_token(mo, c)), kept)
     whole_layer = per_token(KEPT_ROLES[0], rebuilt=True) * nanobatch
     # The layer being recomputed holds its whole set: under full recomputation, and under the per-op policy's.
     rebuilt = (recompute == 2) | ((recompute == 1) & (prof.selective_policy == "op"))
     one_mb = kept * nanobatch * layers_here
     rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
-    logits = sum((prof.logits_bytes * np.asarray(t.words.per_gpu(cols), dtype=np.float64) if t.name == "logits"
-                  else t.bytes_per_gpu(cols) for t in mo.head.saved), np.zeros(1)) * nanobatch
+    logits = shards.apply(lambda c: sum((prof.logits_bytes * np.asarray(t.words.per_gpu(c), dtype=np.float64)
+                                         if t.name == "logits" else t.bytes_per_gpu(c) for t in mo.head.saved),
+                                        np.zeros(1))) * nanobatch
     # The loss's bytes are freed once the LM head's backward pass is done, before the last layer is recomputed: the
     # last stage holds the larger of the two on top of its kept tensors, never both (the paper profile adds them).
     last = one_mb + (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
@@ -173,7 +188,7 @@ def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: Execut
     and the LM head, which FSDP wraps as a unit of its own ('layer')."""
     mo = wl.model_ops
     assert mo is not None
-    largest = np.zeros(len(np.asarray(cols["zero"])))
+    largest = np.zeros(len(np.asarray(cols["tp_ff"])))
     for g in (*mo.layer.gemms, *mo.head.gemms) if prof.zero3_unit == "matrix" else mo.head.gemms:
         largest = np.maximum(largest, np.asarray(g.out.per_gpu(cols), dtype=np.float64) * g.inp.per_gpu(cols))
     if prof.zero3_unit == "layer":

@@ -230,12 +230,15 @@ def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
 
 
 def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None,
+                               keep_rows: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
                                max_size: float | None = None) -> dict[str, np.ndarray] | None:
     """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
     that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
     did. `max_size`: rows whose model-parallel GPU count (`mp_size`) exceeds it are left out, for a search that
-    looks at no larger cluster (every tuple of such a row has more GPUs). The rows kept are found on the index grid
-    first and only they are gathered, so a large space is never held whole."""
+    looks at no larger cluster (every tuple of such a row has more GPUs); they are found on the index grid and only
+    the rows kept are gathered. `keep_rows` (a mask over a slice's gathered columns) drops more rows slice by slice
+    (a fixed cluster's GPU count that a row's size does not divide). Either way a large space is never held whole,
+    and the rows kept are the same, in the same order, as filtering the whole table afterwards."""
     names = list(space.values)
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
     pp_of_row = space.pp_i_zb["pp"].astype(np.float64)
@@ -261,6 +264,9 @@ def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | N
         cols = {names[0]: np.full(len(flat), first, dtype=axes[0].dtype)}
         cols.update({name: axes[k + 1][index[k]] for k, name in enumerate(names[1:])})
         cols.update({k: v[index[-1]] for k, v in space.pp_i_zb.items()})
+        if keep_rows is not None:
+            more = keep_rows(cols)
+            cols = {k: v[more] for k, v in cols.items()}
         parts.append(cols)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 

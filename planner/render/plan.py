@@ -20,7 +20,7 @@ from planner.economics import fmt_MW
 from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
-from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan
+from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan, UncertainInput
 
 T = TypeVar("T")
 
@@ -203,6 +203,33 @@ def sensitivity_table(plan: Plan) -> Table:
     return t
 
 
+def _spread_text(u: UncertainInput) -> str:
+    rng = f"x{u.low:.3g}-{u.high:.3g} {u.shape}"
+    return f"{u.input} {rng}" if u.sampled else f"{u.input} (fitted: in the model error)"
+
+
+def confidence_table(plan: Plan) -> Table:
+    """--confidence P: the cluster that meets the deadline with probability P, its days' spread, what was sampled."""
+    c = _part(plan.confidence, "confidence")
+    gpus = "none of the samples' own counts reaches P" if c.gpus is None else (
+        f"{c.gpus:,} ({c.met:.0%} of samples meet {c.deadline_days:g} days; point estimate {c.point_gpus or 0:,})")
+
+    def count(n: int | None) -> str:
+        return "none" if n is None else f"{n:,}"
+
+    rows: list[tuple[str, RenderableType]] = [
+        (f"GPUs at P={c.probability:g}", gpus),
+        ("wall-clock days", "-" if c.days_p50 is None else
+         f"P10 {fmt_days(c.days_p10)}, P50 {fmt_days(c.days_p50)}, P90 {fmt_days(c.days_p90)} on that cluster"),
+        ("GPUs for P50 / P90", f"{count(c.gpus_p50)} / {count(c.gpus_p90)}"),
+        ("uncertain", "; ".join(_spread_text(u) for u in c.inputs)),
+        ("samples", f"{c.samples}, seed {c.seed}: {c.replans} searches, {c.repriced} layouts re-priced"),
+        ("method", c.method),
+        ("leaves out", "; ".join(c.leaves_out)),
+    ]
+    return _kv_table("How sure (--confidence, docs/confidence.md)", rows)
+
+
 def depends_table(plan: Plan) -> Table:
     """What the answer rests on: the model's scope and the inputs that are estimates."""
     d = _part(plan.depends_on, "assumptions")
@@ -212,6 +239,9 @@ def depends_table(plan: Plan) -> Table:
         ("estimated inputs", (", ".join(d.estimated_inputs) or "none")
          + " (--sensitivity shows which move the answer)"),
     ]
+    if d.uncertain:
+        rows.append(("uncertain", "; ".join(_spread_text(u) for u in d.uncertain)
+                     + " (factors on the value; --confidence samples them)"))
     if plan.overrides:
         rows.append(("overrides", ", ".join(plan.overrides)))
     return _kv_table("What this answer depends on", rows)
@@ -562,6 +592,12 @@ def why_text(plan: Plan) -> Text:
     return Text.assemble(("Why:", "bold"), *(f"\n  - {ln}" for ln in lines))
 
 
+def smaller_text(plan: Plan) -> Text:
+    """Why the cluster is not smaller: the next sizes below the plan's and why each fails."""
+    return Text.assemble((f"Why not fewer than {plan.gpus:,} GPUs:", "bold"),
+                         *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
+
+
 def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
     """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
@@ -578,11 +614,15 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
         out.append(depends_table(plan))
     if plan.sensitivity is not None:
         out.append(sensitivity_table(plan))
+    if plan.confidence is not None:
+        out.append(confidence_table(plan))
     if evaluated:
         out.append(Text("Layout given (flags or --plan file): priced with the cost model, not searched.",
                         style="italic"))
     else:
         out += [solver_table(plan), proof_line(plan)]
+        if plan.smaller_clusters:
+            out.append(smaller_text(plan))
     for note in plan.notes:
         out.append(Text(f"note: {note}"))
     return out

@@ -19,10 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
-from planner.schema.goodput import Goodput
+from planner.schema.goodput import FailureModel, Goodput
 from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
-from planner.schema.profile import PAPER, ExecutionProfile
+from planner.schema.profile import PAPER, ExecutionProfile, Spread
 from planner.schema.sensitivity import Sensitivity
+from planner.schema.uncertainty import Confidence, UncertainInput
+
+# The failure model's spreads (its module cannot import a sibling: the package would run first)
+FailureModel.model_rebuild(_types_namespace={"Spread": Spread})
 
 Schedule = Literal["1f1b", "zb-h2"]
 
@@ -225,7 +229,7 @@ class Facility(_Frozen):
     the bound past which a plan is flagged as implausible."""
 
     name: str = Field(description="Short name, e.g. 'default'.")
-    description: str = ""
+    description: str = Field("", description="What the site is, in words.")
     pue: float = Field(ge=1.0, le=10.0, description="Power usage effectiveness: facility power / IT power (>= 1).")
     largest_site_MW: float = Field(gt=0, description="Facility power of the largest training site announced, MW: "
                                    "a plan above it is flagged as beyond any announced build.")
@@ -239,10 +243,12 @@ class Hardware(_Frozen):
     name: str = Field(description="Short name used on the command line, e.g. 'h100'.")
     _name = field_validator("name")(check_name)
     description: str = Field("", description="What system this describes.")
-    gpu: Gpu
+    gpu: Gpu = Field(description="The GPU every node of the system carries.")
     levels: tuple[NetworkLevel, ...] = Field(min_length=1, description="Bottom-up; only the last may be unbounded.")
     gpus_per_node: int = Field(8, gt=0, description="GPUs per physical node, for the node count in reports.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field path -> where the number comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
     profile: ExecutionProfile = Field(PAPER, description="How training runs on it (planner.profile); the paper's "
                                       "idealised model unless a profile is applied.")
     economics: Economics | None = Field(None, description="Price and power ([economics] table); None: the file "
@@ -705,10 +711,13 @@ STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZE
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
-    weights_bytes: float
-    grads_bytes: float
-    optimizer_bytes: float
-    activations_bytes: float
+    weights_bytes: float = Field(description="Model weights held by one GPU, bytes (its shard; 16-bit, or the "
+                                 "precision's copies).")
+    grads_bytes: float = Field(description="Gradients held by one GPU, bytes (ZeRO-2/3 shard them).")
+    optimizer_bytes: float = Field(description="Optimizer state held by one GPU, bytes (fp32 master weights and Adam "
+                                   "moments; ZeRO shards them).")
+    activations_bytes: float = Field(description="Activations saved for the backward pass on one GPU at the pipeline's "
+                                     "peak (microbatches in flight), bytes.")
     fragmentation_bytes: float = Field(0.0, description="Bytes the caching allocator reserves beyond what it "
                                        "serves (the profile's fragmentation x weights, gradients, optimizer state "
                                        "and activations).")
@@ -726,7 +735,7 @@ class _MemoryParts(_Frozen):
 class MemoryBreakdown(_MemoryParts):
     """Bytes per GPU (docs/model.md §7)."""
 
-    capacity_bytes: float
+    capacity_bytes: float = Field(description="HBM capacity per GPU, bytes.")
 
     @property
     def fits(self) -> bool:
@@ -736,8 +745,10 @@ class MemoryBreakdown(_MemoryParts):
 class OpTime(_Frozen):
     """One operation's share of a step on the busiest device (the op-level breakdown)."""
 
-    name: str
-    kind: Literal["gemm", "attention", "elementwise", "recompute", "overhead"]
+    name: str = Field(description="The operation, e.g. 'qkv', 'attention core', 'mlp down'.")
+    kind: Literal["gemm", "attention", "elementwise", "recompute", "overhead"] = Field(
+        description="What kind of work it is: a GEMM, the attention core, element-wise ops, recomputation or fixed "
+        "overhead.")
     where: str = Field(description="'every layer', 'first stage' (embedding) or 'last stage' (LM head).")
     seconds: float = Field(description="Seconds per optimizer step, all microbatches and passes, before overlap.")
 
@@ -745,20 +756,20 @@ class OpTime(_Frozen):
 class Evaluation(_Frozen):
     """A layout run through the cost model."""
 
-    layout: Layout
-    gpus: int
-    nodes: int
-    step: StepBreakdown
-    memory: MemoryBreakdown
-    training_s: float
-    training_days: float
-    mfu: float = Field(description="T / (N_GPU * peak * t_run): against peak (max-clock) dense "
-        "FLOP/s, 6 N_active D FLOP.")
+    layout: Layout = Field(description="The layout that was priced.")
+    gpus: int = Field(description="GPUs the layout uses: the product of its degrees.")
+    nodes: int = Field(description="Physical nodes those GPUs occupy (gpus / gpus_per_node, rounded up).")
+    step: StepBreakdown = Field(description="Seconds per optimizer step, by component.")
+    memory: MemoryBreakdown = Field(description="Bytes per GPU, by component, against HBM capacity.")
+    training_s: float = Field(description="Training time, seconds: step time x optimizer steps (no failures).")
+    training_days: float = Field(description="Training time, days (training_s / 86,400).")
+    mfu: float = Field(description="Model FLOP utilisation, fraction (0-1): T / (N_GPU x peak x t_run), against peak "
+                       "(max-clock) dense FLOP/s, counting flop_convention's FLOPs.")
     bottleneck: str = Field(description="What binds the step time, in words.")
     nanobatch_tokens: float = Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
                                     "Transformer: tokens per microbatch on one GPU's dense layers.")
-    hfu: float = Field(description="Hardware FLOP utilisation: model FLOPs plus recomputed FLOPs, against the same "
-                       "peak.")
+    hfu: float = Field(description="Hardware FLOP utilisation, fraction (0-1): model FLOPs plus recomputed FLOPs, "
+                       "against the same peak.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's work.")
 
 
@@ -771,17 +782,17 @@ class WorkloadReport(_Frozen):
     compute_flop: float = Field(description="Training compute: model FLOPs per token x tokens (flop_convention).")
     requested_compute_flop: float | None = Field(description="What was asked for (differs from "
         "compute_flop by rounding).")
-    d_model: int
-    d_ff: int
-    layers: int
-    experts: int
-    batch_tokens: int
-    tokens: float
-    params: float
-    active_params: float
-    steps: float
-    label: str
-    seq_len: int = 2048
+    d_model: int = Field(description="Model (residual stream) width.")
+    d_ff: int = Field(description="MLP hidden width (toy: of each expert; transformer: of the dense MLP).")
+    layers: int = Field(description="L, layers (MLP blocks of the toy model).")
+    experts: int = Field(description="E, experts per MoE layer; 1 = dense.")
+    batch_tokens: int = Field(description="Global batch b, tokens per optimizer step.")
+    tokens: float = Field(description="Training tokens D.")
+    params: float = Field(description="Total parameters N_p (every expert counted).")
+    active_params: float = Field(description="Parameters one token meets (toy: N_p / E).")
+    steps: float = Field(description="Optimizer steps, D / b.")
+    label: str = Field(description="Where the shape came from (scaling law, preset name, flags).")
+    seq_len: int = Field(2048, description="Sequence length, tokens.")
     precision: Literal["bf16", "fp8", "fp4"] = Field("bf16", description="GEMM precision the plan was priced in.")
     recipe: RecipeName | None = Field(None, description="Low-precision recipe the plan was priced with (null: bf16).")
     model_flop_per_token: float = Field(0.0, description="Model FLOPs per token (flop_convention).")
@@ -815,8 +826,10 @@ else:
     LayoutReport = create_model(
         "LayoutReport", __base__=_LayoutReportBase, __module__=__name__,
         **{d.name: (int, Field(... if d.default is None else d.default, description=d.help)) for d in DIMENSIONS},
-        schedule=(Schedule, ...),
-        nanobatch_tokens=(float, ...),
+        schedule=(Schedule, Field(description="Pipeline schedule: '1f1b' (interleaved when interleave > 1) or "
+                                  "'zb-h2' (zero bubble).")),
+        nanobatch_tokens=(float, Field(description="Toy: tokens per expert per microbatch per data-parallel rank. "
+                                       "Transformer: tokens per microbatch on one GPU's dense layers.")),
         placement=(dict[str, list[int]], Field(description="Degree -> factor per network level, bottom-up.")),
         levels=(list[str], Field(description="Network level names, bottom-up, matching the placement lists.")))
 
@@ -827,8 +840,10 @@ class MemoryReport(_MemoryParts):
 
 class SolverReport(_Frozen):
     name: Literal["cpsat", "exhaustive", "none"] = Field(description="'none' when a given layout was only evaluated.")
-    status: Literal["optimal", "feasible", "infeasible", "unknown"]
-    wall_s: float = Field(description="Search wall time (the only field that varies between identical runs).")
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
+        description="The search's verdict: optimal (proven), feasible (not proven), infeasible (proven none), "
+        "unknown (stopped before any layout).")
+    wall_s: float = Field(description="Search wall time, seconds (the only field that varies between identical runs).")
     space_size: int = Field(description="Valid degree tuples in the space (each also has several placements).")
     evaluated: int = Field(description="cpsat: tuples and (tuple, factor vectors) pairs put into CP-SAT models, all "
                            "models together; exhaustive: layouts (tuple x placement) priced.")
@@ -852,6 +867,53 @@ class DependsOn(_Frozen):
     estimated_inputs: list[str] = Field(description="Input fields whose sources call them estimates or fits and "
                                         "that can change this plan, as --set names them (gpu.*, levels.NAME.*, "
                                         "profile.*, goodput.*).")
+    uncertain: list[UncertainInput] = Field(default_factory=list, description="How far each estimated or fitted "
+                                            "input may be off, and the step-time model's measured error "
+                                            "(docs/confidence.md); --confidence samples the rows marked sampled.")
+
+
+class ClusterSize(_Frozen):
+    """One cluster size other than the plan's, and why it does not do (issue 26: sizes jump for a reason)."""
+
+    gpus: int = Field(description="GPUs of the size considered.")
+    status: Literal["no_layout", "too_slow", "no_fit", "unknown", "feasible"] = Field(
+        description="no_layout: no degree tuple multiplies to this many GPUs (or they cannot fill the network "
+        "levels); too_slow: the fastest layout on it misses the deadline; no_fit: no layout fits in memory; unknown: "
+        "its search stopped at the time limit; feasible: a layout on it meets the deadline (the plan was not proven "
+        "smallest).")
+    training_days: float | None = Field(None, description="Days of compute of the fastest layout on this size "
+                                        "(null: none was found).")
+    wall_clock_days: float | None = Field(None, description="Expected wall-clock days of that layout (goodput "
+                                          "included when failures are modelled; null: none was found).")
+    why: str = Field(description="The reason, in words, with the numbers.")
+
+
+class Infeasibility(_Frozen):
+    """What an infeasible (or unknown) plan can still say, as numbers: the facts behind its explanation."""
+
+    reason: Literal["latency_wall", "deadline", "memory", "no_layout", "fixed_cluster", "failures",
+                    "time_limit"] = Field(
+        description="latency_wall: even the critical-path lower bound misses the deadline; deadline: the search "
+        "proved no cluster meets it; memory: the model fits on no cluster (or not on the fixed one); no_layout: the "
+        "fixed --gpus cannot be formed or split; fixed_cluster: the fastest layout on --gpus misses the deadline; "
+        "failures: goodput rules every cluster out; time_limit: the search stopped before any layout (not proven).")
+    shortest_days: float | None = Field(None, description="Lower bound on the training days (compute, failures "
+                                        "not included) of any layout of this workload on this hardware: the "
+                                        "critical path of one microbatch through every layer times the steps, "
+                                        "raised to the deadline when the search proved the deadline unreachable; "
+                                        "the real shortest can be longer. Null: not computed.")
+    largest_compute_flop: float | None = Field(None, description="Largest training compute, FLOP, whose inferred "
+                                               "shape (same scaling law) the same lower bound lets finish within "
+                                               "the deadline: an upper estimate to ~1 %. Null unless the request gave "
+                                               "--compute and is past the latency wall.")
+    fewest_gpus_that_fit: int | None = Field(None, description="Fewest GPUs on which some layout fits in memory, "
+                                             "when that was looked for (null: not looked for or none found).")
+    nearest_gpus_below: int | None = Field(None, description="Fixed cluster (--gpus): the nearest smaller GPU count "
+                                           "that some layout can use (null: none within reach or not a fixed "
+                                           "cluster).")
+    nearest_gpus_above: int | None = Field(None, description="Fixed cluster: the nearest larger GPU count that some "
+                                           "layout can use.")
+    between: str = Field("", description="Why the counts between the nearest usable ones fail, in words.")
 
 
 class Plan(_Frozen):
@@ -860,21 +922,24 @@ class Plan(_Frozen):
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
         description="optimal: proven; feasible: a layout, not proven optimal (time limit); infeasible: proven that "
                     "no layout exists; unknown: the time limit stopped the search before any layout was found.")
-    hardware: str
-    gpu: str
+    hardware: str = Field(description="Hardware name as given (a shipped system or a user file's `name`).")
+    gpu: str = Field(description="The GPU's marketing name, e.g. 'H100 SXM5'.")
     _names = field_validator("hardware", "gpu", "profile")(check_name)
     profile: str = Field("paper", description="The execution profile that priced the plan (planner.profile): 'paper' "
                          "(the paper's idealised model) or 'realistic' (validated against published runs, "
                          "docs/validation.md).")
     peak_flops: float = Field(description="Peak dense FLOP/s per GPU at max clock in the workload's precision (16-bit, "
                               "or FP8): MFU's denominator.")
-    flop_convention: str = "6 * active_params * tokens"
-    deadline_days: float | None
+    flop_convention: str = Field("6 * active_params * tokens", description="How model FLOPs are counted for "
+                                 "compute_flop and MFU.")
+    deadline_days: float | None = Field(description="The deadline asked for, days (null: none, --gpus alone).")
     fixed_gpus: bool = Field(False, description="Fixed-cluster mode (--gpus N): the objective was the least step time "
                              "on exactly `gpus` GPUs; deadline_days, if set, was then checked, not minimised over.")
     dp_overlap: bool = Field(False, description="Whether the DP all-reduce was allowed to overlap with compute.")
-    gpus: int | None
-    nodes: int | None
+    gpus: int | None = Field(description="GPUs the job uses (the smallest cluster that meets the deadline, or the "
+                             "fixed --gpus); null when infeasible without a fixed cluster.")
+    nodes: int | None = Field(description="Physical nodes those GPUs occupy (gpus_per_node each); null when "
+                              "infeasible.")
     racks: int | None = Field(None, description="Groups of the lowest bounded network level the cluster touches "
                               "(NVLink domains: racks on GB200 NVL72, nodes on DGX systems); each is bought whole.")
     rack_level: str | None = Field(None, description="The network level whose groups `racks` counts.")
@@ -909,19 +974,31 @@ class Plan(_Frozen):
     warnings: list[str] = Field(default_factory=list, description="Why the answer, optimal under the cost model, may "
                                 "not be buildable: facility power above the largest announced site (the bound and its "
                                 "source named). Empty when nothing is flagged.")
-    mfu: float | None
-    hfu: float | None = Field(None, description="Hardware FLOP utilisation (model + recomputed FLOPs) against peak.")
-    training_days: float | None
-    step_time_s: float | None
-    bottleneck: str | None
-    workload: WorkloadReport
-    layout: LayoutReport | None
-    breakdown: StepBreakdown | None
-    memory: MemoryReport | None
-    solver: SolverReport
+    mfu: float | None = Field(description="Model FLOP utilisation, fraction (0-1), text prints it as %: "
+                              "compute_flop / (gpus x peak_flops x training time).")
+    hfu: float | None = Field(None, description="Hardware FLOP utilisation, fraction (0-1): model + recomputed FLOPs "
+                              "against peak.")
+    training_days: float | None = Field(description="Training time in days of compute (step_time_s x steps / 86,400), "
+                                        "failures not included (wall_clock_days adds them).")
+    step_time_s: float | None = Field(description="Seconds per optimizer step.")
+    bottleneck: str | None = Field(description="What binds the step time, in words.")
+    workload: WorkloadReport = Field(description="What is trained: the model shape, tokens and compute.")
+    layout: LayoutReport | None = Field(description="The parallel layout: every degree, the schedule and the placement "
+                                        "on the network levels; null when there is none.")
+    breakdown: StepBreakdown | None = Field(description="Seconds per optimizer step by component; null without a "
+                                            "layout.")
+    memory: MemoryReport | None = Field(description="Bytes per GPU by component; null without a layout.")
+    solver: SolverReport = Field(description="Which search ran, its status, proof and effort.")
     ops: list[OpTime] = Field(default_factory=list, description="Op-level breakdown of the busiest device's step.")
     explanation: str = Field("", description="For infeasible plans: why, and what would be feasible.")
-    notes: list[str] = Field(default_factory=list)
+    infeasibility: Infeasibility | None = Field(None, description="For infeasible and unknown plans: the facts "
+                                                "behind the explanation, as numbers; null for a plan with a layout.")
+    smaller_clusters: list[ClusterSize] = Field(default_factory=list, description="For a plan that sized the "
+                                                "cluster: why the next smaller sizes fail (the nearest one some "
+                                                "layout can use, searched on its own, and the nearest sizes between "
+                                                "that no layout can use); empty otherwise.")
+    notes: list[str] = Field(default_factory=list, description="Caveats and facts about this answer, one sentence "
+                             "each.")
     goodput: Goodput | None = Field(None, description="Failures, checkpoints and restarts (planner.goodput) when the "
                                     "plan models them; null otherwise.")
     wall_clock_days: float | None = Field(None, description="Expected wall-clock days: training_days / goodput when "
@@ -932,6 +1009,8 @@ class Plan(_Frozen):
                                          "inputs are estimates.")
     sensitivity: Sensitivity | None = Field(None, description="With --sensitivity: the answer re-planned with each "
                                             "uncertain input moved down and up (planner.sensitivity).")
+    confidence: Confidence | None = Field(None, description="With --confidence P: the cluster that meets the "
+                                          "deadline with probability P and the spread of its wall-clock days.")
 
 
 class ErrorDetail(_Frozen):
@@ -939,12 +1018,74 @@ class ErrorDetail(_Frozen):
         description="Stable error code: bad_input and usage exit 2, infeasible 1, interrupted 130 (SIGINT) or 143 "
                     "(SIGTERM), internal 3.")
     message: str = Field(description="The one line also written to stderr.")
-    exit_code: int
+    exit_code: int = Field(description="The process exit status (see code).")
 
 
 class ErrorDocument(_Frozen):
     """What `--json` prints on stdout when a command fails before it has a result document (bad input, usage
     errors, interruption, internal errors). An infeasible plan is a Plan with status 'infeasible' instead."""
 
-    status: Literal["error"] = "error"
-    error: ErrorDetail
+    status: Literal["error"] = Field("error", description="Always 'error': tells this document from a Plan.")
+    error: ErrorDetail = Field(description="What went wrong.")
+
+
+class LaunchDocument(_Frozen):
+    """What `plan --emit megatron|torchtitan --json` prints: the plan and the launch configuration made from it."""
+
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(description="The plan's status (launch "
+                                                                            "fields are null unless it has a layout).")
+    target: Literal["megatron", "torchtitan"] = Field(description="The framework the configuration is for.")
+    release: str = Field(description="The framework release whose names the configuration uses.")
+    plan: Plan = Field(description="The plan, exactly as `plan --json` prints it.")
+    text: str | None = Field(None, description="The configuration exactly as `--emit` prints it: a bash array to "
+                             "source (megatron) or TOML (torchtitan), with the prediction in comment lines.")
+    megatron_args: list[list[str | None]] | None = Field(None, description="Megatron-LM: [flag, value] pairs in "
+                                                         "order (value null for a switch).")
+    torchtitan_config: dict[str, dict[str, Any]] | None = Field(None, description="torchtitan: TOML section -> key "
+                                                                "-> value.")
+
+
+Objective = Literal["cost", "gpus", "days", "energy"]
+
+
+class AcceleratorOption(_Frozen):
+    """One accelerator of a comparison (`plan --gpu h100,h200,...`): its plan, the figures it is ranked by, and its
+    rank, or why it has none."""
+
+    hardware: str = Field(description="Hardware name as given (a shipped system or a user file).")
+    rank: int | None = Field(description="1 = best by the objective; null when the option has no plan that meets "
+                             "the request or lacks the objective's figure (see why).")
+    status: Literal["optimal", "feasible", "infeasible", "unknown", "error"] = Field(
+        description="The plan's status (optimal: proven optimal on this accelerator), or 'error' when the request "
+        "cannot be planned on it at all (e.g. no FP8 rate).")
+    why: str = Field("", description="Why the option is unranked: the first line of the plan's explanation, the "
+                     "error, or the missing figure; empty for a ranked option.")
+    gpus: int | None = Field(None, description="GPUs the job uses.")
+    racks: int | None = Field(None, description="NVLink domains the job touches (racks on NVL72, nodes on DGX).")
+    nodes: int | None = Field(None, description="Physical nodes.")
+    wall_clock_days: float | None = Field(None, description="Expected wall-clock days (failures included when "
+                                          "modelled).")
+    cost_usd: float | None = Field(None, description="USD for the wall-clock time the cluster is held (price x GPUs "
+                                   "held x wall-clock hours); null without a price.")
+    compute_cost_usd: float | None = Field(None, description="USD for the compute alone (price x GPU-hours of "
+                                           "training, no failures or spares); null without a price.")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour that priced the costs.")
+    facility_power_MW: float | None = Field(None, description="Facility power, MW (null without power figures).")
+    energy_MWh: float | None = Field(None, description="Facility energy for the wall-clock time, MWh (null without "
+                                     "power figures).")
+    mfu: float | None = Field(None, description="Model FLOP utilisation, fraction (0-1).")
+    plan: Plan | None = Field(None, description="The full plan document, as `plan --json` prints it for this "
+                              "accelerator (infeasible ones included); null for an error.")
+
+
+class Comparison(_Frozen):
+    """What `plan --gpu A,B,... --json` prints: one plan per accelerator, each proven optimal on its own hardware,
+    ranked by one objective."""
+
+    objective: Objective = Field(description="What the ranking minimises: cost (cost_usd, wall-clock), gpus, days "
+                                 "(wall_clock_days) or energy (energy_MWh).")
+    ranked_by: str = Field(description="The ranking key and its tie-breaks, in words.")
+    best: str | None = Field(description="The hardware ranked first; null when no option is ranked.")
+    options: list[AcceleratorOption] = Field(description="Every accelerator asked for: the ranked ones best first, "
+                                             "then the unranked in the order given.")
+    notes: list[str] = Field(default_factory=list, description="Caveats about the comparison, one sentence each.")

@@ -3,7 +3,13 @@ planner.goodput, which reads the files and prices failures, checkpoints and rest
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # resolved by planner.schema's model_rebuild (a sibling import would run the package first)
+    from planner.schema.profile import Spread
+
 
 
 class FailureModel(BaseModel):
@@ -11,8 +17,8 @@ class FailureModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Failure model name (the file stem, or the user file's).")
+    description: str = Field("", description="What the model describes, in words.")
     interruptions_per_gpu_hour: float = Field(ge=0, description="Job interruptions per GPU-hour (unplanned; the "
                                               "job's rate is this times its GPU count).")
     storage_Bps_per_gpu: float = Field(gt=0, description="Checkpoint write and read bandwidth the storage system "
@@ -22,6 +28,8 @@ class FailureModel(BaseModel):
     checkpoint_interval_s: float | None = Field(None, gt=0, description="Compute seconds between checkpoints (None: "
                                                 "Daly's optimum for the plan).")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
 
 class Goodput(BaseModel):
@@ -30,11 +38,11 @@ class Goodput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     failure_model: str = Field(description="The failure model's name.")
-    gpus: int
+    gpus: int = Field(description="GPUs of the plan the goodput is for.")
     mtbf_s: float = Field(description="Mean time between job interruptions, 1 / (lambda N); inf when lambda = 0.")
     checkpoint_bytes: float = Field(description="Model state saved per checkpoint (weights and optimizer state).")
     checkpoint_s: float = Field(description="Time to write one checkpoint, delta.")
     interval_s: float = Field(description="Compute time between checkpoints, tau (Daly's optimum or the file's).")
     restart_s: float = Field(description="Cost of one interruption before training resumes: restart + reading "
                              "the checkpoint.")
-    goodput: float = Field(description="Compute time / expected wall-clock time, in [0, 1].")
+    goodput: float = Field(description="Compute time / expected wall-clock time, fraction (0-1).")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import InvalidInput
 
@@ -18,6 +18,44 @@ TileSide = Annotated[int, Field(ge=1, le=2**16)]
 GemmPass = Literal["fprop", "dgrad", "wgrad"]
 RECIPE_PASSES: tuple[GemmPass, ...] = ("fprop", "dgrad", "wgrad")
 """A GEMM's three passes per microbatch: forward, activation gradient, weight gradient."""
+
+
+SHAPES = ("uniform", "triangular", "loguniform")
+
+
+class Spread(BaseModel):
+    """How far an estimated or fitted value may be off: a range of factors on the file's value, with its shape and
+    the reason (`spread = { low = 0.9, high = 1.1, shape = "uniform", why = "..." }` next to `value`). --confidence
+    samples it; depends_on shows it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: float = Field(gt=0, description="Smallest factor on the value (0.9: 10 % below it).")
+    high: float = Field(gt=0, description="Largest factor on the value.")
+    shape: Literal["uniform", "triangular", "loguniform"] = Field(
+        "uniform", description="uniform: every factor in [low, high] equally likely; triangular: most likely 1 (the "
+        "file's value), falling to 0 at low and high; loguniform: uniform in log(factor).")
+    why: str = Field(min_length=1, description="Where the range comes from.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Spread:
+        if not (self.low <= 1.0 <= self.high) or self.low == self.high:
+            raise ValueError(f"spread needs low <= 1 <= high and low < high (factors on the value), got "
+                             f"low={self.low!r}, high={self.high!r}")
+        return self
+
+    def factor(self, u: float) -> float:
+        """The factor at quantile `u` in (0, 1) (the inverse of the shape's distribution function)."""
+        lo, hi = self.low, self.high
+        if self.shape == "uniform":
+            return lo + (hi - lo) * u
+        if self.shape == "loguniform":
+            return float(lo * (hi / lo) ** u)
+        # triangular on [lo, hi] with its mode at 1
+        c = (1.0 - lo) / (hi - lo)
+        if u < c:
+            return lo + ((hi - lo) * (1.0 - lo) * u) ** 0.5
+        return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
 
 
 class Recipe(BaseModel):
@@ -72,8 +110,8 @@ class ExecutionProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
+    description: str = Field("", description="What the profile describes, in words.")
     gemm_model: Literal["roofline", "measured"] = Field(
         "roofline", description="'roofline': App. 8.1.1's memory-hierarchy model at the sustained clock; 'measured': "
         "peak x the measured large-GEMM fraction x tile and wave quantization, or HBM-bound.")
@@ -213,6 +251,8 @@ class ExecutionProfile(BaseModel):
         default_factory=dict, description="Per training framework, fields that differ from this profile (e.g. "
         "'deepspeed': ZeRO-3 traffic exposed); `for_framework` applies them.")
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
+    spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
+                                       "(estimated and fitted values whose file states a range; --confidence).")
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',

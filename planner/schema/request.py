@@ -57,6 +57,7 @@ _TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("price_per_gpu_hour", (int, float, *_NONE), "a number or None"),
     ("power_mw", (int, float, *_NONE), "a number of MW or None"),
     ("facility", (str, Facility), "a facility name, a TOML path or a Facility"),
+    ("why_smaller", (bool,), "true or false"),
 )
 _DOCUMENTS: dict[str, type[BaseModel]] = {"gpu": Hardware, "workload": Workload, "failures": FailureModel,
                                           "facility": Facility}
@@ -165,6 +166,11 @@ class PlanRequest(BaseModel):
     facility: str | Facility = Field(
         "default", description="The site: a shipped facility name, a TOML path or a Facility; sets the PUE of the "
         "plan's power figures and the largest announced site past which a plan carries a warning.")
+
+    why_smaller: bool = Field(
+        True, description="With a deadline and no fixed `gpus`: fill the plan's `smaller_clusters` (the next smaller "
+        "sizes and why they fail), at the cost of one fixed-cluster search of at most 10 s. Studies that read only "
+        "the answer (sweeps, sensitivity, a buyer's-limit re-plan) turn it off.")
 
     def __init__(self, **data: Any) -> None:
         """Every problem is an InvalidInput with the one-line message the CLI prints (not a ValidationError)."""

@@ -13,11 +13,12 @@ class PublishedRun(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
+    id: str = Field(description="Short identifier of the run.")
     source: str = Field(description="Paper or repository, table or page.")
-    gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800", "h200", "b200", "b300", "gb200", "gb300"]
-    gpus: int = Field(gt=0)
-    precision: Literal["bf16", "fp16", "fp8", "fp4"] = "bf16"
+    gpu: Literal["a100-40gb", "a100-80gb", "h100-80gb", "h100-96gb", "h800", "h200", "b200", "b300", "gb200",
+                 "gb300"] = Field(description="The GPU the run used (mapped to a shipped hardware file).")
+    gpus: int = Field(gt=0, description="GPUs of the run.")
+    precision: Literal["bf16", "fp16", "fp8", "fp4"] = Field("bf16", description="GEMM precision of the run.")
     recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8", "nvfp4"] | None = Field(
         None, description="Low-precision scaling recipe as Transformer Engine names it: per-tensor 'delayed' or "
         "'current' scaling, DeepSeek-style 'blockwise' (1x128 / 128x128), Blackwell 'mxfp8', 'nvfp4' (None: the "
@@ -48,68 +49,74 @@ class PublishedRun(BaseModel):
                                            "--pipeline-model-parallel-layout gives it); None: an even split.")
     last_stage_layers: int | None = Field(None, ge=0, description="Layers on the last pipeline stage (Megatron "
                                           "--decoder-last-pipeline-num-layers); None: an even split.")
-    layers: int = Field(gt=0)
-    d_model: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    ffn: Literal["gelu", "swiglu", "relu2"] = "gelu"
-    d_ff: int = Field(gt=0)
-    vocab: int = Field(gt=0)
-    seq_len: int = Field(gt=0)
-    experts: int = Field(1, gt=0)
-    top_k: int | None = Field(None, gt=0)
-    expert_d_ff: int | None = Field(None, ge=0)
-    shared_experts: int | None = Field(None, ge=0)
-    dense_layers: int | None = Field(None, ge=0)
-    attention: Literal["gqa", "mla"] = "gqa"
+    layers: int = Field(gt=0, description="Transformer layers.")
+    d_model: int = Field(gt=0, description="Model (residual stream) width.")
+    heads: int = Field(gt=0, description="Query attention heads.")
+    kv_heads: int | None = Field(None, gt=0, description="Key/value heads (None: = heads).")
+    head_dim: int | None = Field(None, gt=0, description="Per-head width (None: d_model / heads).")
+    ffn: Literal["gelu", "swiglu", "relu2"] = Field("gelu", description="MLP kind: 'gelu', 'swiglu' or 'relu2'.")
+    d_ff: int = Field(gt=0, description="Dense MLP hidden width.")
+    vocab: int = Field(gt=0, description="Vocabulary size.")
+    seq_len: int = Field(gt=0, description="Sequence length, tokens.")
+    experts: int = Field(1, gt=0, description="Routed experts per MoE layer (1: dense).")
+    top_k: int | None = Field(None, gt=0, description="MoE: routed experts per token (None: 1).")
+    expert_d_ff: int | None = Field(None, ge=0, description="MoE: hidden width of each expert (None: d_ff).")
+    shared_experts: int | None = Field(None, ge=0, description="MoE: always-active experts per MoE layer (None: 0).")
+    dense_layers: int | None = Field(None, ge=0, description="MoE: leading layers with a dense MLP (None: 0).")
+    attention: Literal["gqa", "mla"] = Field(
+        "gqa", description="'gqa' (MHA, GQA, MQA) or 'mla' (DeepSeek's latent attention).")
     attention_kernel: Literal["flash", "unfused"] = Field("flash", description="'unfused': the run's attention "
                                                           "writes its score matrices to HBM (Megatron before 2023).")
-    dropout: bool = False
+    dropout: bool = Field(False, description="The run used dropout.")
     tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
                                   "--tp-comm-overlap, torchtitan async TP).")
     framework: str = Field("megatron", description="Training framework (an execution profile may price it "
                            "differently: planner.profile.ExecutionProfile.frameworks).")
-    q_lora_rank: int | None = Field(None, ge=0)
-    kv_lora_rank: int | None = Field(None, ge=0)
-    rope_head_dim: int | None = Field(None, ge=0)
-    v_head_dim: int | None = Field(None, ge=0)
-    global_batch_sequences: int = Field(gt=0)
-    tp: int = Field(1, gt=0)
-    pp: int = Field(1, gt=0)
+    q_lora_rank: int | None = Field(None, ge=0, description="MLA: query latent width (None: 0).")
+    kv_lora_rank: int | None = Field(None, ge=0, description="MLA: key/value latent width.")
+    rope_head_dim: int | None = Field(None, ge=0, description="MLA: rotary key/query width per head.")
+    v_head_dim: int | None = Field(None, ge=0, description="MLA: value width per head.")
+    global_batch_sequences: int = Field(gt=0, description="Global batch, sequences per optimizer step.")
+    tp: int = Field(1, gt=0, description="Tensor-parallel size.")
+    pp: int = Field(1, gt=0, description="Pipeline-parallel size.")
     dp: int = Field(gt=0, description="Data-parallel size as the framework counts it (expert ranks included).")
-    cp: int = Field(1, gt=0)
-    ep: int = Field(1, gt=0)
-    vpp: int = Field(1, gt=0)
+    cp: int = Field(1, gt=0, description="Context-parallel size.")
+    ep: int = Field(1, gt=0, description="Expert-parallel size.")
+    vpp: int = Field(1, gt=0, description="Virtual pipeline stages per rank.")
     micro_batch: int | None = Field(None, gt=0, description="Sequences per microbatch (None: 1).")
-    sp: bool = False
-    recompute: Literal["none", "selective", "full"] = "none"
-    zero: int = Field(1, ge=1, le=3)
-    tflops_per_gpu: float | None = Field(None, gt=0)
-    tokens_per_s_per_gpu: float | None = Field(None, gt=0)
-    mfu: float | None = Field(None, gt=0, lt=1)
-    hfu: float | None = Field(None, gt=0, lt=1)
-    flop_convention: str = ""
-    notes: str = ""
+    sp: bool = Field(False, description="Sequence parallelism on.")
+    recompute: Literal["none", "selective", "full"] = Field(
+        "none", description="Activation recomputation: 'none', 'selective' or 'full'.")
+    zero: int = Field(1, ge=1, le=3, description="ZeRO stage (1-3; distributed optimizer = 1).")
+    tflops_per_gpu: float | None = Field(
+        None, gt=0, description="Reported model TFLOP/s per GPU (under flop_convention).")
+    tokens_per_s_per_gpu: float | None = Field(
+        None, gt=0, description="Reported training throughput, tokens/s per GPU.")
+    mfu: float | None = Field(None, gt=0, lt=1, description="Reported MFU, fraction (0-1).")
+    hfu: float | None = Field(None, gt=0, lt=1, description="Reported HFU, fraction (0-1).")
+    flop_convention: str = Field("", description="How the source counts FLOPs for its TFLOP/s or MFU.")
+    notes: str = Field("", description="Anything else about the record.")
 
 
 class ValidationRow(BaseModel):
-    id: str
-    split: Literal["calibration", "held-out"]
-    gpu: str
-    gpus: int
-    model: str
-    precision: str
-    layout: str
-    reported_tokens_per_s: float | None
-    predicted_tokens_per_s: float | None
-    reported_mfu: float | None
-    predicted_mfu: float | None
+    id: str = Field(description="Short identifier of the run.")
+    split: Literal["calibration", "held-out"] = Field(
+        description="'calibration' (the profile was fitted to it) or 'held-out'.")
+    gpu: str = Field(description="The GPU the run used (mapped to a shipped hardware file).")
+    gpus: int = Field(description="GPUs of the run.")
+    model: str = Field(description="The run's model, in words.")
+    precision: str = Field(description="GEMM precision of the run.")
+    layout: str = Field(description="The run's layout, in Megatron's words.")
+    reported_tokens_per_s: float | None = Field(
+        description="Reported throughput, tokens/s per GPU (from the record's figure).")
+    predicted_tokens_per_s: float | None = Field(description="Predicted throughput, tokens/s per GPU.")
+    reported_mfu: float | None = Field(description="Reported MFU, fraction (0-1), in the planner's FLOP convention.")
+    predicted_mfu: float | None = Field(description="Predicted MFU, fraction (0-1).")
     ratio: float | None = Field(description="Predicted / reported throughput.")
-    fits: bool | None
-    framework: str = "megatron"
-    source: str
-    problem: str = ""
+    fits: bool | None = Field(description="Whether the predicted memory fits the GPU (null: not priced).")
+    framework: str = Field("megatron", description="Training framework.")
+    source: str = Field(description="Paper or repository, table or page.")
+    problem: str = Field("", description="Why the run could not be priced (empty when it was).")
     assumed: str = Field("", description="Values taken for the fields the source does not give (the fastest that "
                          "fits), e.g. 'vpp=4, sp=on'.")
     predicted_peak_GiB: float | None = Field(None, description="Predicted peak of the caching allocator (what "

@@ -62,6 +62,7 @@ from planner.search.presolve import (
     dominated_options,
     pair_step_lower_bound,
     step_lower_bound,
+    tuple_memory,
     tuple_terms,
     unique_rows,
 )
@@ -226,13 +227,17 @@ def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, sha
     t = t.take(np.nonzero(valid)[0])
     if len(t) == 0:
         return t, {}
-    q = tuple_terms(hw, wl, t, shapes)
-    ok = q["memory_bytes"] <= usable_bytes(hw)
-    idx = np.nonzero(ok)[0]
-    t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
+    # The hard memory rule and the dominated (ZeRO stage, recomputation) options first: they read the tuple's
+    # columns and its memory only, so the tuple quantities are priced for the rows that remain.
+    mem = tuple_memory(hw, wl, t)
+    idx = np.nonzero(mem <= usable_bytes(hw))[0]
+    t, mem = t.take(idx), mem[idx]
     if wl.transformer is not None and len(t):
         idx = np.nonzero(~dominated_options(t, OPTION_KEYS))[0]
-        t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
+        t, mem = t.take(idx), mem[idx]
+    if len(t) == 0:
+        return t, {}
+    q = tuple_terms(hw, wl, t, shapes, memory_bytes=mem)
     q["step_lb"] = step_lower_bound(hw, wl, t, q, least, dp_overlap)
     if deadline_s is not None:
         idx = np.nonzero(wl.steps * q["step_lb"] <= deadline_s)[0]
@@ -778,15 +783,28 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 "training compute"])
         lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
 
-    rows = model_parallel_rows_within(space, lambda: clock.out, max_size=n_max)
+    sp_on = 1 in space.values["sp"]
+    dp_values = np.unique(space.dp_m["dp"])
+
+    def keep_rows(cols: dict[str, np.ndarray]) -> np.ndarray:
+        keep = np.ones(len(cols["pp"]), dtype=bool)
+        if sp_on:
+            # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
+            # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
+            keep &= ~((cols["sp"] == 0) & (cols["tp_ff"] > 1))
+        if options.gpus is not None:
+            # A fixed cluster: a row is used only with N_DP = gpus / (its size), an N_DP value of the space (the one
+            # window, [gpus, gpus], would find no pair for any other row).
+            n_mp = mp_size(cols)
+            fits = n_mp <= options.gpus
+            n_int = np.where(fits, n_mp, 1).astype(np.int64)
+            keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
+        return keep
+
+    rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
     if rows is None:
         return _presolve_out(result, clock)
     mp = rows
-    if 1 in space.values["sp"]:
-        # Sequence parallelism moves the same words as TP's all-reduces (reduce-scatter + all-gather) and shards
-        # element-wise work and activations: with N_TP,ff > 1, sp on is never worse than off (sound exclusion).
-        keep = ~((mp["sp"] == 0) & (mp["tp_ff"] > 1))
-        mp = {k: v[keep] for k, v in mp.items()}
 
     if len(mp["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
         return result("infeasible", None)

@@ -23,6 +23,7 @@ import numpy as np
 from planner.cost import terms as T
 from planner.cost.memory import layout_memory
 from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.rows import unique_rows
 from planner.parallel.dimensions import GROUPS
 from planner.parallel.space import Space, factor_options
 from planner.schema import Hardware, Workload
@@ -43,15 +44,21 @@ class ShapeTable:
         tr = wl.transformer is not None
         self.ep = np.sort(ep) if (tr and ep is not None) else np.array([1], dtype=np.int64)
         self.sp = np.sort(sp) if (tr and sp is not None) else np.array([0], dtype=np.int64)
+        if not tr:
+            # The toy block reads N_TP,ff, N_TP,model and the nanobatch only: given as broadcasting axes, each weight
+            # shard is tiled once for every nanobatch (the same numbers as the full grid, element by element).
+            grid = (len(self.tp_ff), len(self.tp_model), len(self.u))
+            axes = {"tp_ff": self.tp_ff[:, None, None], "tp_model": self.tp_model[None, :, None],
+                    "dp": self.u[None, None, :], "microbatches": np.ones((1, 1, 1), dtype=np.int64)}
+            toy = T.shape_times(hw, wl, axes, (wl.batch_tokens // wl.experts) / axes["dp"].astype(np.float64))
+            self.times = {k: np.broadcast_to(v, grid).ravel() for k, v in toy.items()}
+            return
         g = np.meshgrid(self.tp_ff, self.tp_model, self.u, self.ep, self.sp, indexing="ij")
         n = g[2].size
         cols = {"tp_ff": g[0].ravel(), "tp_model": g[1].ravel(), "dp": g[2].ravel(),
                 "microbatches": np.ones(n, dtype=np.int64), "ep": g[3].ravel(), "cp": np.ones(n, dtype=np.int64),
                 "sp": g[4].ravel()}
-        toy_nanobatch = None
-        if not tr:
-            toy_nanobatch = (wl.batch_tokens // wl.experts) / g[2].ravel().astype(np.float64)
-        self.times = T.shape_times(hw, wl, cols, toy_nanobatch)
+        self.times = T.shape_times(hw, wl, cols)
 
     @classmethod
     def for_space(cls, hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
@@ -137,24 +144,6 @@ def group_factor_rows(hw: Hardware, group: str, values: Mapping[str, int]) -> di
     return {d: opts[k][ix[:, k]] for k, d in enumerate(degrees)}
 
 
-def unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of integer columns and the inverse index (one 1-D sort of a mixed key: much faster than
-    np.unique(axis=0) on the millions of rows presolve sees)."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    for col in columns:
-        vals = np.unique(col) if len(col) < 4096 else np.unique(col[:: max(1, len(col) // 4096)])
-        idx = np.searchsorted(vals, col)
-        if len(col) >= 4096:  # the sample may have missed values: fall back to the full set
-            miss = (idx >= len(vals)) | (vals[np.minimum(idx, len(vals) - 1)] != col)
-            if miss.any():
-                vals = np.unique(col)
-                idx = np.searchsorted(vals, col)
-        key = key * len(vals) + idx
-    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    uniq = np.stack([c[first] for c in columns], axis=1) if len(first) else np.zeros((0, len(columns)), np.int64)
-    return uniq, inv.ravel()
-
-
 class LeastFeatures:
     """Each group term's feature at its least over the group's factor vectors, per value of the columns it reads
     (the group's degrees and the term's extra keys); computed on demand and cached for one search."""
@@ -211,12 +200,24 @@ class LeastFeatures:
         return out
 
 
-def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes: ShapeTable) -> dict[str, np.ndarray]:
-    """Placement-independent quantities of each degree tuple (tuple quantities of the terms, and total memory)."""
+def tuple_terms(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], shapes: ShapeTable,
+                memory_bytes: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Placement-independent quantities of each degree tuple (tuple quantities of the terms, and total memory;
+    `memory_bytes`: `tuple_memory` of these rows when the caller has it already)."""
     q = T.tuple_quantities(hw, wl, t, shapes.lookup(t))
-    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
-    q["memory_bytes"] = layout_memory(hw, wl, t, q["nanobatch"], in_flight)["total_bytes"]
+    q["memory_bytes"] = tuple_memory(hw, wl, t, q["nanobatch"]) if memory_bytes is None else memory_bytes
     return q
+
+
+def tuple_memory(hw: Hardware, wl: Workload, t: Mapping[str, np.ndarray], nanobatch: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """Total bytes per GPU of each degree tuple (placement-free), so that the memory rule can go before the tuple
+    quantities are priced (`nanobatch`: the rows' nanobatch tokens, as the tuple quantities compute them)."""
+    if nanobatch is None:
+        f = {k: np.asarray(t[k], dtype=np.float64) for k in ("dp", "microbatches", "ep", "cp")}
+        nanobatch = T.nanobatch_tokens(wl, f["dp"], f["microbatches"], f["ep"], f["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    return layout_memory(hw, wl, t, nanobatch, in_flight)["total_bytes"]
 
 
 def dominated_options(t: Mapping[str, np.ndarray], keys: tuple[str, ...]) -> np.ndarray:

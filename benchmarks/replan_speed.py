@@ -1,0 +1,53 @@
+"""How much a re-plan that moves one input costs: `plan --sensitivity` against one plan, measured in one run.
+
+    python benchmarks/replan_speed.py                 # the realistic profile's must-show, default jobs
+    python benchmarks/replan_speed.py --jobs 1        # one process: the re-plans' own cost, no parallelism
+
+Prints the plan's time (the median of three, after a warm-up plan that pays the imports and first loads) and the
+sensitivity's, wall-clock and CPU (this process and its finished worker processes), and their ratios. On a shared
+machine the wall-clock ratio moves with the load; the CPU ratio does not (it is the work, not the parallelism).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import time
+
+from planner import api
+from planner.schema.request import PlanRequest
+from planner.sensitivity import sensitivity
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=None, help="processes for the re-plans (default: every core)")
+    args = ap.parse_args()
+    kw = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic")
+    api.plan(**kw)  # warm-up
+    times, cpus = [], []
+    for _ in range(3):
+        t0, c0 = time.perf_counter(), cpu_s()
+        plan = api.plan(**kw)
+        times.append(time.perf_counter() - t0)
+        cpus.append(cpu_s() - c0)
+    one, one_cpu = statistics.median(times), statistics.median(cpus)
+    t0, c0 = time.perf_counter(), cpu_s()
+    sens = sensitivity(plan, PlanRequest(**kw), jobs=args.jobs)
+    many, many_cpu = time.perf_counter() - t0, cpu_s() - c0
+    print(f"plan: {one:.3f} s wall, {one_cpu:.3f} s CPU (median of {len(times)}); --sensitivity "
+          f"({2 * len(sens.rows)} moved inputs, {len(sens.rows)} rows): {many:.2f} s wall, {many_cpu:.2f} s CPU; "
+          f"plan + sensitivity = {(one + many) / one:.1f}x one plan's wall time, {(one_cpu + many_cpu) / one_cpu:.1f}x "
+          "its CPU time")
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and of its worker processes that have finished."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""`models list` and `models show`: the model presets (models/*.toml)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from planner.cli.app import models_app
+from planner.cli.output import emit_json, stdout_console, to_json
+from planner.render.models import model_show_renderables, models_list_table
+from planner.workload import model_preset_names, read_model_preset
+
+
+@models_app.command("list")
+def models_list(json_out: Annotated[bool, typer.Option(
+        "--json", help="Print a JSON list of the presets (each a ModelPreset: metadata and the validated shape).")]
+        = False) -> None:
+    """The shipped model presets: kind, parameters, layers, width, batch and tokens."""
+    presets = [read_model_preset(name) for name in model_preset_names()]
+    if json_out:
+        emit_json(to_json(presets))
+        return
+    stdout_console().print(models_list_table(presets))
+
+
+@models_app.command("show")
+def models_show(
+    name: Annotated[str, typer.Argument(help="Preset name or path to a TOML file.", metavar="NAME|FILE.toml")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the validated preset as JSON.")] = False,
+) -> None:
+    """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
+    preset = read_model_preset(name)
+    if json_out:
+        emit_json(to_json(preset))
+        return
+    console = stdout_console()
+    for item in model_show_renderables(preset):
+        console.print(item)
