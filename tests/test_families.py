@@ -280,3 +280,23 @@ def test_a_depth_held_by_the_planners_bound_is_said():
     assert wl.layers == 192 and round(94 * (wl.d_model / 4096) ** (math.log(94 / 48) / math.log(2))) == 223
     assert "depth held at 192 layers, not the depth rule's 223" in wl.label and "24576" in wl.label
     assert "depth held" not in workload_for_family("deepseek-v3", 1e26).label  # 94 layers, the rule's 94.5
+
+
+def test_a_family_file_that_breaks_its_rules_is_refused():
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from planner.schema.family import ModelFamily
+    from planner.workload.scaling import _preset_dir
+
+    doc = tomllib.loads(_preset_dir().joinpath("families", "deepseek-v3.toml").read_text(encoding="utf-8"))
+    ModelFamily(name="deepseek-v3", **doc)  # as shipped
+    members = [dict(m) for m in doc["members"]]
+    members[-1]["experts"] = 160  # the line is drawn through the last member: it must have the family's design
+    with pytest.raises(ValidationError, match="must share every fixed choice"):
+        ModelFamily(name="x", **{**doc, "members": members})
+    with pytest.raises(ValidationError, match="heads_multiple"):
+        ModelFamily(name="x", **{k: v for k, v in doc.items() if k != "heads_multiple"})
+    with pytest.raises(ValidationError, match="no kv_heads"):
+        ModelFamily(name="x", **{**doc, "kv_heads": 8})
