@@ -4,11 +4,13 @@ A family file (`models/families/NAME.toml`) lists the family's published members
 (head width, KV heads, vocabulary, experts, top-k, sequence length); the rules below read the rest off the members:
 
 * heads = attention_width x d_model / head_dim (the members' ratio), so d_model is a multiple of
-  kv_heads x head_dim / attention_width (heads a whole multiple of the KV heads, as GQA needs);
+  heads_multiple x head_dim / attention_width (heads a whole multiple of the KV heads, as GQA needs, or of the
+  family's heads_multiple for MLA);
 * depth: the piecewise-linear line through the members' (log d_model, log layers), extrapolated past the end
-  members with the slope of the nearest segment;
+  members with the slope of the nearest segment; or ('fit') the least-squares slope over the members, through the
+  last one;
 * MLP width: the family's own rule (`d_ff_rule`): Meta's SwiGLU width for Llama, a fixed ratio of d_model for
-  the experts of Qwen3 MoE.
+  the experts of Qwen3 MoE and for DeepSeek-V3's experts and dense layers.
 
 The budget follows the same law as `--compute` for the paper's model (App. 8.1.4): D = 20 N tokens, N every weight
 (total parameters for MoE, as the paper's sparse law counts them), and the trained compute C = (model FLOPs per
