@@ -10,7 +10,14 @@ import itertools
 import pytest
 
 from planner.hardware import get_hardware
-from planner.parallel.space import SearchOptions, build_space, model_parallel_rows_within
+from planner.parallel.space import (
+    SearchOptions,
+    build_space,
+    model_parallel_rows,
+    model_parallel_rows_within,
+    model_parallel_sizes,
+    mp_size,
+)
 from planner.workload.families import workload_for_family
 from planner.workload.scaling import infer_workload
 
@@ -53,3 +60,12 @@ def test_rows_and_the_size_cap_match_an_enumeration(wl, fixed):
     rows = list(zip(*(got[n].tolist() for n in names)))
     pp_at = names.index("pp")
     assert rows == [r for r in expected if size_of(space, r) <= 1000 and r[pp_at] % 2 == 0] and rows
+
+
+@pytest.mark.parametrize("fixed", [(), (("sp", 1),)], ids=["sp free", "sp on"])
+def test_model_parallel_sizes_are_those_of_the_rows(fixed):
+    # explain.UsableCounts reads the sizes without the rows; they must be the rows' (sp on drops N_TP,ff = 1).
+    space = build_space(get_hardware("h100"), workload_for_family("qwen3-moe", 3e21),
+                        SearchOptions(fixed=(("recompute", 0), ("zero", 1), *fixed)))
+    sizes = model_parallel_sizes(space)
+    assert sizes.tolist() == sorted(set(mp_size(model_parallel_rows(space)).tolist())) and len(sizes) > 10

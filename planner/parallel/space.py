@@ -271,6 +271,21 @@ def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | N
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+def model_parallel_sizes(space: Space) -> np.ndarray:
+    """The distinct `mp_size` values of `model_parallel_rows(space)`, ascending, without building the rows: the
+    products of every degree value but N_DP's and every N_PP. The options (sp, recomputation, ZeRO) do not change a
+    row's size; sp on is refused only with N_TP,ff = 1, so with sp fixed on N_TP,ff = 1 has no row."""
+    axes = {d: space.values[d] for d in DEGREES if d not in ("dp", "pp")}
+    if 0 not in space.values["sp"]:
+        axes["tp_ff"] = axes["tp_ff"][axes["tp_ff"] > 1]
+    if min(len(space.pp_i_zb["pp"]), *(len(v) for v in space.values.values()), *(len(v) for v in axes.values())) == 0:
+        return np.zeros(0)
+    sizes = np.unique(space.pp_i_zb["pp"]).astype(np.float64)
+    for values in axes.values():
+        sizes = np.unique(np.multiply.outer(sizes, values.astype(np.float64)).ravel())
+    return sizes
+
+
 def mp_size(mp: Mapping[str, np.ndarray]) -> np.ndarray:
     """GPUs of the model-parallel part of each row: the product of every degree but N_DP (float: no overflow)."""
     n = np.ones(len(mp["pp"]))
