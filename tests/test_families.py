@@ -300,3 +300,15 @@ def test_a_family_file_that_breaks_its_rules_is_refused():
         ModelFamily(name="x", **{k: v for k, v in doc.items() if k != "heads_multiple"})
     with pytest.raises(ValidationError, match="no kv_heads"):
         ModelFamily(name="x", **{**doc, "kv_heads": 8})
+
+
+@pytest.mark.slow
+def test_deepseek_v3_at_1e25_plans():
+    """A 1.12e12-total, 6.05e10-active DeepSeek-V3-style MoE at 1e25 FLOP plans on H100s within 90 days (about 6 s of
+    search; before the presolve row cap it stopped in presolve at the 60 s limit)."""
+    from planner.api import plan
+
+    wl = workload_for_family("deepseek-v3", 1e25)
+    doc = plan(workload=wl, gpu="h100", days=90, time_limit_s=60)
+    assert doc.status == "optimal" and doc.training_days <= 90
+    assert doc.workload.family == "deepseek-v3" and doc.workload.transformer.attention == "mla"
