@@ -316,7 +316,7 @@ def _run(tasks: list[dict[str, Any]], jobs: int | None) -> list[tuple[int | None
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         return [_replan(t) for t in tasks]
-    from planner.sweep import worker_pool
+    from planner.workers import worker_pool
 
     with worker_pool(jobs) as pool:
         futures = [pool.submit(_replan, t) for t in tasks]

@@ -104,7 +104,7 @@ class Journal:
     error instead of interleaved lines. Opening never truncates: `start_fresh()` empties it, called only once the
     sweep has validated its arguments and when the user did not ask to --resume."""
 
-    def __init__(self, path: Path, flag: str = "--csv"):
+    def __init__(self, path: Path, flag: str = "--csv", what: str = "sweep"):
         import fcntl
 
         self.path = path
@@ -113,18 +113,18 @@ class Journal:
         try:
             fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
         except OSError as exc:
-            raise InvalidInput(f"cannot open the sweep journal {path}: {exc.strerror}") from None
+            raise InvalidInput(f"cannot open the {what} journal {path}: {exc.strerror}") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
-            raise InvalidInput(f"the sweep journal {path} is {_kind(st.st_mode)}; remove it or give another --csv")
+            raise InvalidInput(f"the {what} journal {path} is {_kind(st.st_mode)}; remove it or give another {flag}")
         os.set_blocking(fd, True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise InvalidInput(f"another sweep is writing {path} (the journal of this --csv); wait for it or give "
-                               "another --csv") from None
+            raise InvalidInput(f"another {what} is writing {path} (the journal of this {flag}); wait for it or "
+                               f"give another {flag}") from None
         self._fh: IO[str] = os.fdopen(fd, "a", encoding="utf-8")
 
     def start_fresh(self) -> None:
@@ -134,6 +134,11 @@ class Journal:
     def write(self, line: str) -> None:
         self._fh.write(line)
         self._fh.flush()
+
+    def sync(self) -> None:
+        """What was written is on the disk (fsync), not only in the kernel's cache: it survives a power loss."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         self._fh.close()  # closing releases the lock

@@ -95,6 +95,8 @@ FIELDS: dict[str, str] = {
     "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",
     "memory.selective_policy": "selective_policy",
     "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
+    "memory.activation_offload_layers": "activation_offload_layers",
+    "memory.recompute_norm_act": "recompute_norm_act",
     "memory.compiled": "compiled",
     "memory.compiled_fuses": "compiled_fuses",
 }

@@ -213,7 +213,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Se
     if jobs == 1:
         searched = [_replan(t) for t in tasks]
     else:
-        from planner.sweep import worker_pool
+        from planner.workers import worker_pool
 
         with worker_pool(jobs) as pool:  # submit, not map: map cancels its futures when interrupted, which races
             futures = [pool.submit(_replan, t) for t in tasks]  # the broken pool's own clean-up

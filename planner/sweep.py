@@ -21,15 +21,9 @@ Per hardware the result summarises the two numbers the paper reads off Figs. 6, 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import multiprocessing
-import os
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from planner import api
@@ -38,6 +32,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
 from planner.schema.sweep import HardwareSummary, SweepResult
+from planner.workers import run_batches, worker_pool  # worker_pool re-exported (its old home)
 
 LINEAR_SCALING_FRACTION = 0.8
 """Linear scaling ends where MFU < 0.8 x the single-GPU ceiling (paper Tables 3 and 4)."""
@@ -181,36 +176,6 @@ def _infeasible_doc(hw: Hardware, exc: Exception, compute: float, days: float) -
                 explanation=str(exc))
 
 
-def _exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
-    """In a sweep worker: end this process when the sweep that started it is gone (killed with SIGKILL, say, by a
-    caller's timeout), instead of idling as an orphan. A daemon thread watches the parent's pid."""
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(poll_s)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
-
-
-@contextlib.contextmanager
-def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
-    """Processes for independent plans (sweep points, sensitivity re-plans): spawned, not forked (OR-Tools keeps
-    threads around and forking a threaded process can deadlock); each ends when its parent is gone (SIGKILL); on
-    Ctrl-C, SIGTERM or an error they are terminated at once instead of finishing their plans."""
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_exit_with_parent, initargs=(os.getpid(),))
-    try:
-        yield pool
-    except BaseException:
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.terminate()
-        # No cancel_futures: the pool, now broken, fails every pending future itself; cancelling them as well races
-        # its manager thread, which then prints an InvalidStateError traceback.
-        pool.shutdown(wait=False)
-        raise
-    pool.shutdown()
-
-
 def solve_point(request: PlanRequest) -> Plan:
     """One full plan of a sweep point; Infeasible becomes the infeasible Plan it carries."""
     try:
@@ -226,6 +191,11 @@ def solve_point(request: PlanRequest) -> Plan:
         return _infeasible_doc(hw, exc, request.compute_flop, request.days)
 
 
+def _solve_indexed(batch: Sequence[tuple[int, PlanRequest]]) -> list[tuple[int, Plan]]:
+    """A task of plan_all, in a worker: (request's position, its plan)."""
+    return [(k, solve_point(request)) for k, request in batch]
+
+
 def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
              finished: Callable[[int, Plan], None] | None = None) -> list[Plan]:
     """Every request planned, `jobs` at a time in worker processes (one process: in order, here); an infeasible
@@ -235,21 +205,14 @@ def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
     plans: list[Plan | None] = [None] * len(requests)
 
-    def record(k: int, plan: Plan) -> None:
-        plans[k] = plan
-        if finished:
-            finished(k, plan)
+    def record(batch: list[tuple[int, Plan]]) -> None:
+        for k, plan in batch:
+            plans[k] = plan
+            if finished:
+                finished(k, plan)
 
-    if jobs == 1 or len(requests) <= 1:
-        for k, request in enumerate(requests):
-            record(k, solve_point(request))
-    else:
-        with worker_pool(min(jobs, len(requests))) as pool:
-            pending = {pool.submit(solve_point, request): k for k, request in enumerate(requests)}
-            while pending:
-                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(ready, key=pending.__getitem__):
-                    record(pending.pop(fut), fut.result())
+    # the study engine's local loop (planner.workers.run_batches), one request per task
+    run_batches([[(k, request)] for k, request in enumerate(requests)], _solve_indexed, record, jobs)
     return [p for p in plans if p is not None]
 
 
@@ -405,6 +368,7 @@ def _journal_plan_ok(key: tuple[str, float], plan: Plan) -> bool:
 
 __all__ = [
     "MAX_POINTS",
+    "worker_pool",
     "plan_all",
     "solve_point",
     "journal_line",

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
-                 "planner.confidence")),  # many plans
+                 "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
     ("cli", ("planner.cli",)),
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use

@@ -231,6 +231,59 @@ def test_megatron_bridge_mla_up_proj_recomputation_by_hand():
     assert ROWS[run.id].fits
 
 
+def test_activation_offloading_by_hand():
+    # mbridge260401-llama3-70b-64gpu-fp8-gb300: the recipe offloads the activations of 20 of the 80 layers to the
+    # Grace host (cpu_offloading_num_layers=20, no recomputation). A Llama 3 70B layer without TP keeps per token, FP8
+    # GEMM inputs in one byte: its input 2 x 8192, the attention norm's output 8192, q 2 x 8192, k and v 2 x 2 x 8 x
+    # 128, the attention output 8192, the softmax statistics 4 x 64 heads, the MLP norm's input 2 x 8192 and output
+    # 8192, the up and gate outputs 2 x 2 x 28672 and the SwiGLU product 28672: 221,440 bytes. The device keeps 20
+    # layers' sets fewer at 2 x 8192 tokens a microbatch (pp 1: one microbatch in flight).
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "mbridge260401-llama3-70b-64gpu-fp8-gb300")
+    assert run.activation_offload_layers == 20 and run.recompute == "none" and run.pp == 1
+    prof = REALISTIC.for_framework("megatron-bridge")
+    kept, offloaded = (on(p, "gb300-nvl72") for p in (prof, prof.model_copy(update={"activation_offload_layers": 20})))
+    wl = workload_of(run)
+    lay = layout_of(run, kept)
+    ev = evaluate(kept, wl, lay)
+    per_token = 2 * 8192 + 8192 + 2 * 8192 + 2 * 2 * 8 * 128 + 8192 + 4 * 64 + 2 * 8192 + 8192 + 2 * 2 * 28672 + 28672
+    assert per_token == 221_440 and ev.nanobatch_tokens == 16_384
+    diff = ev.memory.activations_bytes - evaluate(offloaded, wl, lay).memory.activations_bytes
+    assert diff == pytest.approx(20 * per_token * 16_384, rel=1e-12)
+    # Memory only: the step time does not move.
+    assert evaluate(offloaded, wl, lay).step.step_s == ev.step.step_s
+    assert ROWS[run.id].fits and ROWS[run.id].assumed == ""
+
+
+def test_norm_and_expert_activation_recomputation_by_hand():
+    # mbridge260401-gpt-oss-120b-64gpu-bf16-b200: the recipe recomputes 'layernorm' and 'moe_act' (Megatron-Bridge
+    # GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1). GPT-OSS 120B's layer then keeps per token, 2 bytes each, neither the
+    # attention norm's nor the MLP norm's output (2 x 2880) nor the experts' SwiGLU products (top-4 x 2880): 34,560
+    # bytes fewer per token and layer, 36 layers of one microbatch of 4 x 4096 tokens (pp 1).
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "mbridge260401-gpt-oss-120b-64gpu-bf16-b200")
+    assert run.recompute_norm_act and run.recompute == "none" and run.pp == 1 and run.layers == 36
+    prof = REALISTIC.for_framework("megatron-bridge")
+    kept, rebuilt = (on(p, "b200") for p in (prof, prof.model_copy(update={"recompute_norm_act": True})))
+    wl = workload_of(run)
+    lay = layout_of(run, kept)
+    ev = evaluate(kept, wl, lay)
+    assert ev.nanobatch_tokens == 16_384
+    diff = ev.memory.activations_bytes - evaluate(rebuilt, wl, lay).memory.activations_bytes
+    assert diff == pytest.approx((2 * 2880 * 2 + 4 * 2880 * 2) * 36 * 16_384, rel=1e-12)
+    assert ROWS[run.id].fits and ROWS[run.id].assumed == ""
+
+
+def test_activation_offloading_refused_with_pipeline_parallelism():
+    # Megatron refuses CPU offloading under pipeline parallelism: a record that asks for both is not priced.
+    run = next(r for r in load_runs() if r.id == "mbridge260401-llama3-70b-64gpu-fp8")
+    assert run.pp > 1
+    row = validate([run.model_copy(update={"activation_offload_layers": 4})], REALISTIC)[0]
+    assert row.predicted_tokens_per_s is None and "activation_offload_layers 4 with pp 8" in row.problem
+
+
 def test_automodel_bf16_adam_state_by_hand():
     # automodel-qwen3-30b-a3b-8gpu-bf16: AutoModel's benchmark builds the model in bf16 and runs torch.optim.Adam on
     # it: m and v in bf16, no fp32 master copy: 4 bytes per parameter instead of 12. A GPU holds 16 of 128 experts
@@ -382,9 +435,16 @@ DOES_NOT_FIT_YET = {
     "mosaic-mpt-1b-a100-40gb-128gpu-s2048": "41.4 GB of 42.5 usable fits, but not with the profile's 2 GB headroom: "
                                             "Korthikanti's 32 s b h bytes per layer (no dropout) at 20,480 tokens "
                                             "and flash-attn's fused cross-entropy leave 1.1 GB",
-    "llama3-405b-8k-gpus-8k-seq": "no recomputation (Llama 3 §3.3.2): the first stage's in-flight microbatches are "
-                                  "priced at the busiest stage's layers; Meta's schedule (end stages one layer "
-                                  "fewer, tunable N, stage inputs freed early) is not modelled per stage",
+    "llama3-405b-8k-gpus-8k-seq": "no recomputation (Llama 3 §3.3.2): with the paper's split recorded (vpp 8, "
+                                  "first and last chunk empty) the second stage still holds 8 layers x 143 "
+                                  "chunk-microbatches at Megatron's 34 s b h / t; Meta's tunable N and its early "
+                                  "freeing of tensors are not modelled",
+    "mbridge260401-llama3-70b-64gpu-fp8-gb200": "197.6 GB of 198.2 fits, but not with the 2 GB headroom: the recipe's "
+                                                "40 offloaded layers and no recomputation leave 40 layers' FP8 sets "
+                                                "(3.6 GB each) and 8 % fragmentation on the device",
+    "mbridge2606-llama31-405b-256gpu-fp8-gb200": "199.8 GB of 198.2: the recipe's tp 4 pp 16 vp 4 without "
+                                                 "recomputation or offloading (Megatron-Bridge v0.5.0) is priced 0.8 % "
+                                                 "over the device before the 2 GB headroom",
     "llama3-405b-16k-gpus-8k-seq": "as llama3-405b-8k-gpus-8k-seq",
 }
 """Trained runs the realistic profile still calls too big, each with what the model or the record lacks (strict

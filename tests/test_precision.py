@@ -164,3 +164,25 @@ def test_torchtitan_export_refuses_a_recipe_it_does_not_run(capsys) -> None:
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "b200", "--gpus", "8", "--precision",
                                      "mxfp8", "--emit", "torchtitan"])
     assert code in (1, 2) and "tensorwise" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_records_bf16_layers_replace_the_recipes_kept_share() -> None:
+    # Megatron-Bridge's NVFP4 benchmarks keep no layer in BF16 (bf16_with_nvfp4_mixed: first_last_layers_bf16 off),
+    # where the realistic profile's nvfp4 recipe keeps the NVFP4 paper's 16 %. A record's bf16_layers = n prices
+    # the run with kept_layer_fraction n / layers (4 of 80: 0.05); fewer 16-bit layers is faster; every layer in
+    # 16-bit is not a low-precision run and is refused.
+    from planner.validation import load_runs, validate
+
+    run = next(r for r in load_runs() if r.id == "mbridge260401-llama3-70b-64gpu-nvfp4-gb300")
+    assert run.bf16_layers == 0 and run.layers == 80
+    realistic = get_profile("realistic")
+    four = run.model_copy(update={"bf16_layers": 4})
+    share = realistic.recipes["nvfp4"].model_copy(update={"kept_layer_fraction": 0.05})
+    by_profile = realistic.model_copy(update={"recipes": {**realistic.recipes, "nvfp4": share}})
+    paper_share = run.model_copy(update={"bf16_layers": None})
+    rows = validate([run, four, paper_share], realistic)
+    assert rows[1].predicted_tokens_per_s == pytest.approx(
+        validate([paper_share], by_profile)[0].predicted_tokens_per_s, rel=1e-12)
+    assert rows[0].predicted_tokens_per_s > rows[1].predicted_tokens_per_s > rows[2].predicted_tokens_per_s
+    refused = validate([run.model_copy(update={"bf16_layers": 80})], realistic)[0]
+    assert refused.predicted_tokens_per_s is None and "bf16_layers 80" in refused.problem

@@ -65,6 +65,24 @@ def test_published_layout_in_planner_terms():
         layout_of(_run(micro_batch=3), get_hardware("a100-80gb"))
 
 
+def test_llama3_405b_records_carry_the_papers_pipeline_split():
+    # Llama 3 §3.3.2: one layer fewer on the first and the last stage, so that the first chunk holds only the
+    # embedding and the last only the output layer and loss. A chunk left empty by losing one layer held one: 126 + 2
+    # one-layer chunks over 16 stages is 8 virtual stages per rank, the end chunks empty, 7 layers on each end stage.
+    from planner.cost.terms import custom_stage_layers
+    from planner.hardware import get_hardware
+    from planner.parallel.space import Tuples
+
+    runs = [r for r in load_runs() if r.id.startswith("llama3-405b-")]
+    assert len(runs) == 3
+    for run in runs:
+        assert (run.layers, run.pp, run.vpp) == (126, 16, 8) and "vpp" not in run.unknown
+        assert (run.first_stage_layers, run.last_stage_layers) == (0, 0)
+        lay = layout_of(run.model_copy(update={"unknown": [], "micro_batch": 1}), get_hardware("h100"))
+        first, c, last = custom_stage_layers(workload_of(run), Tuples.from_layouts([lay]))
+        assert (int(first[0]), int(c[0]), int(last[0])) == (0, 1, 0)
+
+
 def test_split_is_a_fixed_function_of_the_id():
     ids = [r.id for r in load_runs()]
     assert [split_of(i) for i in ids] == [split_of(i) for i in ids]

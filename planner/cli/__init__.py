@@ -6,7 +6,7 @@ import importlib
 
 from planner.cli.app import app, main, plan_app, plan_main, run
 
-COMMANDS = ("sweep", "plan", "export", "validate", "evaluate", "limits", "hardware", "models", "schema")
+COMMANDS = ("sweep", "study", "plan", "export", "validate", "evaluate", "limits", "hardware", "models", "schema")
 """Command modules under planner/cli/ (schema.py holds `schema` and `reference`, hardware.py `hardware list|show`,
 models.py `models list|show`)."""
 

@@ -146,7 +146,9 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
         weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
         grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
 
-    fused = prof.compiled and prof.compiled_fuses
+    # Compiled kernels and Megatron's 'layernorm' + 'moe_act' recomputation drop the same tensors: the norm outputs
+    # and the activation output, rebuilt in the backward pass from the kept norm input and up-projection output.
+    fused = (prof.compiled and prof.compiled_fuses) or prof.recompute_norm_act
 
     up_proj = prof.mla_recompute_up_proj
 
@@ -165,7 +167,12 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     whole_layer = per_token(KEPT_ROLES[0], rebuilt=True) * nanobatch
     # The layer being recomputed holds its whole set: under full recomputation, and under the per-op policy's.
     rebuilt = (recompute == 2) | ((recompute == 1) & (prof.selective_policy == "op"))
-    one_mb = kept * nanobatch * layers_here
+    # Offloaded layers (pp 1 only) keep their sets in host memory. The first layers are the offloaded ones: each copy
+    # out finishes while a later layer runs and each copy back starts once the backward pass has freed the layers
+    # after it, so at the peak (the forward pass's end) the device holds the other layers' sets only.
+    offload = min(prof.activation_offload_layers, wl.layers)
+    resident = np.where(f["pp"] == 1, np.maximum(layers_here - offload, 0), layers_here)
+    one_mb = kept * nanobatch * resident
     rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
     logits = shards.apply(lambda c: sum((prof.logits_bytes * np.asarray(t.words.per_gpu(c), dtype=np.float64)
                                          if t.name == "logits" else t.bytes_per_gpu(c) for t in mo.head.saved),

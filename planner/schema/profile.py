@@ -243,6 +243,15 @@ class ExecutionProfile(BaseModel):
         "output).")
     mla_recompute_up_proj: bool = Field(False, description="MLA's up-projected per-head q, k and v are rebuilt from "
                                         "the kept latents in the backward pass instead of kept (DeepSeek-V3).")
+    recompute_norm_act: bool = Field(False, description="The norms' outputs and the MLP's activation output are "
+                                     "rebuilt in the backward pass instead of kept (Megatron recompute_modules "
+                                     "'layernorm' and 'moe_act', for models whose every MLP is a mixture of experts). "
+                                     "Memory only: the rebuild is element-wise work the pricing does not add.")
+    activation_offload_layers: int = Field(0, ge=0, description="Layers whose kept activations go to host memory in "
+                                           "the forward pass and come back for the backward pass (Megatron "
+                                           "--cpu-offloading-num-layers; no pipeline parallelism): at its peak the "
+                                           "device keeps the other layers' sets only. Memory only: the copies run "
+                                           "beside the compute (docs/model.md §7b).")
     compiled: bool = Field(False, description="The model runs compiled (torch.compile, fused kernels): "
                            "`compiled_fuses` applies.")
     compiled_fuses: bool = Field(False, description="Compiled kernels recompute the fusible element-wise outputs "

@@ -33,6 +33,15 @@ class PublishedRun(BaseModel):
                                 "applies.")
     mla_recompute_up_proj: bool = Field(False, description="The run rebuilds MLA's up-projected q, k and v in the "
                                         "backward pass (Megatron recompute_modules 'mla_up_proj'): memory only.")
+    recompute_norm_act: bool = Field(False, description="The run recomputes its norms and its experts' activation "
+                                     "(Megatron recompute_modules ['layernorm', 'moe_act']): memory only.")
+    activation_offload_layers: int | None = Field(None, ge=0, description="Layers whose activations the run "
+                                                  "offloads to host memory (Megatron --cpu-offloading-num-layers, "
+                                                  "cpu_offloading_num_layers in Megatron-Bridge's recipes; pp 1 "
+                                                  "only): memory only.")
+    bf16_layers: int | None = Field(None, ge=0, description="Layers a low-precision run keeps entirely in 16-bit "
+                                    "(Megatron first_last_layers_bf16 with num_layers_at_start_in_bf16 + "
+                                    "num_layers_at_end_in_bf16); None: the recipe's kept_layer_fraction.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
                                                           "parameter when the run's differ from the profile's 12 "
                                                           "(fp32 master + Adam m, v): memory only.")
