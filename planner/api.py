@@ -544,6 +544,13 @@ def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: f
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput)
 
 
+def _rank_order() -> tuple[str, ...]:
+    """The frameworks' rank order (planner.export), loaded only for a plan that a framework must run (--emit)."""
+    from planner.export import RANK_ORDER
+
+    return RANK_ORDER
+
+
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                        solver: str) -> SearchResult | None:
     """An 'infeasible' result without a search when the critical-path lower bound alone misses the deadline."""
@@ -665,15 +672,13 @@ def _plan(request: PlanRequest, explain_limits: bool = True) -> Plan:
             # Both frameworks split the KV heads over the TP ranks (no replication): tp must divide kv_heads.
             size = BY_NAME["tp_ff"].divides(workload)  # type: ignore[misc]
             excluded += tuple(("tp_ff", v) for v in divisors(size) if tr.kv_heads % v)
-    from planner.export import RANK_ORDER
-
     site = _facility(r.facility, sets)
     cap, limit_words = buyer_cap(hw, site, r.power_mw, r.max_gpus)
     if gpus is not None and cap is not None and gpus > cap:
         raise InvalidInput(f"--gpus {gpus} is more than {limit_words} allows ({cap} GPUs of {hw.name})")
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap, max_gpus=cap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
-                            rank_order=RANK_ORDER if runs_on is not None else (), whole_rounds=runs_on is not None)
+                            rank_order=_rank_order() if runs_on is not None else (), whole_rounds=runs_on is not None)
     if hw.gpu.at_precision(workload.precision) is None:
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
                            "precision bf16")

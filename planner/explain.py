@@ -754,7 +754,8 @@ def between_text(usable: UsableCounts, lo: int | None, hi: int) -> str:
     """Why every count strictly between `lo` (a usable count, or None) and `hi` fails, in words."""
     start = 1 if lo is None else lo + 1
     if hi - start > MAX_COUNTS_WALKED:
-        nearest = [k for k in range(hi - 1, hi - 1 - MAX_COUNTS_WALKED, -1) if levels_allow(usable.hw, k)][:2]
+        nearest = list(itertools.islice(
+            (k for k in range(hi - 1, hi - 1 - MAX_COUNTS_WALKED, -1) if levels_allow(usable.hw, k)), 2))
         return (f"no count from {start:,} to {hi - 1:,} has a layout (nearest: "
                 f"{'; '.join(usable.why_not(k) for k in nearest) or 'none fills the network levels'})")
     formed = [k for k in range(hi - 1, start - 1, -1) if levels_allow(usable.hw, k)]
@@ -783,7 +784,8 @@ def smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: i
     out: list[ClusterSize] = []
     below = usable.below(gpus)
     stop = max(0 if below is None else below, gpus - 1 - MAX_COUNTS_WALKED)
-    for k in [k for k in range(gpus - 1, stop, -1) if levels_allow(hw, k)][:2]:
+    # the first two found, walking down (not every count down to `stop`: up to 100,000 of them for a big plan)
+    for k in itertools.islice((k for k in range(gpus - 1, stop, -1) if levels_allow(hw, k)), 2):
         out.append(ClusterSize(gpus=k, status="no_layout", why=usable.why_not(k)))
     if below is None:
         return out

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import BIN, EXH, TINY, invoke
 
-import planner.cli.plan as cli
+import planner.api
 from planner.cli import app, plan_app, run
 from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
@@ -425,6 +425,15 @@ def test_hardware_show_user_file_and_infinite_bandwidth(capsys, tmp_path):
     assert doc["levels"][0]["bw_bidir_Bps"] == "Infinity"  # not null: the value survives a round trip
 
 
+def test_packaged_schema_is_generated_from_the_code():
+    """`planner schema` prints planner/schema/plan.schema.json (package data) instead of building the models: that
+    file must be what the models generate today."""
+    from planner.cli.schema import PACKAGED_SCHEMA, plan_schema_text
+
+    assert PACKAGED_SCHEMA.read_text(encoding="utf-8") == plan_schema_text(), (
+        "planner/schema/plan.schema.json is stale: regenerate it with `planner schema --write`")
+
+
 def test_schema_matches_published_file(capsys):
     code, out, err = invoke(capsys, ["schema"])
     assert code == 0, err
@@ -519,7 +528,7 @@ def test_internal_error_is_one_line_exit_3(capsys, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(cli.api, "plan", boom)
+    monkeypatch.setattr(planner.api, "plan", boom)  # what `plan` calls (imported when it runs)
     code, out, err = invoke(capsys, ["plan", "--compute", "1e28"])
     assert code == 3
     assert err == "internal error: RuntimeError: boom second line\n"
@@ -529,7 +538,7 @@ def test_keyboard_interrupt_is_not_swallowed(capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli.api, "plan", interrupted)
+    monkeypatch.setattr(planner.api, "plan", interrupted)
     capsys.readouterr()
     try:
         code = run(app, ["plan", "--compute", "1e28"], "planner")

@@ -17,8 +17,9 @@ ROOT = "planner"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Vocabulary that documents and logic both use: typed errors and input limits, the CLI's choice enums, safe file
-    # writing, the registry of parallel dimensions (names, ranges, divisibility rules). Imports nothing above itself.
-    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.parallel.dimensions")),
+    # writing, the paper's units of time and usual values, the registry of parallel dimensions (names, ranges,
+    # divisibility rules). Imports nothing above itself.
+    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.paper", "planner.parallel.dimensions")),
     # Every pydantic model of a file read or a document written, and the types those models need (a workload's
     # operations). Imports only the base.
     ("documents", ("planner.schema",)),

@@ -128,12 +128,12 @@ def test_cli_sweep_json_and_errors(capsys):
 
 
 def test_cli_sweep_checks_output_paths_before_solving(capsys, monkeypatch, tmp_path):
-    import planner.cli.sweep as cli_sweep
+    import planner.sweep
 
     def no_solving(*args, **kwargs):
         raise AssertionError("the sweep ran before its output paths were checked")
 
-    monkeypatch.setattr(cli_sweep, "sweep", no_solving)
+    monkeypatch.setattr(planner.sweep, "sweep", no_solving)  # the command imports it when it runs
     missing = tmp_path / "missing-dir"
     for argv, flag in ((["--csv", str(missing / "s.csv")], "--csv"), (["--plot", str(missing / "fig")], "--plot")):
         code, _, err = invoke(capsys, ["sweep", "--points", "30", *argv])

@@ -8,23 +8,12 @@ import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from planner import api
 from planner.choices import BatchScaling, Budget, LayoutSchedule
 from planner.cli.app import app
-from planner.cli.inputs import (
-    hardware_of_plan,
-    layout_of_plan,
-    load_plan_file,
-    make_layout,
-    with_batch_sequences,
-    with_training,
-    workload_of_flags,
-    workload_of_plan,
-)
 from planner.cli.options import (
     LAYOUT_PANEL,
     BatchScalingOpt,
@@ -60,9 +49,12 @@ from planner.cli.options import (
 from planner.cli.output import emit_json, plan_json, stdout_console
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DIMENSIONS, Dimension
-from planner.parallel.placement import greedy_placement, parse_placement
-from planner.render.plan import print_plan
-from planner.schema import DEGREES, Workload
+
+if TYPE_CHECKING:
+    from planner.schema import Workload
+
+# The module level holds what typer reads to build the command line; the body imports the services it calls, so
+# that `planner --help` and the light commands do not load the planner.
 
 
 def _flag(d: Dimension) -> str:
@@ -199,9 +191,24 @@ def evaluate_command(
     **dims: int | None,
 ) -> None:
     """Price a given layout (same breakdown as `plan`). Exit 1 if it does not fit in GPU memory or misses --days."""
+    from planner import api
+    from planner.cli.inputs import (
+        hardware_of_plan,
+        layout_of_plan,
+        load_plan_file,
+        make_layout,
+        with_batch_sequences,
+        with_training,
+        workload_of_flags,
+        workload_of_plan,
+    )
+    from planner.overrides import parse_overrides
+    from planner.parallel.placement import greedy_placement, parse_placement
+    from planner.render.plan import print_plan
+    from planner.schema import DEGREES
+
     check_positive_flag("--days", days)
     check_positive_flag("--price-per-gpu-hour", price_per_gpu_hour)
-    from planner.overrides import parse_overrides
 
     sets = parse_overrides(overrides_of(set_, bw, latency, memory_headroom))
     layout_flags: dict[str, object] = {_flag(d): dims.get(d.name) for d in DIMENSIONS}

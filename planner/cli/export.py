@@ -8,14 +8,8 @@ from typing import Annotated
 
 import typer
 
-from planner import api
 from planner.choices import Framework
 from planner.cli.app import app
-from planner.cli.inputs import (
-    hardware_of_plan,
-    load_plan_file,
-    workload_of_plan,
-)
 
 
 @app.command("export")
@@ -30,6 +24,8 @@ def export_command(
 ) -> None:
     """Print the launch configuration of a saved plan's layout; exit 2 naming what to change if the framework cannot
     run it exactly."""
+    from planner import api
+    from planner.cli.inputs import hardware_of_plan, load_plan_file, workload_of_plan
     from planner.export import export_text
 
     doc = load_plan_file(plan_file)

@@ -8,14 +8,15 @@ import typer
 
 from planner.cli.app import hardware_app
 from planner.cli.output import emit_json, stdout_console, to_json
-from planner.hardware import get_hardware, hardware_names
-from planner.render.plan import hardware_list_table, hardware_show_renderables
 
 
 @hardware_app.command("list")
 def hardware_list(json_out: Annotated[bool, typer.Option("--json", help="Print a JSON list of hardware specs.")]
                   = False) -> None:
     """The shipped systems: GPU, network levels, peak FLOP/s, HBM."""
+    from planner.hardware import get_hardware, hardware_names
+    from planner.render.plan import hardware_list_table
+
     specs = [get_hardware(name) for name in hardware_names()]
     if json_out:
         emit_json(to_json(specs))
@@ -29,6 +30,9 @@ def hardware_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the validated spec as JSON.")] = False,
 ) -> None:
     """Every field of one hardware spec, with its value and its source."""
+    from planner.hardware import get_hardware
+    from planner.render.plan import hardware_show_renderables
+
     hw = get_hardware(name)
     if json_out:
         emit_json(to_json(hw))

@@ -11,17 +11,7 @@ from planner.cli.app import app
 from planner.cli.options import check_positive_flag, number_option
 from planner.cli.output import emit_json, stdout_console, to_json
 from planner.errors import InvalidInput
-from planner.hardware import get_hardware
-from planner.limits import (
-    DAY_S,
-    PAPER_BATCH_TOKENS,
-    PAPER_LATENCY_S,
-    PAPER_LAYERS,
-    THREE_MONTHS_S,
-    inferred_wall,
-    limits_for,
-)
-from planner.render.limits import assumptions_text, fmt_sci, inferred_table, limits_table
+from planner.paper import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, THREE_MONTHS_S
 
 DEFAULT_LIMITS_HARDWARE = ("v100", "a100", "h100", "h100-superpod")
 """Table 2's four systems: DGX-1, DGX A100, DGX H100 and the hypothetical H100 SuperPOD."""
@@ -48,6 +38,10 @@ def limits_command(
 ) -> None:
     """Closed-form bounds of the paper's §5: d', b', T_critical (Eq. 13) and T_limit (Eq. 18), like Table 2, beside
     the latency wall `plan` reports for the shape it infers."""
+    from planner.hardware import get_hardware
+    from planner.limits import inferred_wall, limits_for
+    from planner.render.limits import assumptions_text, fmt_sci, inferred_table, limits_table
+
     check_positive_flag("--days", days)
     check_positive_flag("--latency-us", latency_us)
     check_positive_flag("--batch-tokens", batch_tokens)

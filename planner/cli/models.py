@@ -8,8 +8,6 @@ import typer
 
 from planner.cli.app import models_app
 from planner.cli.output import emit_json, stdout_console, to_json
-from planner.render.models import model_show_renderables, models_list_table
-from planner.workload import model_preset_names, read_model_preset
 
 
 @models_app.command("list")
@@ -17,6 +15,9 @@ def models_list(json_out: Annotated[bool, typer.Option(
         "--json", help="Print a JSON list of the presets (each a ModelPreset: metadata and the validated shape).")]
         = False) -> None:
     """The shipped model presets: kind, parameters, layers, width, batch and tokens."""
+    from planner.render.models import models_list_table
+    from planner.workload import model_preset_names, read_model_preset
+
     presets = [read_model_preset(name) for name in model_preset_names()]
     if json_out:
         emit_json(to_json(presets))
@@ -30,6 +31,9 @@ def models_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the validated preset as JSON.")] = False,
 ) -> None:
     """Every size of one model preset, its parameter counts beside the published ones, and its sources."""
+    from planner.render.models import model_show_renderables
+    from planner.workload import read_model_preset
+
     preset = read_model_preset(name)
     if json_out:
         emit_json(to_json(preset))

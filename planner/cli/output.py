@@ -7,14 +7,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import pydantic_core
-from pydantic import BaseModel
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from planner.errors import InvalidInput
-from planner.render import StdoutConsole
-from planner.schema import Plan
+
+if TYPE_CHECKING:  # imported where used: a command that prints a few lines loads neither pydantic nor rich's console
+    from pydantic import BaseModel
+    from rich.console import Console
+
+    from planner.schema import Plan
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
 """Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
@@ -23,6 +24,8 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.sch
 def stdout_console() -> Console:
     """Rich console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2)
     unless COLUMNS is set."""
+    from planner.render import StdoutConsole
+
     width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
     return StdoutConsole(file=sys.stdout, width=width)
 
@@ -30,6 +33,8 @@ def stdout_console() -> Console:
 def searching(enabled: bool):
     """A spinner on stderr while the search runs, only for a person at a terminal (never with --json)."""
     if enabled and sys.stderr.isatty():
+        from rich.console import Console
+
         return Console(stderr=True).status("searching for the optimal layout ...")
     return contextlib.nullcontext()
 
@@ -42,6 +47,8 @@ def to_json(model: BaseModel | Sequence[BaseModel]) -> str:
     """Pydantic's JSON (its float formatting, field order), with infinities written as the string "Infinity"
     (as LimitsRow does) so that they survive a round trip instead of becoming null; for finite documents this is
     byte for byte `model.model_dump_json(indent=2)`."""
+    import pydantic_core
+
     data = [m.model_dump() for m in model] if isinstance(model, Sequence) else model.model_dump()
     return pydantic_core.to_json(data, indent=2, inf_nan_mode="strings").decode()
 

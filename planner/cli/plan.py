@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from planner import api
 from planner.choices import BatchScaling, Budget, Framework, RankBy, ScheduleChoice, Solver
 from planner.cli.app import app, plan_app, print_version
-from planner.cli.inputs import (
-    with_batch_sequences,
-    with_training,
-    workload_of_flags,
-    workload_of_plan,
-)
 from planner.cli.options import (
     COMPARE_PANEL,
     OUTPUT_PANEL,
@@ -55,11 +48,14 @@ from planner.cli.options import (
     whole_option,
 )
 from planner.cli.output import emit_json, plan_json, searching, stdout_console, to_json
-from planner.compare import accelerator_names
 from planner.errors import Infeasible, InvalidInput
 from planner.parallel.dimensions import BY_NAME
-from planner.render.plan import print_plan
-from planner.schema.request import PlanRequest
+
+if TYPE_CHECKING:
+    from planner.schema.request import PlanRequest
+
+# The module level holds what typer reads to build the command line (option declarations, choice enums), so that
+# `planner --help` and the light commands do not load the planner; the body imports the services it calls.
 
 
 def plan_command(
@@ -165,6 +161,11 @@ def plan_command(
         rich_help_panel=COMPARE_PANEL, show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
+    from planner import api
+    from planner.cli.inputs import with_batch_sequences, with_training, workload_of_flags, workload_of_plan
+    from planner.render.plan import print_plan
+    from planner.schema.request import PlanRequest
+
     shape = {"--d-model": d_model, "--d-ff": d_ff, "--layers": layers, "--experts": experts,
              "--batch-tokens": batch_tokens, "--tokens": tokens}
     given = workload_of_flags(compute, model, sparse, batch_scaling, shape, model_family, budget)
@@ -187,7 +188,12 @@ def plan_command(
     if several and (emit is not None or sensitivity):
         raise InvalidInput(f"{'--emit' if emit is not None else '--sensitivity'} takes one accelerator; several "
                            "(--gpu A,B, --gpu all, --objective, --gpu-price) rank plans instead")
-    names = accelerator_names(gpu) if several else [gpu]
+    if several:
+        from planner.compare import accelerator_names
+
+        names = accelerator_names(gpu)
+    else:
+        names = [gpu]
     if confidence is not None:
         from planner.confidence import check_request
 

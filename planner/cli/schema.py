@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,14 +13,18 @@ from planner.cli.app import app
 from planner.cli.options import OutOpt
 from planner.cli.output import SCHEMA_PATH, docs_dir
 from planner.errors import InvalidInput
-from planner.schema import Plan
+
+PACKAGED_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "plan.schema.json"
+"""The same schema shipped as package data beside the documents it describes (planner/schema/), so that `planner
+schema` prints it without building the pydantic models (about as long as the rest of the command line takes to
+start); `planner schema --write` regenerates it, and tests/test_cli.py checks that it matches the code."""
 
 
 def plan_schema_text() -> str:
     """The JSON Schema of what `plan --json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
     readable): a Plan, a LaunchDocument (--emit with --json), a Comparison (several --gpu), or an ErrorDocument when
     the command failed before it had one."""
-    from planner.schema import Comparison, ErrorDocument, LaunchDocument
+    from planner.schema import Comparison, ErrorDocument, LaunchDocument, Plan
 
     schema = Plan.model_json_schema()
     defs = schema.setdefault("$defs", {})
@@ -40,13 +45,18 @@ def schema_command(
     out: OutOpt = None,
 ) -> None:
     """Print the JSON Schema of the document `plan --json` prints."""
+    folder = docs_dir(write, out, SCHEMA_PATH.parent)
+    if folder is None and PACKAGED_SCHEMA.is_file():
+        sys.stdout.write(PACKAGED_SCHEMA.read_text(encoding="utf-8"))
+        return
     from planner.files import write_text
 
     text = plan_schema_text()
-    folder = docs_dir(write, out, SCHEMA_PATH.parent)
     sys.stdout.write(text)
     if folder is not None:
         write_text(folder / SCHEMA_PATH.name, text, "--write")
+        if out is None:  # the repository's copy: the packaged one goes with it
+            write_text(PACKAGED_SCHEMA, text, "--write")
 
 
 @app.command("reference")

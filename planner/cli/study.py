@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from planner.cli.app import app
 from planner.cli.options import parse_whole
@@ -114,6 +113,8 @@ def _plan(scenarios: Sequence[Any], journal: Journal | None, finished: dict[str,
           batch: int | None, quiet: bool, out: Path | None) -> dict[str, Any]:
     """Plan the scenarios not yet finished, journalling each batch (fsynced) as it arrives, under a progress bar.
     Interrupted (Ctrl-C, SIGTERM, an error), what finished is written to results.csv before the exit."""
+    from rich.console import Console
+
     from planner import study as st
 
     results = dict(finished)

@@ -5,30 +5,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import TaskID
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
 from planner.cli.options import parse_number, parse_whole
 from planner.cli.output import stdout_console
 from planner.errors import InvalidInput
-from planner.files import journal
-from planner.render.sweep import (
-    _check_outputs,
-    _requested,
-    _sci,
-    _write_rows,
-    summary_table,
-    sweep_table,
-    write_csv,
-    write_plots,
-)
-from planner.schema import Plan
-from planner.sweep import SweepResult, sweep
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from planner.schema import Plan
+    from planner.sweep import SweepResult
+
+# The module level holds what typer reads to build the command line; the bodies import the services they call, so
+# that `planner --help` and the light commands do not load the planner.
 
 
 def sweep_command(
@@ -86,7 +80,9 @@ def sweep_command(
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
     from planner.api import resolve
+    from planner.files import journal
     from planner.overrides import parse_overrides
+    from planner.render.sweep import _check_outputs, summary_table, sweep_table, write_csv, write_plots
     from planner.schema.request import check_positive
     from planner.sweep import compute_grid, read_journal
 
@@ -130,7 +126,10 @@ def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scalin
     """The sweep with its progress bar and journal. The journal is emptied (without --resume) only when the first
     point finishes, i.e. once the sweep has accepted every argument: a typo leaves an interrupted run's journal as it
     was, for --resume."""
-    from planner.sweep import journal_line
+    from rich.console import Console
+
+    from planner.render.sweep import _requested, _sci, _write_rows
+    from planner.sweep import journal_line, sweep
 
     kept: list[Plan] = list(finished.values())
     fresh = [not resume]

@@ -9,6 +9,9 @@ that read or produce them (planner.profile, planner.sweep, ...) re-export them.
 
 Every quantity is stored in SI units (seconds, bytes, bytes/s, FLOP/s) with the unit in its name.
 Derived quantities are properties, computed on access, so they can never go stale when a field changes.
+
+Every model is declared with `defer_build=True`: pydantic builds its validator when it is first used, not when this
+package is imported, so a command pays only for the documents it reads or writes (tests/test_startup.py checks).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ DEFAULT_RECIPE: dict[str, RecipeName] = {"fp8": "current", "fp4": "nvfp4"}
 Megatron-Bridge's 'FP8-CS' default), NVFP4 for FP4."""
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 MAX_TRANSFORMER_LAYERS = 512

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class FamilyMember(BaseModel):
     """One published model of a family, as its config gives it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="The model's published name.")
     d_model: int = Field(gt=0, description="hidden_size.")
@@ -51,7 +51,7 @@ MEMBER_DIFFERENCES: tuple[str, ...] = ("experts", "top_k", "shared_experts", "de
 class ModelFamily(BaseModel):
     """A family file: what every member shares, the members, and which MLP-width rule the family follows."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Family name (the file stem).")
     description: str = Field(min_length=1, description="What the family is.")

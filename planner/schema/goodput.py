@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # resolved by planner.schema's model_rebuild (a sibling impor
 class FailureModel(BaseModel):
     """How often a training job is interrupted and what an interruption and a checkpoint cost."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Failure model name (the file stem, or the user file's).")
     description: str = Field("", description="What the model describes, in words.")
@@ -35,7 +35,7 @@ class FailureModel(BaseModel):
 class Goodput(BaseModel):
     """What failures cost one plan (all times in seconds)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     failure_model: str = Field(description="The failure model's name.")
     gpus: int = Field(description="GPUs of the plan the goodput is for.")

@@ -13,7 +13,7 @@ class LimitsRow(BaseModel):
     which strict JSON parsers accept and which validates back to float('inf').
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, ser_json_inf_nan="strings")
 
     hardware: str = Field(description="Hardware name.")
     gpus_per_device: int = Field(description="GPUs in the node treated as one device (the first network level).")
@@ -49,7 +49,7 @@ class InferredWall(BaseModel):
     is the one `plan` infers at each compute (App. 8.1.4: b and L grow with it) and the latency is the hardware's
     critical path through one layer (planner.explain.floor_bound)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, ser_json_inf_nan="strings")
 
     compute_flop: float | None = Field(description="Largest compute whose inferred shape can finish within t_train "
                                        "(to ~1 %; an upper estimate, the real limit can be lower). None: not even "

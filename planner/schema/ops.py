@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the methods that price a table: reading a file needs no numpy
+    import numpy as np
 
-if TYPE_CHECKING:
     from planner.schema import Workload
 
 
@@ -42,6 +42,8 @@ class Dim:
 
     def per_gpu(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray | float:
         """The dimension's size on one GPU, for every row of `degrees` (degree name -> values)."""
+        import numpy as np
+
         if self.split_by is None:
             return float(self.size)
         split = np.asarray(degrees[self.split_by], dtype=np.float64)
@@ -95,6 +97,8 @@ class PointToPoint:
 
 def _sp_split(degrees: Mapping[str, np.ndarray]) -> np.ndarray | float:
     """How many ways sequence parallelism splits what lies outside the TP regions: N_TP,ff with sp on, else 1."""
+    import numpy as np
+
     if "sp" not in degrees:
         return 1.0
     sp = np.asarray(degrees["sp"], dtype=bool)
@@ -113,6 +117,8 @@ class Elementwise:
     """Outside the TP regions (norms, residuals, dropout): sequence parallelism splits it over N_TP,ff."""
 
     def per_gpu(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
+        import numpy as np
+
         b = np.asarray(self.bytes_per_token.per_gpu(degrees), dtype=np.float64)
         return b / _sp_split(degrees) if self.seq_sharded else b
 
@@ -143,6 +149,8 @@ class Saved:
     keeping (planner.profile: mla_recompute_up_proj; DeepSeek-V3 §3.2.3)."""
 
     def bytes_per_gpu(self, degrees: Mapping[str, np.ndarray], fp8: bool = False) -> np.ndarray:
+        import numpy as np
+
         w = np.asarray(self.words.per_gpu(degrees), dtype=np.float64)
         if self.seq_sharded:
             w = w / _sp_split(degrees)
@@ -166,6 +174,8 @@ class AttentionCore:
     """Key and value words per token that context parallelism's ring passes between ranks."""
 
     def forward_flop_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
+        import numpy as np
+
         s_eff = self.seq_len / 2 if self.causal else float(self.seq_len)
         return 2.0 * s_eff * np.asarray(self.heads.per_gpu(degrees), dtype=np.float64) * (self.qk_dim + self.v_dim)
 
@@ -209,10 +219,14 @@ class LayerOps:
 
     def shard_params(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
         """Parameters of one layer of one expert held by one GPU (each GEMM's dimensions split as declared)."""
+        import numpy as np
+
         return sum((np.asarray(g.out.per_gpu(degrees)) * g.inp.per_gpu(degrees) for g in self.gemms),
                    np.zeros(1))
 
     def saved_words_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
+        import numpy as np
+
         return sum((np.asarray(d.per_gpu(degrees), dtype=np.float64) for d in self.saved_words), np.zeros(1))
 
     def saved_bytes_per_token(self, degrees: Mapping[str, np.ndarray], roles: tuple[str, ...] = SAVED_ROLES,
@@ -220,6 +234,8 @@ class LayerOps:
                               up_proj: bool = False) -> np.ndarray:
         """Bytes per token (routed: per routed token copy) of the kept tensors whose role is in `roles` (fused: not
         the fusible ones; up_proj: not MLA's up-projected q, k, v)."""
+        import numpy as np
+
         items = self.routed_saved if routed else self.saved
         return sum((s.bytes_per_gpu(degrees, fp8) for s in items
                     if s.role in roles and not (fused and s.fusible) and not (up_proj and s.up_projected)),
@@ -229,6 +245,8 @@ class LayerOps:
                         ) -> np.ndarray:
         """Words per token all-reduced over `group`'s ranks by one layer, every pass of every all-reduce counted
         (`routed` True / False: only the routed experts' / only the others; None: all)."""
+        import numpy as np
+
         return sum((a.passes * a.copies * np.asarray(a.words.per_gpu(degrees), dtype=np.float64)
                     for a in self.allreduces if a.group == group and (routed is None or a.routed == routed)),
                    np.zeros(1))
@@ -236,6 +254,8 @@ class LayerOps:
     def split_params(self, degrees: Mapping[str, np.ndarray], experts_here) -> tuple[np.ndarray, np.ndarray]:
         """(dense, expert) parameters of one layer on one GPU: the once-per-token GEMMs' shards and the routed
         GEMMs' shards times the experts the GPU holds."""
+        import numpy as np
+
         dense = sum((np.asarray(g.out.per_gpu(degrees)) * g.inp.per_gpu(degrees) for g in self.gemms
                      if not g.routed), np.zeros(1))
         routed = sum((np.asarray(g.out.per_gpu(degrees)) * g.inp.per_gpu(degrees) for g in self.gemms

@@ -26,7 +26,7 @@ class ModelPreset(BaseModel):
         published_params = 175e9   # optional: the source's parameter count (tests compare within 1 %)
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Preset name (the file stem).")
     description: str = Field("", description="What the preset is.")

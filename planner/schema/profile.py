@@ -28,7 +28,7 @@ class Spread(BaseModel):
     the reason (`spread = { low = 0.9, high = 1.1, shape = "uniform", why = "..." }` next to `value`). --confidence
     samples it; depends_on shows it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     low: float = Field(gt=0, description="Smallest factor on the value (0.9: 10 % below it).")
     high: float = Field(gt=0, description="Largest factor on the value.")
@@ -65,7 +65,7 @@ class Recipe(BaseModel):
     per-tensor 'delayed' and 'current' scaling, 'blockwise' (1 x 128 activation and 128 x 128 weight tiles),
     Blackwell 'mxfp8' (one scale per 32 elements) and 'nvfp4'."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     precision: Literal["fp8", "fp4"] = Field(description="Element format of the low-precision GEMM operands.")
     passes: tuple[GemmPass, ...] = Field(
@@ -108,7 +108,7 @@ class ExecutionProfile(BaseModel):
     """How training runs on a system (see the module docstring). Every field's paper value leaves the paper's model
     unchanged."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
     description: str = Field("", description="What the profile describes, in words.")

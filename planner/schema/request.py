@@ -103,7 +103,7 @@ class PlanRequest(BaseModel):
     A new question (a power cap, a GPU ceiling, ...) is a new field here, with its unit in its description and its
     rule in a validator; the flag that sets it goes in planner/cli/plan.py, and planner.api.plan reads it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     compute_flop: float | None = Field(
         None, description="Training compute T, FLOP: the model shape is inferred from the paper's scaling laws "

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class SensitivityRow(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     input: str = Field(description="The --set field moved (levels.*.lat_us: every level).")
     why: str = Field(description="'estimate' (its source says so), 'fitted', or 'what-if' (a standard question).")
@@ -25,7 +25,7 @@ class SensitivityRow(BaseModel):
 
 
 class Sensitivity(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     base_gpus: int | None = Field(description="GPUs of the plan every row is compared with.")
     base_days: float | None = Field(description="Wall-clock days of that plan.")

@@ -54,7 +54,7 @@ def request_field(name: str, where: str) -> str:
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class StudySection(_Doc):
@@ -126,12 +126,13 @@ class SampleSection(_Doc):
 class StudyFile(_Doc):
     """A study file: `[study]`, `[base]` and `[grid]` or `[sample]`."""
 
-    study: StudySection
+    study: StudySection = Field(description="`[study]`: name, mode (grid or sample), seed and families.")
     base: dict[str, Any] = Field(default_factory=dict, description="Request fields every scenario shares.")
     grid: dict[str, list[Any]] = Field(
         default_factory=dict, description="Request field -> the values it takes; the scenarios are the cartesian "
         "product, the first field varying slowest (the file's order).")
-    sample: SampleSection | None = None
+    sample: SampleSection | None = Field(
+        None, description="`[sample]`: n quasi-random scenarios over ranges (mode sample); null in grid mode.")
 
     @field_validator("base")
     @classmethod
@@ -178,7 +179,8 @@ class StudyFile(_Doc):
 class JournalHeader(_Doc):
     """The journal's first line: which study its rows belong to (a resume checks the hash)."""
 
-    kind: Literal["planner-study-journal"] = "planner-study-journal"
+    kind: Literal["planner-study-journal"] = Field(
+        "planner-study-journal", description="Marks the file as a study journal (always 'planner-study-journal').")
     study: str = Field(description="The study's name.")
     study_hash: str = Field(description="SHA-256 of the study file's canonical JSON (comments and layout do not "
                             "count; any field or value does).")
@@ -193,20 +195,28 @@ class StudyOutcome(_Doc):
     hardware: str | None = Field(None, description="Hardware name the plan ran on.")
     profile: str | None = Field(None, description="Execution profile that priced it.")
     gpus: int | None = Field(None, description="GPUs of the chosen cluster.")
-    nodes: int | None = None
-    mfu: float | None = None
+    nodes: int | None = Field(None, description="Nodes of the chosen cluster (the lowest network level's units).")
+    mfu: float | None = Field(None, description="Model FLOPs utilisation, fraction (0-1) of peak dense FLOP/s.")
     training_days: float | None = Field(None, description="Days of training compute.")
     wall_clock_days: float | None = Field(None, description="Expected wall-clock days (with goodput).")
     goodput: float | None = Field(None, description="Share of wall-clock time that trains (goodput on).")
-    gpu_hours: float | None = None
-    cost_usd: float | None = Field(None, description="gpu_hours x price_per_gpu_hour, when a price is given.")
-    step_time_s: float | None = None
-    bottleneck: str | None = None
+    gpu_hours: float | None = Field(None, description="GPU-hours of training compute (GPUs x training days x 24).")
+    cost_usd: float | None = Field(None, description="Cost, USD, of the GPUs held for the wall-clock time (the "
+                                   "plan's cost_usd); null without a price.")
+    compute_cost_usd: float | None = Field(None, description="Compute-only cost, USD: gpu_hours x price per "
+                                           "GPU-hour; null without a price.")
+    facility_power_MW: float | None = Field(None, description="Facility power, MW (IT power x PUE); null without "
+                                            "power data for the hardware.")
+    energy_MWh: float | None = Field(None, description="Facility energy over the wall-clock time held, MWh.")
+    step_time_s: float | None = Field(None, description="Time of one training step, seconds.")
+    bottleneck: str | None = Field(None, description="The step's binding term (what limits the step time).")
     params: float | None = Field(None, description="Model parameters.")
     tokens: float | None = Field(None, description="Training tokens.")
     layout: str | None = Field(None, description="Every dimension of the layout, 'dp=.. tp_ff=.. ... schedule=..'.")
-    solver_status: str | None = None
-    gap: float | None = None
+    solver_status: str | None = Field(None, description="CP-SAT's status: optimal (proven), feasible (time limit), "
+                                      "infeasible or unknown.")
+    gap: float | None = Field(None, description="Relative gap between the layout found and the proven bound, "
+                              "fraction (0-1); 0 when proven optimal.")
     point_gpus: int | None = Field(None, description="With confidence: the point estimate's GPUs (`gpus` is then "
                                    "the cluster that meets the deadline with probability P).")
     met: float | None = Field(None, description="With confidence: share of samples meeting the deadline on gpus.")

@@ -11,7 +11,7 @@ from planner.schema import Plan
 class HardwareSummary(BaseModel):
     """What one hardware's curve says: where linear scaling ends and where feasibility ends."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     hardware: str = Field(description="Hardware name.")
     ceiling_mfu: float = Field(description="MFU, fraction (0-1), one GPU sustains: the share of peak a large GEMM "
@@ -35,7 +35,7 @@ class HardwareSummary(BaseModel):
 class SweepResult(BaseModel):
     """A sweep: its inputs, every plan (hardware-major, compute ascending) and the per-hardware summary."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     hardware: list[str] = Field(description="Hardware names, in the order swept.")
     compute_flop: list[float] = Field(description="The log-spaced grid of requested compute, FLOP.")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class UncertainInput(BaseModel):
     """One uncertain input of a plan: a range of factors on its value, the shape of its distribution and why."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     input: str = Field(description="The --set field, or 'step-time model' for the model's own measured error.")
     kind: Literal["estimate", "fitted", "measured", "model error"] = Field(
@@ -32,7 +32,7 @@ class Confidence(BaseModel):
     """--confidence P: the smallest cluster that meets the deadline with probability P under the uncertain inputs
     (planner.confidence, docs/confidence.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     probability: float = Field(description="P asked: the share of samples that must meet the deadline.")
     samples: int = Field(description="Samples of the uncertain inputs.")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class PublishedRun(BaseModel):
     """One published run (validation/runs.toml)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str = Field(description="Short identifier of the run.")
     source: str = Field(description="Paper or repository, table or page.")
@@ -108,6 +108,8 @@ class PublishedRun(BaseModel):
 
 
 class ValidationRow(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str = Field(description="Short identifier of the run.")
     split: Literal["calibration", "held-out"] = Field(
         description="'calibration' (the profile was fitted to it) or 'held-out'.")

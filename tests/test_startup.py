@@ -1,0 +1,88 @@
+"""Each command imports what it uses (issue 29, part 4; docs/benchmarks.md, "Startup and whole-process speed"): a
+command that prints a few lines loads neither numpy, OR-Tools nor the planner's documents and services, and the main
+command loads no plotting, sweep or export code. Every case runs the console script's entry point in a fresh
+interpreter and reads `sys.modules` after the command finished."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "ortools", "pandas", "matplotlib", "planner.schema", "planner.api", "planner.search",
+         "planner.cost", "planner.sweep", "planner.export", "planner.explain")
+
+PROBE = """
+import json, sys
+entry, argv = sys.argv[1], sys.argv[2:]
+sys.argv = [entry, *argv]
+from planner.cli import main, plan_main
+try:
+    (plan_main if entry == "plan" else main)()
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + " EXIT " + str(code) + "\\n")
+"""
+
+
+def loaded(entry: str, *argv: str) -> set[str]:
+    """The modules (and their packages) loaded by `entry argv...` in a fresh interpreter; the command must succeed."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, entry, *argv], capture_output=True, text=True, timeout=300)
+    tail = proc.stderr.rsplit("\nMODULES ", 1)[-1]
+    modules, _, code = tail.rpartition(" EXIT ")
+    assert code.strip() == "0", proc.stderr[-2000:]
+    return set(json.loads(modules))
+
+
+def heavy_in(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("schema",)])
+def test_help_and_schema_load_no_planner_logic(argv):
+    """`planner --help` builds the command line from option declarations only; `planner schema` prints the packaged
+    schema file. (pydantic itself is loaded by typer >= 0.2x to convert a command's option values.)"""
+    assert heavy_in(loaded("planner", *argv), HEAVY) == []
+
+
+@pytest.mark.parametrize("argv", [("hardware", "list"), ("hardware", "show", "h100")])
+def test_hardware_commands_load_no_numpy_or_solver(argv):
+    """The hardware files are read into their documents (pydantic), which need neither numpy nor the search."""
+    modules = loaded("planner", *argv)
+    assert heavy_in(modules, ("numpy", "ortools", "pandas", "matplotlib", "planner.api", "planner.search",
+                              "planner.cost", "planner.sweep", "planner.export")) == []
+
+
+def test_main_command_loads_only_what_it_uses():
+    """The paper's main command plans and prints: no plots, sweeps, exports, studies, or typer's help renderer."""
+    modules = loaded("plan", "--compute", "1e28", "--gpu", "h100", "--days", "90")
+    assert {"planner.api", "planner.search.cpsat", "planner.render.plan"} <= modules  # the test sees a real plan
+    assert heavy_in(modules, ("matplotlib", "planner.sweep", "planner.render.sweep", "planner.export",
+                              "planner.confidence", "planner.sensitivity", "planner.validation", "planner.compare",
+                              "planner.reference", "typer.rich_utils")) == []
+
+
+def test_every_document_builds_on_first_use():
+    """Each pydantic model of the documents layer is declared `defer_build=True` (planner/schema/__init__.py), so
+    that importing the documents does not build the validators of the ~45 models a command does not use."""
+    import importlib
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    import planner.schema
+
+    eager = []
+    for info in pkgutil.iter_modules(planner.schema.__path__, "planner.schema."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__
+                    and not obj.model_config.get("defer_build")):
+                eager.append(f"{module.__name__}.{obj.__name__}")
+    for obj in vars(planner.schema).values():
+        if (isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == "planner.schema"
+                and not obj.model_config.get("defer_build")):
+            eager.append(f"planner.schema.{obj.__name__}")
+    assert eager == [], f"declare these with ConfigDict(defer_build=True, ...): {eager}"
