@@ -70,8 +70,9 @@ ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="A model preset name (see models/) or a path to a preset TOML file.", metavar="PRESET|FILE.toml",
     rich_help_panel=WORKLOAD_PANEL, show_default=False)]
 ModelFamilyOpt = Annotated[str | None, typer.Option(
-    "--model-family", help="With --compute: scale a published family (llama3, qwen3-moe; models/families/) to the "
-    "budget by its rules and plan it as a real transformer (docs/families.md).", metavar="NAME",
+    "--model-family", help="With --compute: scale a published family (llama3, qwen3-moe, deepseek-v3; "
+    "models/families/) to the budget by its rules and plan it as a real transformer (docs/families.md).",
+    metavar="NAME",
     rich_help_panel=WORKLOAD_PANEL, show_default=False)]
 SparseOpt = Annotated[bool, typer.Option(
     "--sparse", help="With --compute: a sparse (mixture-of-experts) model, E = 8 sqrt(d_model d_ff / (4 12288^2)).",

@@ -754,6 +754,35 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                             cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
                             cpsat_bound_rank=stats.bound_rank, **kw)
 
+    # The largest cluster the search may look at, from the space's largest degrees and the limits, before any row
+    # is built: rows bigger than it pair with no N_DP inside [lo, n_max], so they are never built (the same windows,
+    # pairs and tuples as building them all).
+    if min(len(space.dp_m["dp"]), len(space.pp_i_zb["pp"]), *(len(v) for v in space.values.values())) == 0:
+        return result("infeasible", None)
+    n_max = float(space.pp_i_zb["pp"].max()) * float(space.dp_m["dp"].max())
+    for d in DEGREES:
+        if d not in ("dp", "pp"):
+            n_max *= float(space.values[d].max())
+    if hw.max_gpus is not None:
+        n_max = min(n_max, hw.max_gpus)
+    if options.max_gpus is not None:
+        n_max = min(n_max, options.max_gpus)
+    if options.gpus is not None:
+        lo, n_max = float(options.gpus), float(options.gpus)
+    else:
+        assert deadline_s is not None
+        lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
+    if goodput is not None and deadline_s is not None:
+        from planner.cost.step import peak_flops
+        from planner.goodput import useful_gpu_range
+
+        useful = useful_gpu_range(goodput, wl.compute_flop / peak_flops(hw, wl), deadline_s, n_max)
+        if useful is None or useful[0] > n_max:
+            return result("infeasible", None, gap=0.0, notes=[
+                "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
+                "training compute"])
+        lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
+
     sp_on = 1 in space.values["sp"]
     dp_values = np.unique(space.dp_m["dp"])
 
@@ -772,7 +801,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
         return keep
 
-    rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows)
+    rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
     if rows is None:
         return _presolve_out(result, clock)
     mp = rows
@@ -781,30 +810,10 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         return result("infeasible", None)
     if clock.out:  # the limit covers presolve: building the space may already have spent it
         return _presolve_out(result, clock)
-    n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
-    if hw.max_gpus is not None:
-        n_max = min(n_max, hw.max_gpus)
-    if options.max_gpus is not None:
-        n_max = min(n_max, options.max_gpus)
     shapes = ShapeTable.for_space(hw, wl, space)
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
-    if options.gpus is not None:
-        lo, n_max = float(options.gpus), float(options.gpus)
-    else:
-        assert deadline_s is not None
-        lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
-    if goodput is not None and deadline_s is not None:
-        from planner.cost.step import peak_flops
-        from planner.goodput import useful_gpu_range
-
-        useful = useful_gpu_range(goodput, wl.compute_flop / peak_flops(hw, wl), deadline_s, n_max)
-        if useful is None or useful[0] > n_max:
-            return result("infeasible", None, gap=0.0, notes=[
-                "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
-                "training compute"])
-        lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
 
     def cap_for(n: float) -> int | None:
         if deadline_s is None:
