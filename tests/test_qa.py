@@ -94,6 +94,16 @@ def test_models_show_a_family_says_how_to_use_it(capsys, name):
     assert "is a model family" in err and "--model-family llama3" in err
 
 
+def test_models_show_a_name_that_is_preset_and_family_shows_the_preset(capsys):
+    from planner.workload import model_preset_names
+    from planner.workload.families import families
+
+    both = sorted(set(families()) & set(model_preset_names()))
+    for name in both:  # deepseek-v3: the published model and the family scaled from it
+        code, out, err = invoke(capsys, ["models", "show", name])
+        assert code == 0 and name in out, err
+
+
 @pytest.mark.parametrize("args, words", [
     (["--price-per-gpu-hour", "1e300"], "--price-per-gpu-hour 1e+300: at most 1,000 USD per GPU-hour"),
     (["--price-per-gpu-hour", "0"], "--price-per-gpu-hour must be a positive finite number"),

@@ -39,11 +39,13 @@ def models_show(
 
     from planner.errors import InvalidInput
     from planner.render.models import model_show_renderables
-    from planner.workload import read_model_preset
+    from planner.workload import model_preset_names, read_model_preset
     from planner.workload.families import families
 
     path = Path(name.strip())
-    if name.strip().lower() in families() or (path.parent.name == "families" and path.stem in families()):
+    key = name.strip().lower()  # a name that is both (deepseek-v3) is the preset: it has a show page
+    if (key in families() and key not in model_preset_names()) or (path.parent.name == "families"
+                                                                      and path.stem in families()):
         name = path.stem.lower()
         raise InvalidInput(f"'{name}' is a model family, not a preset: `plan --compute C --model-family {name}` scales "
                            "it to a compute budget (docs/families.md, models/families/); `planner models list` lists "
