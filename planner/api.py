@@ -352,11 +352,11 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
     without the limit, and the fastest layout on the largest cluster the limit allows."""
     from planner.parallel.space import nearest_cluster_sizes
 
-    lines = [f"within {limit_words} (at most {cap} GPUs of {hw.name}) no layout trains this in {days:g} days"]
+    lines = [f"within {limit_words}, at most {cap:,} GPUs of {hw.name}, no layout trains this in {days:g} days"]
     try:
         need = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "why_smaller": False}))
         mw = f" = {fmt_MW(need.facility_power_MW)} of facility power" if need.facility_power_MW else ""
-        lines.append(f"the deadline needs {need.gpus} GPUs{mw}")
+        lines.append(f"the deadline needs {need.gpus:,} GPUs{mw}")
     except Infeasible:
         lines.append("no cluster of any size meets the deadline: " + (why.splitlines()[0] if why else ""))
     # The fastest within the limit is on one of the largest counts the model's shape divides: try the largest
@@ -376,7 +376,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         if took is not None and (best is None or took < best[0]):
             best = (took, fast)
     if best is None:
-        lines.append(f"no layout found on {', '.join(map(str, tried)) or 'any count'} GPUs within the limit")
+        lines.append(f"no layout found on {', '.join(f'{n:,}' for n in tried) or 'any count'} GPUs within the "
+                     "limit")
         return "; ".join(lines)
     # Then the fastest over every count within the limit: bisect the deadline of the capped search (a deadline is met
     # within the cap iff some count within it meets it) to 0.5 %.
@@ -394,8 +395,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         except Infeasible:
             lo = mid
     mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
-    lines.append(f"within the limit the fastest plan takes {hi:.4g} days (none within {lo:.4g}): "
-                 f"--days {math.ceil(hi * 100) / 100:g} gives {fast.gpus} GPUs{mw}")
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (none finishes in "
+                 f"{lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
     return "; ".join(lines)
 
 
@@ -734,7 +735,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         assert doc.gpus is not None
         return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits, min_gpus)
     if cap is not None:
-        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap} GPUs"]})
+        doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap:,} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:
         # Fixed-cluster mode with a deadline: the fastest layout on these GPUs is the best there is, so missing the
         # deadline means no layout on this cluster meets it.

@@ -12,7 +12,7 @@ from planner import api
 from planner.errors import Infeasible, InvalidInput
 from planner.hardware import hardware_names
 from planner.schema import AcceleratorOption, Comparison, Objective, Plan
-from planner.schema.request import PlanRequest
+from planner.schema.request import PlanRequest, check_price
 
 PAPER_SCENARIOS = ("h100-superpod", "h100-low-latency", "h100-global-nvlink", "h100-global-nvlink-ll",
                    "h100-infinite-ll")
@@ -52,7 +52,7 @@ def accelerator_names(text: str) -> list[str]:
 def parse_prices(items: Sequence[str]) -> dict[str, float]:
     """['h100=2.5', 'b200=6'] -> {'h100': 2.5, 'b200': 6.0} (USD per GPU-hour for one accelerator)."""
     out: dict[str, float] = {}
-    for item in items:
+    for item in (part for given in items for part in given.split(",")):  # h100=2.5,b200=6 reads as two
         name, sep, value = item.partition("=")
         try:
             price = float(value)
@@ -60,6 +60,9 @@ def parse_prices(items: Sequence[str]) -> dict[str, float]:
             price = math.nan
         if not sep or not name.strip() or not (math.isfinite(price) and price > 0):
             raise InvalidInput(f"--gpu-price {item!r}: give NAME=USD with a positive price, e.g. h100=2.5")
+        if name.strip() in out:
+            raise InvalidInput(f"--gpu-price prices {name.strip()} twice")
+        check_price("--gpu-price", price, item)
         out[name.strip()] = price
     return out
 
@@ -70,7 +73,8 @@ def _figures(plan: Plan) -> dict[str, Any]:
     return {"gpus": plan.gpus, "racks": plan.racks, "nodes": plan.nodes, "wall_clock_days": wall,
             "cost_usd": plan.cost_usd, "compute_cost_usd": plan.compute_cost_usd,
             "price_per_gpu_hour": plan.price_per_gpu_hour, "mfu": plan.mfu,
-            "facility_power_MW": plan.facility_power_MW, "energy_MWh": plan.energy_MWh}
+            "facility_power_MW": plan.facility_power_MW, "energy_MWh": plan.energy_MWh,
+            "warnings": list(plan.warnings)}
 
 
 def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: Mapping[str, float] | None = None,
@@ -86,6 +90,10 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
         raise InvalidInput("give a PlanRequest or its fields, not both")
     base = request if request is not None else PlanRequest(gpu=hardware[0], **fields)
     prices = dict(prices or {})
+    for name, price in prices.items():  # bad input, as for the whole request: before any search
+        if isinstance(price, bool) or not isinstance(price, (int, float)):
+            raise InvalidInput(f"--gpu-price {name}: a price is a number of USD per GPU-hour, got {price!r}")
+        check_price("--gpu-price", price, f"{name}={price:g}")
     unknown = sorted(set(prices) - set(hardware))
     if unknown:
         raise InvalidInput(f"--gpu-price names {', '.join(unknown)}, which is not among --gpu {','.join(hardware)}")
@@ -124,6 +132,12 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
     out = [AcceleratorOption(rank=k + 1, **o) for k, o in enumerate(ranked)]
     out += [AcceleratorOption(rank=None, **o) for o in unranked]
     notes = []
+    if any(o.plan is not None and o.plan.profile == "paper" for o in out):
+        # the paper profile prices an idealised GEMM from on-chip bandwidths that are estimates for the newer GPUs
+        # (hardware_specs/*.toml), so its ranking can differ from the validated profile's
+        notes.append("priced by the paper profile, the paper's idealised model; for a purchase decision rank with "
+                     "--profile realistic, the profile validated against published runs (docs/validation.md): "
+                     "the two can rank accelerators differently")
     if any(o.status == "feasible" for o in out):
         notes.append("an option marked 'feasible' was not proven optimal (its search hit the time limit): its "
                      "figures may improve with --time-limit")

@@ -45,6 +45,9 @@ MAX_USER_FILE_BYTES = 50_000_000
 """The largest plan JSON read as user input (docs/reliability.md)."""
 MAX_TOML_BYTES = 1_000_000
 """The largest hardware or model TOML file read (real ones are a few kB)."""
+MAX_PRICE_PER_GPU_HOUR = 1_000.0
+"""The highest price per GPU-hour accepted, USD: on-demand GPU-hours list at $1-$15 (hardware_specs/*.toml cite
+them), so a figure above 1,000 is a typo or the price of something else (a whole node or cluster per hour)."""
 
 
 def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_BYTES) -> str:

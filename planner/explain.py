@@ -706,12 +706,12 @@ class UsableCounts:
     the deadline are not checked here."""
 
     def __init__(self, hw: Hardware, wl: Workload, options: SearchOptions) -> None:
-        from planner.parallel.space import build_space, model_parallel_rows, mp_size
+        from planner.parallel.space import build_space, model_parallel_sizes
 
         space = build_space(hw, wl, options)
         self.hw = hw
         self.wl = wl
-        self.mp_sizes = {int(v) for v in np.unique(mp_size(model_parallel_rows(space)))}
+        self.mp_sizes = {int(v) for v in model_parallel_sizes(space)}
         self.dps = sorted({int(v) for v in np.unique(space.dp_m["dp"])})
         self.counts = sorted({m * d for m in self.mp_sizes for d in self.dps})
         """Every GPU count some degree tuple multiplies to, ascending (the levels not yet checked)."""

@@ -289,6 +289,23 @@ def prediction_lines(plan: Plan) -> list[str]:
     return ["# " + comment_text(line) for line in lines]
 
 
+def family_model_lines(wl: Workload) -> list[str]:
+    """For a shape scaled from a model family (--model-family), that shape as comment lines: the planner chose it,
+    so the launch script cannot know it otherwise (a preset or a file the user already has). Every line goes
+    through comment_text."""
+    tr = wl.transformer
+    if wl.family is None or tr is None:
+        return []
+    experts = (f", {wl.experts} experts (top-{tr.top_k}) of width {tr.expert_d_ff or wl.d_ff:,}"
+               if wl.experts > 1 else "")
+    lines = [f"model (the {wl.family} family scaled to {wl.compute_flop:.3g} FLOP; set it in your script): "
+             f"{wl.layers} layers, hidden {wl.d_model:,}, FFN {wl.d_ff:,} ({tr.ffn}){experts}, {tr.heads} attention "
+             f"heads of {tr.head_dim}, {tr.kv_heads} KV heads, vocabulary {tr.vocab:,}",
+             f"data: sequences of {wl.seq_len:,} tokens, {wl.batch_tokens // wl.seq_len:,} per step, "
+             f"{wl.steps:,.0f} steps ({wl.tokens:.3g} tokens)"]
+    return ["# " + comment_text(line) for line in lines]
+
+
 def pipeline_layout(launch: Launch) -> str:
     """Megatron's --pipeline-model-parallel-layout for custom end stages: the embedding (E) and the first virtual
     stage's layers (t), the middle virtual stages, the last one's layers and the loss (L); '|' separates stages."""
@@ -310,6 +327,7 @@ def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
              + (f"; experts folded: ep {launch.ep} x etp {launch.etp} over dp x cp x tp" if launch.etp is not None
                 else ""),
              *prediction_lines(plan),
+             *family_model_lines(wl),
              "# add the model, data and optimizer flags of your script; keep the default rank order (tp-cp-ep-dp-pp)",
              "PLANNER_ARGS=("]
     for flag, value in megatron_args(launch, wl):
@@ -389,11 +407,12 @@ def _toml_value(v: object) -> str:
     return str(v)
 
 
-def torchtitan_text(plan: Plan, launch: Launch) -> str:
+def torchtitan_text(plan: Plan, launch: Launch, wl: Workload | None = None) -> str:
     lines = [f"# torchtitan job config ({TORCHTITAN} JobConfig sections) for the {plan.status} plan on {plan.gpus} x "
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
              *prediction_lines(plan),
+             *(family_model_lines(wl) if wl is not None else []),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():
         lines += ["", f"[{section}]"] + [f"{k} = {_toml_value(v)}" for k, v in keys.items()]  # fixed bare keys
@@ -413,7 +432,7 @@ def export_text(plan: Plan, hw: Hardware, wl: Workload, target: str) -> str:
     launch = launch_of(plan, hw, wl, target)
     if target == "megatron":
         return megatron_text(plan, launch, wl)
-    return torchtitan_text(plan, launch)
+    return torchtitan_text(plan, launch, wl)
 
 
 def launch_document(plan: Plan, hw: Hardware, wl: Workload, target: str) -> LaunchDocument:
@@ -428,7 +447,7 @@ def launch_document(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Laun
         return LaunchDocument(status=plan.status, target="megatron", release=MEGATRON, plan=plan, text=text,
                               megatron_args=[[flag, value] for flag, value in megatron_args(launch, wl)])
     return LaunchDocument(status=plan.status, target="torchtitan", release=TORCHTITAN, plan=plan,
-                          text=torchtitan_text(plan, launch), torchtitan_config=torchtitan_sections(launch))
+                          text=torchtitan_text(plan, launch, wl), torchtitan_config=torchtitan_sections(launch))
 
 
 _RELEASE = {"megatron": MEGATRON, "torchtitan": TORCHTITAN}

@@ -230,6 +230,10 @@ def _load_shipped(name: str) -> Hardware:
 def get_hardware(name_or_path: str, overrides: Sequence[Override] = ()) -> Hardware:
     """A shipped hardware name (e.g. 'h100') or a path to a user TOML file; `overrides` (planner.overrides, --set)
     change fields of its document before it is validated, as an edited copy would."""
+    text = str(name_or_path).strip()
+    if ("," in text or text == "all") and not text.endswith(".toml") and "/" not in text:
+        raise InvalidInput(f"'{text}' names several accelerators where one is needed; `plan --gpu {text}` (or "
+                           "planner.compare.compare) plans each and ranks them")
     return load_sourced(name_or_path, hardware_names(), _spec_dir(), "GPU/hardware", "hardware file", "hardware",
                         parse_hardware, _load_shipped, overrides)
 

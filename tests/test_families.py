@@ -28,6 +28,8 @@ QWEN3_MOE = {  # d_model: (layers, heads, moe_intermediate_size)
     4096: (94, 64, 1536),  # Qwen3-235B-A22B
 }
 LLAMA_VOCAB, QWEN_VOCAB = 128256, 151936
+DEEPSEEK_VOCAB = 129280
+DEEPSEEK_DEPTH = {2048: 27, 5120: 60, 7168: 61}  # V2-Lite, V2, V3 config.json num_hidden_layers
 
 
 def llama_params_by_hand(d: int, layers: int, d_ff: int) -> int:
@@ -53,7 +55,7 @@ def law(compute: float, f: float) -> tuple[float, float]:
 
 
 def test_families_are_listed_and_sourced():
-    assert families() == ["llama3", "qwen3-moe"]
+    assert families() == ["deepseek-v3", "llama3", "qwen3-moe"]
     for name in families():
         fam = read_family(name)
         assert fam.source and fam.description and all(m.source for m in fam.members)
@@ -72,6 +74,7 @@ def test_meta_ffn_rule_reproduces_the_published_widths():
     ("llama3", 405_849_243_648, 16384, 126, 53248),   # tests/test_transformer.py::test_llama3_405b_by_hand
     ("qwen3-moe", 30.5e9, 2048, 48, 768),             # model card: 30.5B
     ("qwen3-moe", 235e9, 4096, 94, 1536),             # model card: 235B
+    ("deepseek-v3", 671e9, 7168, 61, 2048),           # arXiv:2412.19437 §4.2: 671B (the preset counts 671.03e9)
 ])
 def test_rules_at_a_published_size_give_the_published_shape(name, target, d_model, layers, width):
     # Tolerance: none. The depth rule passes through every member and the width rules reproduce each member's
@@ -79,7 +82,7 @@ def test_rules_at_a_published_size_give_the_published_shape(name, target, d_mode
     wl = shape_for_params(name, target)
     assert (wl.d_model, wl.layers) == (d_model, layers)
     assert (wl.transformer.expert_d_ff or wl.d_ff) == width
-    published = (LLAMA3 if name == "llama3" else QWEN3_MOE)[d_model]
+    published = {"llama3": LLAMA3, "qwen3-moe": QWEN3_MOE, "deepseek-v3": {7168: (61, 128, 2048)}}[name][d_model]
     assert wl.transformer.heads == published[1]
 
 
@@ -202,3 +205,110 @@ def test_plan_llama3_at_1e26_on_h100_in_90_days(capsys):
     n_star, d_star = law(1e26, flop / params)
     assert abs(wl["params"] / n_star - 1) < 0.005 and abs(wl["tokens"] / d_star - 1) < 0.005
     assert abs(wl["compute_flop"] / 1e26 - 1) < 0.005 and wl["requested_compute_flop"] == 1e26
+
+
+# DeepSeek-V3 (arXiv:2412.19437 §4.2; huggingface.co/deepseek-ai/DeepSeek-V3 config.json): MLA with q latent 1536,
+# kv latent 512, per-head widths 128 (no rope) + 64 (rope) and value 128; 256 routed experts of width 2048 (at 7168
+# wide) + 1 shared, top-8; the first 3 layers dense of width 18432; vocabulary 129280, untied; sequences of 4096.
+
+
+def deepseek_by_hand(d: int, layers: int, heads: int, d_ff: int, e: int) -> tuple[int, int]:
+    """(params, non-embedding active params): every GEMM weight, the router (d x 256 per MoE layer) included."""
+    attn = d * 1536 + 1536 * heads * (128 + 64) + d * (512 + 64) + 512 * heads * (128 + 128) + heads * 128 * d
+    dense, moe_layers = 3 * (attn + 3 * d * d_ff), layers - 3
+    params = dense + moe_layers * (attn + 257 * 3 * d * e + 256 * d) + 2 * DEEPSEEK_VOCAB * d
+    active = dense + moe_layers * (attn + 9 * 3 * d * e + 256 * d)
+    return params, active
+
+
+def test_deepseek_v3_at_its_own_size_is_v3():
+    # The preset's hand count (models/deepseek-v3.toml): 671,025,397,760 weights, 37,551,276,032 active.
+    assert deepseek_by_hand(7168, 61, 128, 18432, 2048)[0] == 671_025_397_760
+    wl = shape_for_params("deepseek-v3", 671_025_397_760)
+    tr = wl.transformer
+    assert (wl.d_model, wl.layers, wl.d_ff, tr.expert_d_ff, tr.heads) == (7168, 61, 18432, 2048, 128)
+    assert (tr.attention, tr.q_lora_rank, tr.kv_lora_rank, tr.head_dim, tr.rope_head_dim, tr.v_head_dim) == \
+        ("mla", 1536, 512, 128, 64, 128)
+    assert wl.params == 671_025_397_760 and wl.active_params == 37_551_276_032
+
+
+@pytest.mark.parametrize("compute", [1e25, 1e26])
+def test_deepseek_v3_at_a_budget_by_hand(compute):
+    wl = workload_for_family("deepseek-v3", compute)
+    tr = wl.transformer
+    d, layers, e, d_ff = wl.d_model, wl.layers, tr.expert_d_ff, wl.d_ff
+    # V3's fixed choices, whatever the width.
+    assert (wl.experts, tr.top_k, tr.shared_experts, tr.dense_layers) == (256, 8, 1, 3)
+    assert (tr.attention, tr.q_lora_rank, tr.kv_lora_rank, tr.head_dim, tr.rope_head_dim, tr.v_head_dim) == \
+        ("mla", 1536, 512, 128, 64, 128)
+    assert (tr.vocab, tr.tied_embeddings, tr.ffn, wl.seq_len, tr.kv_heads) == (DEEPSEEK_VOCAB, False, "swiglu", 4096,
+                                                                               tr.heads)
+    # V3's ratios: heads x 128 = 16/7 d_model (128 at 7168), a multiple of 8; dense width 18/7 d_model (18432 at
+    # 7168) to a multiple of 128; expert width 2/7 d_model (2048) to a multiple of 128, or a quantum or two off it.
+    assert tr.heads * 128 * 7 == 16 * d and tr.heads % 8 == 0
+    assert d_ff % 128 == 0 and abs(d_ff - 18 * d / 7) <= 64
+    assert e % 128 == 0 and abs(e - 2 * d / 7) <= 2 * 128 + 64
+    # Depth: the least-squares log-log slope over V2-Lite, V2 and V3, through V3.
+    xs = [math.log(w) for w in DEEPSEEK_DEPTH]
+    ys = [math.log(n) for n in DEEPSEEK_DEPTH.values()]
+    mx, my = sum(xs) / 3, sum(ys) / 3
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    assert 0.69 < slope < 0.71  # 0.697
+    assert abs(math.log(layers / (61 * (d / 7168) ** slope))) < 0.15
+    assert layers * 256 <= 24576  # the planner's layers x experts bound: at most 96 layers
+    # The budget, by hand.
+    params, active = deepseek_by_hand(d, layers, tr.heads, d_ff, e)
+    flop = 6.0 * active + 6.0 * layers * 4096 * tr.heads * (128 + 64 + 128) + 6.0 * d * DEEPSEEK_VOCAB
+    assert wl.params == params and wl.model_flop_per_token == pytest.approx(flop, rel=1e-12)
+    n_star, d_star = law(compute, flop / params)
+    assert abs(params / n_star - 1) < 0.005 and abs(wl.tokens / d_star - 1) < 0.005
+    assert abs(flop * wl.tokens / compute - 1) < 0.005
+    assert wl.tokens % wl.batch_tokens == 0 and wl.family == "deepseek-v3"
+
+
+def test_family_members_that_differ_inform_the_depth_only():
+    fam = read_family("deepseek-v3")
+    assert [m.name for m in fam.members if m.shares_fixed_choices] == ["DeepSeek-V3"]
+    v2 = next(m for m in fam.members if m.name == "DeepSeek-V2")
+    assert (v2.experts, v2.top_k, v2.shared_experts, v2.dense_layers) == (160, 6, 2, 1)
+
+
+def test_a_depth_held_by_the_planners_bound_is_said():
+    # Qwen3 MoE at 1e26: the depth line through 48 @ 2048 and 94 @ 4096 gives 94 x (9984 / 4096)^0.97 = 223 layers,
+    # but 24576 / 128 experts = 192 is the most the planner accepts.
+    wl = workload_for_family("qwen3-moe", 1e26)
+    assert wl.layers == 192 and round(94 * (wl.d_model / 4096) ** (math.log(94 / 48) / math.log(2))) == 223
+    assert "depth held at 192 layers, not the depth rule's 223" in wl.label and "24576" in wl.label
+    assert "depth held" not in workload_for_family("deepseek-v3", 1e26).label  # 94 layers, the rule's 94.5
+
+
+def test_a_family_file_that_breaks_its_rules_is_refused():
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from planner.schema.family import ModelFamily
+    from planner.workload.scaling import _preset_dir
+
+    doc = tomllib.loads(_preset_dir().joinpath("families", "deepseek-v3.toml").read_text(encoding="utf-8"))
+    ModelFamily(name="deepseek-v3", **doc)  # as shipped
+    members = [dict(m) for m in doc["members"]]
+    members[-1]["experts"] = 160  # the line is drawn through the last member: it must have the family's design
+    with pytest.raises(ValidationError, match="must share every fixed choice"):
+        ModelFamily(name="x", **{**doc, "members": members})
+    with pytest.raises(ValidationError, match="heads_multiple"):
+        ModelFamily(name="x", **{k: v for k, v in doc.items() if k != "heads_multiple"})
+    with pytest.raises(ValidationError, match="no kv_heads"):
+        ModelFamily(name="x", **{**doc, "kv_heads": 8})
+
+
+@pytest.mark.slow
+def test_deepseek_v3_at_1e25_plans():
+    """A 1.12e12-total, 6.05e10-active DeepSeek-V3-style MoE at 1e25 FLOP plans on H100s within 90 days (about 6 s of
+    search; before the presolve row cap it stopped in presolve at the 60 s limit)."""
+    from planner.api import plan
+
+    wl = workload_for_family("deepseek-v3", 1e25)
+    doc = plan(workload=wl, gpu="h100", days=90, time_limit_s=60)
+    assert doc.status == "optimal" and doc.training_days <= 90
+    assert doc.workload.family == "deepseek-v3" and doc.workload.transformer.attention == "mla"

@@ -126,7 +126,25 @@ def load_plan_file(path: Path) -> Plan:
         return Plan.model_validate_json(text)
     except ValidationError as exc:
         raise InvalidInput(f"'{path}' is not a plan document as printed by `plan --json`: "
-                           f"{validation_message(exc)}") from None
+                           f"{validation_message(exc)}{_which_document(text)}") from None
+
+
+def _which_document(text: str) -> str:
+    """For a file that is another of plan's JSON documents, the words that say which and where its plan is."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth (hostile input)
+        return ""
+    if not isinstance(doc, dict):
+        return ""
+    if "options" in doc and "ranked_by" in doc:
+        return ("; it is a Comparison (plan --gpu A,B --json): each plan is under options[k].plan, e.g. "
+                "jq '.options[0].plan'")
+    if "target" in doc and isinstance(doc.get("plan"), dict):
+        return "; it is a LaunchDocument (plan --emit --json): its plan is under .plan, e.g. jq .plan"
+    return ""
 
 
 def hardware_of_plan(doc: Plan, gpu: str | None) -> str:

@@ -60,7 +60,7 @@ def limits_command(
         emit_json(to_json(rows))
         return
     console = stdout_console()
-    console.print(limits_table(rows))
+    console.print(limits_table(rows, width=console.width))
     r = rows[0]
     console.print(assumptions_text(r))
     console.print(f"Latency bounds at these b, L, E, t_L (hardware-independent): utilisation-preserving runs up to "
@@ -68,4 +68,4 @@ def limits_command(
                   f"{fmt_sci(r.n_params_limit, 2)} (Eq. 17), T <= {fmt_sci(r.t_limit_flop, 2)} FLOP (Eq. 18).")
     if inferred:
         console.print()
-        console.print(inferred_table(rows))
+        console.print(inferred_table(rows, width=console.width))

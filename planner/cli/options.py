@@ -70,8 +70,9 @@ ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="A model preset name (see models/) or a path to a preset TOML file.", metavar="PRESET|FILE.toml",
     rich_help_panel=WORKLOAD_PANEL, show_default=False)]
 ModelFamilyOpt = Annotated[str | None, typer.Option(
-    "--model-family", help="With --compute: scale a published family (llama3, qwen3-moe; models/families/) to the "
-    "budget by its rules and plan it as a real transformer (docs/families.md).", metavar="NAME",
+    "--model-family", help="With --compute: scale a published family (llama3, qwen3-moe, deepseek-v3; "
+    "models/families/) to the budget by its rules and plan it as a real transformer (docs/families.md).",
+    metavar="NAME",
     rich_help_panel=WORKLOAD_PANEL, show_default=False)]
 SparseOpt = Annotated[bool, typer.Option(
     "--sparse", help="With --compute: a sparse (mixture-of-experts) model, E = 8 sqrt(d_model d_ff / (4 12288^2)).",
@@ -112,12 +113,13 @@ PrecisionOpt = Annotated[Precision | None, typer.Option(
     show_default=False, case_sensitive=False)]
 GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file; for `plan`, several "
-    "comma-separated (h100,h200,b200,gb200-nvl72) or 'all' plan each and rank them (--objective).",
+    "comma-separated (e.g. h100,b200) or 'all' plan each and rank them (--objective).",
     metavar="NAME|FILE.toml")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
                                        rich_help_panel=OUTPUT_PANEL)]
 PriceOpt = Annotated[float | None, number_option(
-    "--price-per-gpu-hour", help="Price in USD per GPU-hour; adds the run's cost.", rich_help_panel=OUTPUT_PANEL,
+    "--price-per-gpu-hour", help="Price in USD per GPU-hour (at most 1,000), in place of the hardware file's dated "
+    "market figure; with several accelerators, for all of them (--gpu-price sets one).", rich_help_panel=OUTPUT_PANEL,
     show_default=False)]
 DpOverlapOpt = Annotated[bool | None, typer.Option(
     "--dp-overlap/--no-dp-overlap", help="Let the DP gradient all-reduce overlap with compute (default: the "

@@ -29,7 +29,6 @@ from planner.cli.options import (
     FailuresOpt,
     GoodputOpt,
     GpuOpt,
-    JsonOpt,
     LatencyOpt,
     LayersOpt,
     MemoryHeadroomOpt,
@@ -110,7 +109,10 @@ def plan_command(
     max_gpus: Annotated[int | None, whole_option(
         "--max-gpus", help="A buyer's limit: at most N GPUs. The fewest within it that meet --days, or why not and "
         "what fits.", rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document and nothing else on stdout: a Plan; with several accelerators a "
+        "Comparison, with --emit a LaunchDocument (`planner schema`; docs/api.md).", rich_help_panel=OUTPUT_PANEL)
+    ] = False,
     d_model: DModelOpt = None,
     d_ff: DFfOpt = None,
     layers: LayersOpt = None,
@@ -157,7 +159,8 @@ def plan_command(
         rich_help_panel=COMPARE_PANEL, show_default=False, case_sensitive=False)] = None,
     gpu_price: Annotated[list[str] | None, typer.Option(
         "--gpu-price", help="With several accelerators: the price of one of them, USD per GPU-hour, e.g. h100=2.5 "
-        "(repeatable; the others keep --price-per-gpu-hour or their hardware file's).", metavar="NAME=USD",
+        "(repeatable, or h100=2.5,b200=6; the others keep --price-per-gpu-hour or their hardware file's).",
+        metavar="NAME=USD",
         rich_help_panel=COMPARE_PANEL, show_default=False)] = None,
 ) -> None:
     """Smallest cluster and optimal layout that trains the model within --days (or the fastest on --gpus)."""
@@ -194,6 +197,8 @@ def plan_command(
         names = accelerator_names(gpu)
     else:
         names = [gpu]
+    if confidence is None and (samples, seed) != (64, 0):  # the defaults above: a changed one asks for sampling
+        raise InvalidInput("--samples and --seed set the sampling of --confidence P: add --confidence (e.g. 0.9)")
     if confidence is not None:
         from planner.confidence import check_request
 
@@ -268,7 +273,7 @@ def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: 
     """`plan --gpu A,B,...`: every accelerator planned, one table (or one Comparison document); exit 1 when none
     meets the request."""
     from planner.compare import compare, parse_prices
-    from planner.render.compare import comparison_table
+    from planner.render.compare import comparison_renderables
 
     with searching(enabled=not (json_out or quiet)):
         result = compare(names, objective=objective, prices=parse_prices(gpu_price),  # type: ignore[arg-type]
@@ -277,9 +282,8 @@ def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: 
         emit_json(to_json(result))
     else:
         console = stdout_console()
-        console.print(comparison_table(result))
-        for note in result.notes:
-            console.print(f"note: {note}")
+        for item in comparison_renderables(result, console.width):
+            console.print(item)
     if not any(o.status in ("optimal", "feasible") for o in result.options):
         sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option says "
                          "why)\n")

@@ -79,10 +79,12 @@ def sweep_command(
         metavar="FIELD=VALUE", show_default=False)] = None,
 ) -> None:
     """Plan a log-spaced range of compute on one or more systems: MFU, cluster and layout per point (Figs. 6-9)."""
+    from rich.text import Text
+
     from planner.api import resolve
     from planner.files import journal
     from planner.overrides import parse_overrides
-    from planner.render.sweep import _check_outputs, summary_table, sweep_table, write_csv, write_plots
+    from planner.render.sweep import _check_outputs, summary_notes, summary_table, sweep_table, write_csv, write_plots
     from planner.schema.request import check_positive
     from planner.sweep import compute_grid, read_journal
 
@@ -116,6 +118,8 @@ def sweep_command(
     console = stdout_console()  # the terminal's width (COLUMNS when set); 140 columns when piped
     console.print(sweep_table(res, console.width))
     console.print(summary_table(res))
+    for line in summary_notes(res):
+        console.print(Text(line))
     for path in ([csv_file] if csv_file else []) + written:
         console.print(f"wrote {path}")
 

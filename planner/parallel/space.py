@@ -235,26 +235,60 @@ def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
 
 
 def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None,
-                               keep_rows: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
-                               ) -> dict[str, np.ndarray] | None:
+                               keep_rows: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
+                               max_size: float | None = None) -> dict[str, np.ndarray] | None:
     """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
     that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
-    did. `keep_rows` (a mask over a slice's columns) drops rows slice by slice, so that the rows a search excludes
-    anyway (a fixed cluster's GPU count that a row's size does not divide) are never held all at once: the rows kept
-    are the same, in the same order, as filtering the whole table afterwards."""
+    did. `max_size`: rows whose model-parallel GPU count (`mp_size`) exceeds it are left out, for a search that
+    looks at no larger cluster (every tuple of such a row has more GPUs); they are found on the index grid and only
+    the rows kept are gathered. `keep_rows` (a mask over a slice's gathered columns) drops more rows slice by slice
+    (a fixed cluster's GPU count that a row's size does not divide). Either way a large space is never held whole,
+    and the rows kept are the same, in the same order, as filtering the whole table afterwards."""
+    names = list(space.values)
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
+    pp_of_row = space.pp_i_zb["pp"].astype(np.float64)
+    shape = tuple(len(a) for a in axes[1:])
     parts: list[dict[str, np.ndarray]] = []
     for first in axes[0]:
         if out_of_time is not None and out_of_time():
             return None
-        grids = [g.ravel() for g in np.meshgrid(np.array([first]), *axes[1:], indexing="ij")]
-        cols = {name: grids[k] for k, name in enumerate(space.values)}
-        cols.update({k: v[grids[-1]] for k, v in space.pp_i_zb.items()})
-        keep = sp_allows(cols["tp_ff"], cols["sp"])
+        # Broadcast views of each axis over the slice's grid (meshgrid 'ij' order): nothing is copied until the
+        # rows are chosen.
+        grid = dict(zip(names, np.meshgrid(np.array([first]), *axes[1:-1], np.array([0]), indexing="ij",
+                                           sparse=True)))
+        pp_view = pp_of_row.reshape((1,) * len(names) + (-1,))
+        keep = sp_allows(grid["tp_ff"], grid["sp"])
+        if max_size is not None:
+            size = pp_view
+            for d in DEGREES:
+                if d not in ("dp", "pp"):
+                    size = size * grid[d].astype(np.float64)
+            keep = keep & (size <= max_size)
+        flat = np.nonzero(np.broadcast_to(keep, (1, *shape)).ravel())[0]
+        index = np.unravel_index(flat, shape)
+        cols = {names[0]: np.full(len(flat), first, dtype=axes[0].dtype)}
+        cols.update({name: axes[k + 1][index[k]] for k, name in enumerate(names[1:])})
+        cols.update({k: v[index[-1]] for k, v in space.pp_i_zb.items()})
         if keep_rows is not None:
-            keep &= keep_rows(cols)
-        parts.append({k: v[keep] for k, v in cols.items()})
+            more = keep_rows(cols)
+            cols = {k: v[more] for k, v in cols.items()}
+        parts.append(cols)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def model_parallel_sizes(space: Space) -> np.ndarray:
+    """The distinct `mp_size` values of `model_parallel_rows(space)`, ascending, without building the rows: the
+    products of every degree value but N_DP's and every N_PP. The options (sp, recomputation, ZeRO) do not change a
+    row's size; sp on is refused only with N_TP,ff = 1, so with sp fixed on N_TP,ff = 1 has no row."""
+    axes = {d: space.values[d] for d in DEGREES if d not in ("dp", "pp")}
+    if 0 not in space.values["sp"]:
+        axes["tp_ff"] = axes["tp_ff"][axes["tp_ff"] > 1]
+    if min(len(space.pp_i_zb["pp"]), *(len(v) for v in space.values.values()), *(len(v) for v in axes.values())) == 0:
+        return np.zeros(0)
+    sizes = np.unique(space.pp_i_zb["pp"]).astype(np.float64)
+    for values in axes.values():
+        sizes = np.unique(np.multiply.outer(sizes, values.astype(np.float64)).ravel())
+    return sizes
 
 
 def mp_size(mp: Mapping[str, np.ndarray]) -> np.ndarray:

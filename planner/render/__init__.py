@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 
 
 class StdoutConsole(Console):
     """A rich Console that lets a closed pipe (`plan | head -1`) reach `planner.cli.run` as BrokenPipeError,
-    which exits 141 like a shell's SIGPIPE, instead of rich's own exit code 1 (the code for "no plan")."""
+    which exits 141 like a shell's SIGPIPE, instead of rich's own exit code 1 (the code for "no plan").
+
+    Markup is off: the reports style with `Text` objects, and every string they print is data (a hardware file's
+    "[economics]" table, a description a user file wrote) that rich would otherwise read as a style tag, dropping
+    it or, for an unmatched "[/x]", failing with MarkupError."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("markup", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

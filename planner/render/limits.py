@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, LimitsRow
@@ -38,38 +39,42 @@ def _round_sig(x: float, sig: int) -> float:
     return round(x, sig - 1 - math.floor(math.log10(abs(x))))
 
 
-def limits_table(rows: Sequence[LimitsRow], title: str = "Closed-form limits (paper §5, Table 2)") -> Table:
-    """One line per system: C, B_net, B_DRAM, S, d', b', T_critical (Eq. 13) and T_limit (Eq. 18).
+def limits_table(rows: Sequence[LimitsRow], title: str = "Closed-form limits (paper §5, Table 2)",
+                 width: int | None = None) -> Table:
+    """One line per system: C, B_net, B_DRAM, S, d', b', T_critical (Eq. 13) and T_limit (Eq. 18); with `width`
+    (the terminal's columns) and too wide for it, one column per system instead (fit_table).
 
     The caption states the shared assumptions (b, L, E, duration, t_L, alpha) when all rows share them.
     """
-    table = Table(title=title)
-    table.add_column("System")
-    table.add_column("GPUs/device", justify="right")
-    table.add_column("Arithmetic\n(MAC/s, peak)", justify="right")
-    table.add_column("Network\n(words/s, 1 dir)", justify="right")
-    table.add_column("DRAM\n(words/s, 1 dir)", justify="right")
-    table.add_column("SRAM\n(words)", justify="right")
-    table.add_column("d'", justify="right")
-    table.add_column("b'", justify="right")
-    table.add_column("T_critical\n(FLOP, Eq. 13)", justify="right")
-    table.add_column("T_limit\n(FLOP, Eq. 18)", justify="right")
-    for r in rows:
-        table.add_row(
-            r.hardware,
-            str(r.gpus_per_device),
-            fmt_sci(r.c_mac_per_s, 3),
-            fmt_sci(r.b_net_words_per_s, 2),
-            fmt_sci(r.b_dram_words_per_s, 2),
-            fmt_si(r.sram_words),
-            fmt_si(r.d_prime),
-            f"{fmt_si(r.b_prime)} ({'SRAM' if r.weights_in_sram else 'DRAM'})",
-            fmt_sci(r.t_critical_flop, 2),
-            fmt_sci(r.t_limit_flop, 2),
-        )
-    if rows:
-        table.caption = _caption(rows)
-    return table
+    headers = ("System", "GPUs/device", "Arithmetic\n(MAC/s, peak)", "Network\n(words/s, 1 dir)",
+               "DRAM\n(words/s, 1 dir)", "SRAM\n(words)", "d'", "b'", "T_critical\n(FLOP, Eq. 13)",
+               "T_limit\n(FLOP, Eq. 18)")
+    body = [(r.hardware, str(r.gpus_per_device), fmt_sci(r.c_mac_per_s, 3), fmt_sci(r.b_net_words_per_s, 2),
+             fmt_sci(r.b_dram_words_per_s, 2), fmt_si(r.sram_words), fmt_si(r.d_prime),
+             f"{fmt_si(r.b_prime)} ({'SRAM' if r.weights_in_sram else 'DRAM'})", fmt_sci(r.t_critical_flop, 2),
+             fmt_sci(r.t_limit_flop, 2)) for r in rows]
+    return fit_table(title, headers, body, _caption(rows) if rows else None, width)
+
+
+def fit_table(title: str, headers: Sequence[str], body: Sequence[Sequence[str]], caption: str | None,
+              width: int | None) -> Table:
+    """A table with one row per system (the first cell names it), its figures never wrapped; when that is wider
+    than `width`, the same cells turned a quarter: one row per quantity, one column per system, so that no figure
+    is cut to an ellipsis at an 80-column terminal."""
+    table = Table(title=title, caption=caption)
+    for k, h in enumerate(headers):
+        table.add_column(h, justify="left" if k == 0 else "right", no_wrap=k > 0)
+    for cells in body:
+        table.add_row(*cells)
+    if width is None or Console(width=10_000, markup=False).measure(table).maximum <= width:
+        return table
+    turned = Table(title=title, caption=caption)
+    turned.add_column(headers[0])
+    for cells in body:
+        turned.add_column(cells[0], justify="right", no_wrap=True)
+    for k, h in enumerate(headers[1:], start=1):
+        turned.add_row(h.replace("\n", " "), *(cells[k] for cells in body))
+    return turned
 
 
 def _caption(rows: Sequence[LimitsRow]) -> str:
@@ -104,13 +109,12 @@ def assumptions_text(row: LimitsRow) -> str:
             "communication, 4 t_L per layer per step (Eq. 17), D = 20 N_p; a node is one device at peak arithmetic.")
 
 
-def inferred_table(rows: Sequence[LimitsRow]) -> Table:
+def inferred_table(rows: Sequence[LimitsRow], width: int | None = None) -> Table:
     """Eq. 18's T_limit beside the latency wall `plan` reports for the inferred shape, and Eq. 18 again at that
     shape's b, L and per-layer latency (which lands near the planner's number: the gap is the assumptions)."""
-    table = Table(title="The latency wall two ways: Eq. 18 (fixed b, L, t_L) and `plan` (inferred shape)")
-    for col in ("System", "T_limit\n(Eq. 18)", "plan's bound\n(inferred shape)", "its b\n(tokens)", "its L",
-                "its E", "critical path\nper layer", "Eq. 18 at its\nb, L, E, t_L = path/4"):
-        table.add_column(col, justify="left" if col == "System" else "right")
+    headers = ("System", "T_limit\n(Eq. 18)", "plan's bound\n(inferred shape)", "its b\n(tokens)", "its L", "its E",
+               "critical path\nper layer", "Eq. 18 at its\nb, L, E, t_L = path/4")
+    body = []
     for r in rows:
         w = r.inferred
         if w is None:
@@ -118,18 +122,20 @@ def inferred_table(rows: Sequence[LimitsRow]) -> Table:
         if (w.compute_flop is None or math.isinf(w.compute_flop) or w.batch_tokens is None or w.layers is None
                 or w.experts is None or w.layer_critical_path_s is None or w.eq18_flop is None):
             beyond = "below 1e18" if w.compute_flop is None else "above 1e40"  # the accepted --compute range
-            table.add_row(r.hardware, fmt_sci(r.t_limit_flop, 2), beyond, *("—",) * 5)
+            body.append((r.hardware, fmt_sci(r.t_limit_flop, 2), beyond, *("—",) * 5))
             continue
-        table.add_row(r.hardware, fmt_sci(r.t_limit_flop, 2), fmt_sci(w.compute_flop, 3), fmt_sci(w.batch_tokens, 2),
-                      f"{w.layers:g}", f"{w.experts:g}", f"{w.layer_critical_path_s * 1e6:.3g} µs",
-                      fmt_sci(w.eq18_flop, 3))
+        body.append((r.hardware, fmt_sci(r.t_limit_flop, 2), fmt_sci(w.compute_flop, 3), fmt_sci(w.batch_tokens, 2),
+                     f"{w.layers:g}", f"{w.experts:g}", f"{w.layer_critical_path_s * 1e6:.3g} µs",
+                     fmt_sci(w.eq18_flop, 3)))
     first = next((r.inferred for r in rows if r.inferred is not None), None)
+    caption = None
     if first is not None:
-        table.caption = (
+        caption = (
             f"`plan --compute C{' --sparse' if first.sparse else ''}` infers the shape at each C (App. 8.1.4, "
             f"{first.batch_law} batch law: b and L grow with C) and is infeasible once one microbatch's critical path "
             "through all L layers, times the D/b steps, exceeds the run; past it, it prints this bound as \"at most "
             "about X FLOP\". Eq. 18 keeps b, L and t_L fixed; at the inferred shape's b/L and with t_L = a quarter of "
             "the hardware's per-layer critical path it gives nearly the same number: the two differ by their "
             "assumptions, not their physics.")
-    return table
+    return fit_table("The latency wall two ways: Eq. 18 (fixed b, L, t_L) and `plan` (inferred shape)", headers,
+                     body, caption, width)

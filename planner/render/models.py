@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from planner.render.limits import fmt_si
@@ -18,26 +18,52 @@ def _kind(preset: ModelPreset) -> str:
         return "toy MLP" + (f", {wl.experts} experts" if wl.experts > 1 else "")
     tr = wl.transformer
     moe = f", MoE {wl.experts} x top-{tr.top_k}" if wl.experts > 1 else ""
-    return f"transformer ({tr.attention.upper()}, {tr.ffn}{moe})"
+    # 'gqa' is the formula family: its own words say which (render.plan words a plan's attention the same way)
+    attention = ("MLA" if tr.attention == "mla" else "MHA" if tr.kv_heads == tr.heads else "MQA" if tr.kv_heads == 1
+                 else "GQA")
+    return f"transformer ({attention}, {tr.ffn}{moe})"
 
 
-def models_list_table(presets: Iterable[ModelPreset]) -> Table:
-    table = Table(title="Model presets (models/*.toml; --model NAME)", title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("kind")
-    table.add_column("params", justify="right")
-    table.add_column("active", justify="right")
-    table.add_column("layers", justify="right")
-    table.add_column("d_model", justify="right")
-    table.add_column("seq", justify="right")
-    table.add_column("batch (tokens)", justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("description")
+MODELS_DROP_ORDER = ("description", "seq", "batch (tokens)", "active", "d_model")
+"""Columns left out, in this order, until the list fits the terminal (`models show NAME` has every size)."""
+
+
+def models_list_table(presets: Iterable[ModelPreset], width: int | None = None) -> Table:
+    """One row per preset. With `width` (the terminal's columns), the columns of MODELS_DROP_ORDER are left out, one
+    at a time, until the table fits; the title says which. Names and figures are never cut."""
+    presets = list(presets)
+    dropped: list[str] = []
+    table = _models_table(presets, dropped)
+    for col in MODELS_DROP_ORDER:
+        if width is None:
+            break
+        # fits: its figures and names whole, and each text column at least 16 wide (`minimum` is the longest word)
+        if Console(width=10_000, markup=False).measure(table).minimum + 16 * _text_columns(table) <= width:
+            break
+        dropped.append(col)
+        table = _models_table(presets, dropped)
+    return table
+
+
+def _text_columns(table: Table) -> int:
+    return sum(1 for c in table.columns if not c.no_wrap)
+
+
+def _models_table(presets: list[ModelPreset], dropped: list[str]) -> Table:
+    left_out = f" (narrow terminal: {', '.join(dropped)} left out; `planner models show NAME`)" if dropped else ""
+    table = Table(title=f"Model presets (models/*.toml; --model NAME){left_out}", title_justify="left")
+    cols = ("name", "kind", "params", "active", "layers", "d_model", "seq", "batch (tokens)", "tokens", "description")
+    for col in cols:
+        if col in dropped:
+            continue
+        text = col in ("kind", "description")
+        table.add_column(col, style="bold" if col == "name" else "", justify="left" if text or col == "name"
+                         else "right", no_wrap=not text)
     for p in presets:
         wl = p.workload
-        table.add_row(p.name, _kind(p), fmt_si(wl.params, 3), fmt_si(wl.active_params, 3), str(wl.layers),
-                      str(wl.d_model), str(wl.seq_len), fmt_si(wl.batch_tokens, 3), fmt_si(wl.tokens, 3),
-                      p.description)
+        cells = (p.name, _kind(p), fmt_si(wl.params, 3), fmt_si(wl.active_params, 3), str(wl.layers),
+                 str(wl.d_model), str(wl.seq_len), fmt_si(wl.batch_tokens, 3), fmt_si(wl.tokens, 3), p.description)
+        table.add_row(*(c for col, c in zip(cols, cells, strict=True) if col not in dropped))
     return table
 
 

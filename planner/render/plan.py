@@ -77,7 +77,9 @@ def fmt_gb(n_bytes: float | None) -> str:
         return "—"
     if not math.isfinite(n_bytes):
         return "∞"
-    return f"{n_bytes / 1e9:,.4g} GB"
+    gb = n_bytes / 1e9
+    # '.4g' turns 12,430 into '1.243e+04': whole GB with separators from 10,000 on (a checkpoint of a large model)
+    return f"{gb:,.0f} GB" if 1e4 <= abs(gb) < 1e15 else f"{gb:,.4g} GB"
 
 
 def fmt_flops(flops: float) -> str:
@@ -123,7 +125,7 @@ def _share(part: float, whole: float | None) -> str:
 def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
-    table.add_column("")
+    table.add_column("", overflow="fold")  # a long URL breaks across lines instead of losing its end to "…"
     for row in rows:
         table.add_row(*row)
     return table
@@ -148,6 +150,10 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
                     "(infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
+    c = plan.confidence
+    if c is not None and c.gpus is not None and not evaluated:  # the cluster is the P-cluster, not the point answer
+        what = (f"Plan at P={c.probability:g} (meets {c.deadline_days:g} days in {c.met:.0%} of samples; point "
+                f"estimate {c.point_gpus or 0:,} GPUs)")
     if plan.warnings:  # optimal under the cost model, but not a cluster anyone has announced: never just "Optimal"
         what += " under the cost model, BEYOND ANY ANNOUNCED BUILD (see warnings)"
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
@@ -189,8 +195,9 @@ def sensitivity_table(plan: Plan) -> Table:
     sens = _part(plan.sensitivity, "sensitivity")
     t = Table(title=f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
                     f"{fmt_days(sens.base_days)})", title_justify="left")
-    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU swing", "days swing"):
-        t.add_column(col, justify="right" if "swing" in col else "left", no_wrap=col == "input")
+    # at a narrow terminal a long input name or figure folds onto the next line; nothing is cut to "…"
+    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU\nswing", "days\nswing"):
+        t.add_column(col, justify="right" if "swing" in col else "left", overflow="fold")
 
     def cell(value: str, g: int | None, d: float | None) -> str:
         return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
@@ -651,11 +658,11 @@ def levels_summary(hw: Hardware) -> str:
 def hardware_list_table(hardware: Iterable[Hardware]) -> Table:
     table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
                   title_justify="left")
-    table.add_column("name", style="bold")
+    table.add_column("name", style="bold", no_wrap=True)  # the name to type: never cut
     table.add_column("GPU")
     table.add_column("network levels, bottom-up")
-    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right")
-    table.add_column("HBM", justify="right")
+    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right", no_wrap=True)
+    table.add_column("HBM", justify="right", no_wrap=True)
     for hw in hardware:
         table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
                       f"{hw.gpu.hbm_bytes / 1e9:g} GB")
@@ -680,8 +687,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     ])
     gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
     gpu.add_column("field", style="bold")
-    gpu.add_column("value", justify="right")
-    gpu.add_column("source")
+    gpu.add_column("value", justify="right", no_wrap=True)
+    gpu.add_column("source", overflow="fold")
     for key, (field, scale) in GPU_KEYS.items():
         raw = getattr(hw.gpu, field)
         if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
@@ -699,8 +706,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
     levels = Table(title="Network levels (bottom-up)", title_justify="left")
     levels.add_column("level", style="bold")
     levels.add_column("field")
-    levels.add_column("value", justify="right")
-    levels.add_column("source")
+    levels.add_column("value", justify="right", no_wrap=True)
+    levels.add_column("source", overflow="fold")
     for k, lvl in enumerate(hw.levels):
         if k:
             levels.add_section()
@@ -718,8 +725,8 @@ def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
             levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
     econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
     econ.add_column("field", style="bold")
-    econ.add_column("value", justify="right")
-    econ.add_column("source")
+    econ.add_column("value", justify="right", no_wrap=True)
+    econ.add_column("source", overflow="fold")
     for key, (field, _) in ECONOMICS_KEYS.items():
         raw = None if hw.economics is None else getattr(hw.economics, field)
         econ.add_row(key, "none" if raw is None else _file_value(raw),

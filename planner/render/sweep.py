@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.files import check_output, safe_file_part, write_atomic
+from planner.render.plan import fmt_pct
 from planner.schema import Plan
 from planner.sweep import SweepResult
 
@@ -66,7 +67,7 @@ def sweep_table(res: SweepResult, width: int | None = None) -> Table:
 
 
 def _table_width(table: Table) -> int:
-    return Console(width=10_000).measure(table).maximum
+    return Console(width=10_000, markup=False).measure(table).maximum
 
 
 def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
@@ -91,7 +92,7 @@ def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
         cost = (_usd(p.cost_usd),) if priced else ()
         cells = (p.hardware, _sci(_requested(p)), _sci(p.workload.compute_flop),
                  "-" if p.gpus is None else f"{p.gpus:,}",
-                 "-" if p.mfu is None else f"{p.mfu:.3f}",
+                 "-" if p.mfu is None else fmt_pct(p.mfu),
                  "-" if p.training_days is None else f"{(p.wall_clock_days or p.training_days):.1f}", *cost,
                  *(("-",) * 5 if lay is None else (str(lay.dp), str(lay.tp_ff), str(lay.tp_model), str(lay.pp),
                                                    str(lay.ep))),
@@ -102,14 +103,20 @@ def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
 
 
 def summary_table(res: SweepResult) -> Table:
+    """One row of figures per hardware; its notes, sentences, follow the table (summary_notes)."""
     t = Table(title="Per hardware", title_justify="left")
-    for col in ("hardware", "MFU ceiling", "80 % threshold", "end of linear scaling (FLOP)", "last feasible (FLOP)",
-                "notes"):
-        t.add_column(col)
+    for col in ("hardware", "MFU\nceiling", "80 %\nthreshold", "end of linear\nscaling (FLOP)",
+                "last feasible\n(FLOP)"):
+        t.add_column(col, no_wrap=True)
     for s in res.summaries:
-        t.add_row(s.hardware, f"{s.ceiling_mfu:.3f}", f"{s.threshold_mfu:.3f}", _sci(s.end_of_linear_scaling_flop),
-                  _sci(s.last_feasible_flop), "; ".join(s.notes))
+        t.add_row(s.hardware, fmt_pct(s.ceiling_mfu), fmt_pct(s.threshold_mfu), _sci(s.end_of_linear_scaling_flop),
+                  _sci(s.last_feasible_flop))
     return t
+
+
+def summary_notes(res: SweepResult) -> list[str]:
+    """Each hardware's notes as lines ('h100: MFU stays >= ...'), printed under the summary table."""
+    return [f"{s.hardware}: {note}" for s in res.summaries for note in s.notes]
 
 
 def plan_row(p: Plan) -> dict:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from planner.errors import MAX_PRICE_PER_GPU_HOUR
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
 from planner.schema.goodput import FailureModel, Goodput
 from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
@@ -218,8 +219,9 @@ class Economics(_Frozen):
     turns it into a plan's megawatts, megawatt-hours and dollars). Switch power lives on each network level."""
 
     price_per_gpu_hour_usd: float | None = Field(
-        None, gt=0, description="Rental price per GPU-hour, USD (a dated list price or market index; its source says "
-        "which). None: no default price, a plan is priced only with --price-per-gpu-hour.")
+        None, gt=0, le=MAX_PRICE_PER_GPU_HOUR, description="Rental price per GPU-hour, USD (a dated list price or "
+        "market index; its source says which). None: no default price, a plan is priced only with "
+        "--price-per-gpu-hour.")
     board_W: float | None = Field(None, gt=0, description="GPU board power (TDP), watts per GPU. None: no power "
                                   "figure for this system.")
     node_overhead_W: float = Field(0.0, ge=0, description="Power of one node (gpus_per_node GPUs: a DGX server or an "
@@ -1077,6 +1079,8 @@ class AcceleratorOption(_Frozen):
     energy_MWh: float | None = Field(None, description="Facility energy for the wall-clock time, MWh (null without "
                                      "power figures).")
     mfu: float | None = Field(None, description="Model FLOP utilisation, fraction (0-1).")
+    warnings: list[str] = Field(default_factory=list, description="The plan's warnings (e.g. facility power beyond "
+                                "any announced build), one sentence each; a ranked option may carry them.")
     plan: Plan | None = Field(None, description="The full plan document, as `plan --json` prints it for this "
                               "accelerator (infeasible ones included); null for an error.")
 

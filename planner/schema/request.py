@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
-from planner.errors import InvalidInput, validation_message
+from planner.errors import MAX_PRICE_PER_GPU_HOUR, InvalidInput, validation_message
 from planner.schema import Facility, Hardware, Workload
 from planner.schema.goodput import FailureModel
 
@@ -81,6 +81,15 @@ def check_positive(name: str, value: float | None, unit: str = "") -> None:
         raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
 
 
+def check_price(name: str, value: float | None, given: str | None = None) -> None:
+    """None, or a price per GPU-hour in USD above 0 and at most MAX_PRICE_PER_GPU_HOUR (`given`: the value as the
+    message quotes it)."""
+    check_positive(name, value, " (USD per GPU-hour)")
+    if value is not None and value > MAX_PRICE_PER_GPU_HOUR:
+        raise InvalidInput(f"{name} {given or format(value, 'g')}: at most {MAX_PRICE_PER_GPU_HOUR:,.0f} USD per "
+                           "GPU-hour (market prices are $1-$15; give the price of one GPU for one hour)")
+
+
 def check_workers(workers: object) -> None:
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise InvalidInput(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r}")
@@ -134,7 +143,8 @@ class PlanRequest(BaseModel):
         60.0, description="Search time limit, seconds (None: no limit); a stopped search reports its bound and gap.")
     workers: int = Field(2, description=f"CP-SAT worker threads, 1 to {MAX_WORKERS}.")
     price_per_gpu_hour: float | None = Field(
-        None, description="Price, USD per GPU-hour; adds the run's cost (cost_usd) to the plan.")
+        None, description="Price, USD per GPU-hour (at most 1,000), in place of the hardware "
+        "file's; None: the file's dated market figure prices cost_usd.")
     fixed: dict[str, int] = Field(
         default_factory=dict, description="Dimensions pinned instead of searched, name -> value (tp_model, cp, sp, "
         "recompute, zero; e.g. {'recompute': 2} for full recomputation).")
@@ -197,7 +207,7 @@ class PlanRequest(BaseModel):
         # numbers as given (before pydantic makes a float of an int): the message quotes what the caller wrote
         check_positive("--days", data.get("days"))
         check_positive("--time-limit", data.get("time_limit_s"), " (seconds)")
-        check_positive("--price-per-gpu-hour", data.get("price_per_gpu_hour"))
+        check_price("--price-per-gpu-hour", data.get("price_per_gpu_hour"))
         check_positive("--power-mw", data.get("power_mw"), " (MW)")
         for flag, key in (("--max-gpus", "max_gpus"), ("--gpus", "gpus")):
             n = data.get(key)

@@ -755,6 +755,35 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                             cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
                             cpsat_bound_rank=stats.bound_rank, **kw)
 
+    # The largest cluster the search may look at, from the space's largest degrees and the limits, before any row
+    # is built: rows bigger than it pair with no N_DP inside [lo, n_max], so they are never built (the same windows,
+    # pairs and tuples as building them all).
+    if min(len(space.dp_m["dp"]), len(space.pp_i_zb["pp"]), *(len(v) for v in space.values.values())) == 0:
+        return result("infeasible", None)
+    n_max = float(space.pp_i_zb["pp"].max()) * float(space.dp_m["dp"].max())
+    for d in DEGREES:
+        if d not in ("dp", "pp"):
+            n_max *= float(space.values[d].max())
+    if hw.max_gpus is not None:
+        n_max = min(n_max, hw.max_gpus)
+    if options.max_gpus is not None:
+        n_max = min(n_max, options.max_gpus)
+    if options.gpus is not None:
+        lo, n_max = float(options.gpus), float(options.gpus)
+    else:
+        assert deadline_s is not None
+        lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
+    if goodput is not None and deadline_s is not None:
+        from planner.cost.step import peak_flops
+        from planner.goodput import useful_gpu_range
+
+        useful = useful_gpu_range(goodput, wl.compute_flop / peak_flops(hw, wl), deadline_s, n_max)
+        if useful is None or useful[0] > n_max:
+            return result("infeasible", None, gap=0.0, notes=[
+                "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
+                "training compute"])
+        lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
+
     sp_on = 1 in space.values["sp"]
     dp_values = np.unique(space.dp_m["dp"])
 
@@ -773,10 +802,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
         return keep
 
-    key = (wl, dataclasses.replace(options, min_gpus=None))
+    # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start).
+    key = (wl, dataclasses.replace(options, min_gpus=None), n_max)
     shared = _SHARED.get(key)
     if shared is None:
-        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows)
+        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
         if rows is None:
             return _presolve_out(result, clock)
         if len(rows["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
@@ -785,36 +815,17 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     mp, index = shared
     if clock.out:  # the limit covers presolve: building the space may already have spent it
         return _presolve_out(result, clock)
-    n_max = float(mp_size(mp).max()) * float(space.dp_m["dp"].max())
-    if hw.max_gpus is not None:
-        n_max = min(n_max, hw.max_gpus)
-    if options.max_gpus is not None:
-        n_max = min(n_max, options.max_gpus)
     shapes = ShapeTable.for_space(hw, wl, space)
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
-    if options.gpus is not None:
-        lo, n_max = float(options.gpus), float(options.gpus)
-    else:
-        assert deadline_s is not None
-        lo = max(1.0, math.floor(wl.compute_flop / (hw.gpu.sustained_flops * deadline_s)))
-    if goodput is not None and deadline_s is not None:
-        from planner.cost.step import peak_flops
-        from planner.goodput import useful_gpu_range
-
-        useful = useful_gpu_range(goodput, wl.compute_flop / peak_flops(hw, wl), deadline_s, n_max)
-        if useful is None or useful[0] > n_max:
-            return result("infeasible", None, gap=0.0, notes=[
-                "proven without a search: on no GPU count does N x goodput(N) x peak FLOP/s x deadline reach the "
-                "training compute"])
-        lo, n_max = max(lo, math.floor(useful[0])), min(n_max, math.ceil(useful[1]))
 
     def cap_for(n: float) -> int | None:
         if deadline_s is None:
             return None
-        cap = int(math.floor(deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S))
-        return None if cap > INT_MAX else cap  # beyond the model's integer range a deadline constrains nothing
+        quanta = deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S
+        # beyond the model's integer range (or past a float's, --days 1e300) a deadline constrains nothing
+        return None if not math.isfinite(quanta) or quanta > INT_MAX else math.floor(quanta)
 
     if options.min_gpus is not None and deadline_s is not None:
         # Counts below a proven bound are not visited. The tuples of each count, and their order, do not depend on
@@ -871,15 +882,16 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     return result("infeasible", None)
 
 
-_SHARED: dict[tuple[Workload, SearchOptions], tuple[dict[str, np.ndarray], PairIndex]] = {}
-"""The model-parallel rows of recent searches and their index, keyed by all they are built from: the workload and the
-options (the space's candidate values and the rows a search keeps read nothing else; a proven min_gpus only moves
-where the windows start). Re-plans that move a hardware, profile or failure input in one process share them
-(`plan --sensitivity`, `--confidence`). Read-only arrays: a search that wrote into them would fail loudly."""
+_SHARED: dict[tuple[Workload, SearchOptions, float], tuple[dict[str, np.ndarray], PairIndex]] = {}
+"""The model-parallel rows of recent searches and their index, keyed by all they are built from: the workload, the
+options and the largest cluster the search looks at (the space's candidate values and the rows a search keeps read
+nothing else; a proven min_gpus only moves where the windows start). Re-plans in one process that move a hardware,
+profile or failure input and keep that cluster share them (`plan --sensitivity`, `--confidence`). Read-only arrays:
+a search that wrote into them would fail loudly."""
 SHARED_ENTRIES = 4
 
 
-def _share(key: tuple[Workload, SearchOptions], rows: dict[str, np.ndarray], index: PairIndex
+def _share(key: tuple[Workload, SearchOptions, float], rows: dict[str, np.ndarray], index: PairIndex
            ) -> tuple[dict[str, np.ndarray], PairIndex]:
     for arr in [*rows.values(), index.order, index.mp_sorted, index.dps, index.m_counts, index.m_min, index.m_max]:
         arr.setflags(write=False)

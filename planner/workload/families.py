@@ -4,11 +4,13 @@ A family file (`models/families/NAME.toml`) lists the family's published members
 (head width, KV heads, vocabulary, experts, top-k, sequence length); the rules below read the rest off the members:
 
 * heads = attention_width x d_model / head_dim (the members' ratio), so d_model is a multiple of
-  kv_heads x head_dim / attention_width (heads a whole multiple of the KV heads, as GQA needs);
+  heads_multiple x head_dim / attention_width (heads a whole multiple of the KV heads, as GQA needs, or of the
+  family's heads_multiple for MLA);
 * depth: the piecewise-linear line through the members' (log d_model, log layers), extrapolated past the end
-  members with the slope of the nearest segment;
+  members with the slope of the nearest segment; or ('fit') the least-squares slope over the members, through the
+  last one;
 * MLP width: the family's own rule (`d_ff_rule`): Meta's SwiGLU width for Llama, a fixed ratio of d_model for
-  the experts of Qwen3 MoE.
+  the experts of Qwen3 MoE and for DeepSeek-V3's experts and dense layers.
 
 The budget follows the same law as `--compute` for the paper's model (App. 8.1.4): D = 20 N tokens, N every weight
 (total parameters for MoE, as the paper's sparse law counts them), and the trained compute C = (model FLOPs per
@@ -32,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidInput, validation_message
-from planner.schema import Workload
+from planner.schema import MAX_TRANSFORMER_LAYER_EXPERTS, MAX_TRANSFORMER_LAYERS, Workload
 from planner.schema.family import FamilyMember, ModelFamily
 from planner.workload.scaling import (
     BATCH_LAWS,
@@ -99,21 +101,35 @@ def read_family(name: str) -> ModelFamily:
 
 
 def d_model_step(fam: ModelFamily) -> int:
-    """d_model is a multiple of this: heads = attention_width d_model / head_dim must be a multiple of kv_heads."""
-    step = fam.kv_heads * fam.head_dim / fam.attention_width
-    if step != int(step):
-        raise InvalidInput(f"family {fam.name}: kv_heads x head_dim / attention_width = {step:g} is not whole")
-    return int(step)
+    """d_model is a multiple of this: heads = attention_width d_model / head_dim must be a multiple of the family's
+    group_heads (GQA: kv_heads). attention_width is a float read from TOML (DeepSeek-V3's is 16 / 7), so 'whole'
+    allows rounding error."""
+    step = fam.group_heads * fam.head_dim / fam.attention_width
+    if abs(step - round(step)) > 1e-9 * step:
+        raise InvalidInput(f"family {fam.name}: heads multiple x head_dim / attention_width = {step:g} is not whole")
+    return round(step)
 
 
 def rule_heads(fam: ModelFamily, d_model: int) -> int:
     return round(fam.attention_width * d_model / fam.head_dim)
 
 
+def depth_fit_slope(fam: ModelFamily) -> float:
+    """depth_rule 'fit': the least-squares slope of log(layers) on log(d_model) over every member."""
+    xs = [math.log(m.d_model) for m in fam.members]
+    ys = [math.log(m.layers) for m in fam.members]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
 def rule_layers(fam: ModelFamily, d_model: float) -> float:
-    """Depth for a width: the members' log-log line, extrapolated with the nearest segment's slope."""
-    pts = [(math.log(m.d_model), math.log(m.layers)) for m in fam.members]
+    """Depth for a width. 'piecewise': the members' log-log line, extrapolated with the nearest segment's slope;
+    'fit': the fitted slope through the last member (docs/families.md)."""
     x = math.log(d_model)
+    if fam.depth_rule == "fit":
+        anchor = fam.members[-1]
+        return anchor.layers * math.exp(depth_fit_slope(fam) * (x - math.log(anchor.d_model)))
+    pts = [(math.log(m.d_model), math.log(m.layers)) for m in fam.members]
     i = 0 if x <= pts[0][0] else len(pts) - 2 if x >= pts[-1][0] else \
         next(j for j in range(len(pts) - 1) if pts[j][0] <= x <= pts[j + 1][0])
     (x0, y0), (x1, y1) = pts[i], pts[i + 1]
@@ -134,9 +150,13 @@ def rule_expert_d_ff(fam: ModelFamily, d_model: int) -> int:
 
 def rule_d_ff(fam: ModelFamily, d_model: int) -> int:
     """The dense MLP width. 'llama': Meta's FeedForward (llama/model.py): hidden = int(2 x 4 d / 3), times
-    ffn_dim_multiplier (truncated), rounded up to multiple_of, with the nearest member's two constants."""
+    ffn_dim_multiplier (truncated), rounded up to multiple_of, with the nearest member's two constants. 'ratio':
+    d_ff_ratio x d_model to the nearest multiple of d_ff_multiple."""
     if fam.d_ff_rule == "expert":
         return rule_expert_d_ff(fam, d_model)
+    if fam.d_ff_rule == "ratio":
+        q = fam.d_ff_multiple
+        return max(q, q * round(fam.d_ff_ratio * d_model / q))
     m = _nearest_member(fam, d_model)
     assert m.ffn_dim_multiplier is not None and m.multiple_of is not None  # checked on load
     hidden = int(m.ffn_dim_multiplier * int(2 * 4 * d_model / 3))
@@ -148,17 +168,24 @@ def width_quantum(fam: ModelFamily) -> int:
     (Llama 3 8B: 1024), or the expert-width multiple."""
     if fam.d_ff_rule == "llama":
         return min(m.multiple_of for m in fam.members if m.multiple_of is not None)
+    if fam.d_ff_rule == "ratio" and fam.experts == 1:
+        return fam.d_ff_multiple
     return fam.expert_d_ff_multiple
 
 
 def family_workload(fam: ModelFamily, d_model: int, layers: int, batch_tokens: int, tokens: float | None,
                     label: str, requested_compute_flop: float | None = None, width_offset: int = 0) -> Workload:
     """The family's transformer at this width and depth (the other sizes by the rules, the MLP width moved by
-    `width_offset` quanta: the dense width, or the experts' for an MoE family), validated as any preset."""
-    fields: dict[str, Any] = dict(heads=rule_heads(fam, d_model), kv_heads=fam.kv_heads, head_dim=fam.head_dim,
+    `width_offset` quanta: the dense width, or the experts' for an MoE family, whose few leading dense layers keep
+    their rule's width), validated as any preset."""
+    heads = rule_heads(fam, d_model)
+    fields: dict[str, Any] = dict(heads=heads, kv_heads=fam.kv_heads or heads, head_dim=fam.head_dim,
                                   ffn=fam.ffn, vocab=fam.vocab, tied_embeddings=fam.tied_embeddings)
+    if fam.attention == "mla":
+        fields.update(attention="mla", q_lora_rank=fam.q_lora_rank, kv_lora_rank=fam.kv_lora_rank,
+                      rope_head_dim=fam.rope_head_dim, v_head_dim=fam.v_head_dim)
     shift = width_offset * width_quantum(fam)
-    d_ff = rule_d_ff(fam, d_model) + shift
+    d_ff = rule_d_ff(fam, d_model) + (shift if fam.experts == 1 else 0)
     if fam.experts > 1:
         expert = rule_expert_d_ff(fam, d_model) + shift
         fields.update(top_k=fam.top_k, expert_d_ff=expert, shared_experts=fam.shared_experts,
@@ -265,9 +292,30 @@ def _search(fam: ModelFamily, compute_flop: float | None = None, params: float |
                 candidates.append((miss, off_rule, (d, layers, offset), r))
     if not candidates:
         raise InvalidInput(f"family {fam.name}: no shape of the family fits the planner's limits near "
-                           f"{problems[len(problems) // 2] if problems else 'this size'}")
+                           f"{problems[len(problems) // 2] if problems else 'this size'}"
+                           + (f"; {_depth_limit_clause(fam)}" if fam.experts > 1 else ""))
     _, _, shape, r = min(candidates)
     return shape, r
+
+
+def max_layers(fam: ModelFamily) -> int:
+    """The most layers the planner accepts for this family: its bounds on layers, and on layers x experts
+    (planner.schema.MAX_TRANSFORMER_LAYER_EXPERTS, a bound on the search's work, docs/reliability.md)."""
+    return min(MAX_TRANSFORMER_LAYERS, MAX_TRANSFORMER_LAYER_EXPERTS // fam.experts)
+
+
+def _depth_limit_clause(fam: ModelFamily) -> str:
+    return (f"with {fam.experts} experts the planner accepts at most {max_layers(fam)} layers (its bound of "
+            f"{MAX_TRANSFORMER_LAYER_EXPERTS} layers x experts on the search's work, docs/reliability.md)")
+
+
+def depth_limit_note(fam: ModelFamily, d_model: int, layers: int) -> str:
+    """A sentence when the planner's depth bound, not the rules, set the depth (empty otherwise)."""
+    rule = rule_layers(fam, d_model)
+    if layers < max_layers(fam) or rule < max_layers(fam) + 0.5:
+        return ""
+    return (f"depth held at {layers} layers, not the depth rule's {rule:.0f} at d_model {d_model}: "
+            f"{_depth_limit_clause(fam)}")
 
 
 def shape_for_params(name: str, params: float, batch_sequences: int = 1) -> Workload:
@@ -302,6 +350,9 @@ def workload_for_family(name: str, compute_flop: float, batch_scaling: str = "pa
     steps = max(1, round(c / (probe.model_flop_per_token * batch)))
     label = (f"{fam.name} family (models/families/{fam.name}.toml) scaled to {c:.3g} FLOP: D = 20 N, "
              f"{batch_scaling} batch law, tokens for the requested compute")
+    capped = depth_limit_note(fam, d, layers)
+    if capped:
+        label += f"; {capped}"
     try:
         return family_workload(fam, d, layers, batch, float(steps * batch), label, requested_compute_flop=c,
                                width_offset=offset)
