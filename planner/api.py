@@ -717,6 +717,15 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
     notes = list(ignored)
+    if runs_on is not None:
+        # The framework's rules shrink the space (so the cluster can differ from a plain `plan`): say which.
+        rules = ["1F1B schedule", "no second tensor-parallel axis"]
+        if runs_on == "torchtitan" and workload.is_transformer:
+            rules += ["FSDP (ZeRO-3)", "no selective recomputation"]
+        if workload.transformer is not None and workload.transformer.attention == "gqa":
+            rules.append(f"tensor parallelism dividing the {workload.transformer.kv_heads} KV heads")
+        notes.append(f"searched only layouts {runs_on} runs ({', '.join(rules)}): the cluster may differ from a plan "
+                     "without --emit")
     if workload.family:
         notes.append(f"model scaled from the {workload.family} family's published configs by its rules "
                      f"(models/families/{workload.family}.toml, docs/families.md): N and D = 20 N for the budget")
