@@ -143,6 +143,7 @@ def test_power_mw_100_on_the_issue_case():
         assert p.facility_power_MW is not None and p.facility_power_MW <= 100.0
 
 
+@pytest.mark.slow  # > 5 s: runs in .ci/run's `-m slow` step
 def test_1e32_is_flagged_by_the_largest_announced_site():
     p = api.plan(1e32, "h100", 90)
     assert p.status == "optimal" and p.gpus is not None and p.gpus > 1e12

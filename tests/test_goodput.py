@@ -82,7 +82,8 @@ def test_paper_profile_plans_without_failures_realistic_with():
     assert off.goodput is None and off.gpus <= r.gpus
 
 
-@pytest.mark.parametrize("rate", [pytest.param(0.05, marks=pytest.mark.slow), 0.1])
+@pytest.mark.slow  # > 5 s each: runs in .ci/run's `-m slow` step
+@pytest.mark.parametrize("rate", [0.05, 0.1])
 def test_cpsat_equals_enumerator_with_goodput(rate):
     """A failure rate high enough to bind (a 537M-parameter model, a 33-minute deadline that 32 GPUs meet without
     failures in 31 minutes, 1-minute restarts): both solvers pick the same smallest cluster and layout, and the

@@ -104,6 +104,7 @@ def _check(code: int, out: str, err: str, argv: list[str], wall: float) -> None:
         assert json.loads(out)["status"] == "error"
 
 
+@pytest.mark.slow  # > 5 s: runs in .ci/run's `-m slow` step
 @settings(max_examples=CLI_CASES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(argv=command_lines())

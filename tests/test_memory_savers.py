@@ -246,6 +246,7 @@ def _tiny_long() -> Workload:
                                                                    "ffn": "swiglu"}, "tiny long")
 
 
+@pytest.mark.slow  # > 5 s: runs in .ci/run's `-m slow` step
 @pytest.mark.parametrize("extra,gpus", [(3e6, 4), (3e6, 16), (6e6, 8), (12e6, 8), (12e6, None)])
 def test_cpsat_matches_enumerator_when_memory_binds(extra, gpus):
     hw, wl = _tight(extra), _tiny_long()
@@ -377,6 +378,7 @@ def _priced_tiny_long():
     return _priced_space(get_hardware("h100"), _tiny_long())
 
 
+@pytest.mark.slow  # > 5 s: runs in .ci/run's `-m slow` step
 def test_bounds_hold_over_the_new_dimensions():
     from planner.search.cpsat import PairIndex
     from planner.search.presolve import LeastFeatures, step_lower_bound
@@ -444,6 +446,7 @@ ORACLE_CASES = [
 ]
 
 
+@pytest.mark.slow  # > 5 s: runs in .ci/run's `-m slow` step
 @pytest.mark.parametrize("extra,gpus", ORACLE_CASES)
 def test_cpsat_matches_the_independent_oracle_with_memory_savers(extra, gpus):
     import sys
