@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
-from planner.economics import fmt_MW, get_facility, max_gpus_within_power, plan_economics
+from planner.economics import facility_power_MW, fmt_MW, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
@@ -333,17 +333,12 @@ def buyer_cap(hw: Hardware, site: Facility, power_mw: float | None, max_gpus: in
             raise InvalidInput(f"--power-mw needs the board power of {hw.name}: its hardware file has no [economics] "
                                "board_W (add one, or --set economics.board_W=W)")
         if n < 1:
+            one = facility_power_MW(hw, site, 1) or 0.0
             raise InvalidInput(f"--power-mw {power_mw:g}: not even one GPU of {hw.name} fits (one needs "
-                               f"{fmt_MW(max_gpus_power(hw, site, 1))} of facility power at PUE {site.pue:g})")
+                               f"{fmt_MW(one)} of facility power at PUE {site.pue:g})")
         caps.append(n)
         words.append(f"--power-mw {power_mw:g} ({fmt_MW(power_mw)} at PUE {site.pue:g})")
     return (min(caps) if caps else None), " and ".join(words)
-
-
-def max_gpus_power(hw: Hardware, site: Facility, n: int) -> float:
-    from planner.economics import facility_power_MW
-
-    return facility_power_MW(hw, site, n) or 0.0
 
 
 def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, days: float | None, why: str,

@@ -213,9 +213,6 @@ class PlanRequest(BaseModel):
             n = data.get(key)
             if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPUS):
                 raise InvalidInput(f"{flag} must be a whole number from 1 to 2^53, got {n!r}")
-        gpus = data.get("gpus")
-        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_GPUS):
-            raise InvalidInput(f"--gpus must be a whole number from 1 to 2^53, got {gpus!r}")
         if "workers" in data:
             check_workers(data["workers"])
         if data.get("memory_headroom_GB") is not None:
