@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from planner.cli.app import hardware_app
-from planner.cli.output import emit_json, stdout_console, to_json
+from planner.cli.output import emit_json, show_document, stdout_console, to_json
 
 
 @hardware_app.command("list")
@@ -34,9 +34,4 @@ def hardware_show(
     from planner.render.plan import hardware_show_renderables
 
     hw = get_hardware(name)
-    if json_out:
-        emit_json(to_json(hw))
-        return
-    console = stdout_console()
-    for item in hardware_show_renderables(hw):
-        console.print(item)
+    show_document(hw, hardware_show_renderables, json_out)

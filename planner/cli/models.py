@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from planner.cli.app import models_app
-from planner.cli.output import emit_json, stdout_console, to_json
+from planner.cli.output import emit_json, show_document, stdout_console, to_json
 
 
 @models_app.command("list")
@@ -51,9 +51,4 @@ def models_show(
                            "it to a compute budget (docs/families.md, models/families/); `planner models list` lists "
                            "the presets")
     preset = read_model_preset(name)
-    if json_out:
-        emit_json(to_json(preset))
-        return
-    console = stdout_console()
-    for item in model_show_renderables(preset):
-        console.print(item)
+    show_document(preset, model_show_renderables, json_out)

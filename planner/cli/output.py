@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from planner.errors import InvalidInput
 
@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # imported where used: a command that prints a few lines load
     from rich.console import Console
 
     from planner.schema import Plan
+
+D = TypeVar("D", bound="BaseModel")
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.schema.json"
 """Where the published Plan JSON Schema lives in the repository (regenerate: `planner schema --write`)."""
@@ -41,6 +43,16 @@ def searching(enabled: bool):
 
 def emit_json(text: str) -> None:
     sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+def show_document(doc: D, renderables: Callable[[D], Iterable[Any]], json_out: bool) -> None:
+    """A `show` command's output: the validated document as JSON, or its renderables on the stdout console."""
+    if json_out:
+        emit_json(to_json(doc))
+        return
+    console = stdout_console()
+    for item in renderables(doc):
+        console.print(item)
 
 
 def to_json(model: BaseModel | Sequence[BaseModel]) -> str:
