@@ -117,7 +117,8 @@ def _transformer_floor_bound(hw: Hardware, wl: Workload, options: SearchOptions 
     each latency-path term (kind 'path') at its least over its group's placements, minimised over (N_TP,ff,
     N_TP,model, N_EP, N_CP, sp) of the search space with N_TP,ff N_TP,model N_EP N_CP GPUs at most the cap.
 
-    What it leaves out only lowers it: the floor's DP phase and optimizer step (non-negative), recomputation beyond
+    With a cluster cap it adds the least optimizer step (`_least_optimizer_s`). What it leaves out only lowers it:
+    the floor's DP phase (non-negative), recomputation beyond
     the least the options allow (it adds to the critical GEMMs and multiplies the hops by 1.5), the pipeline's
     point-to-point hops (non-negative; none at N_PP = 1). Each path term is at its least over its own group's
     placements, chosen independently (one layout may not reach them all at once: then the bound is below its
@@ -167,10 +168,30 @@ def _transformer_floor_bound(hw: Hardware, wl: Workload, options: SearchOptions 
     step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * least.least(t, rows) for t in path), np.zeros(n))
     if cap is not None:
         step = np.where(rows["tp_ff"] * rows["tp_model"] * rows["ep"] * rows["cp"] <= cap, step, np.inf)
+        step = step + _least_optimizer_s(hw, wl, cap)
     k = int(np.argmin(step))
     step_s = float(step[k])
     return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, int(rows["tp_ff"][k]), int(rows["tp_model"][k]),
                       int(rows["ep"][k]), float(q["nanobatch"][k]), int(rows["cp"][k]))
+
+
+def _least_optimizer_s(hw: Hardware, wl: Workload, cap: int) -> float:
+    """A lower bound on the floor branch's optimizer step (`optimizer_s`) of any transformer layout of at most `cap`
+    GPUs: the busiest device updates at least its share of the layers' weights, L (dense + E routed per layer) / N_GPU
+    (every GEMM shard is at least its weight over the degrees splitting it, the busiest device holds at least L / N_PP
+    layers, and the optimizer shards over N_DP N_EP N_CP, expert weights over N_DP N_CP; the ends are left out), at
+    the terms' own seconds per updated parameter (read off `optimizer_s` of the one-GPU layout). 0 where the profile
+    does not price the optimizer (the floor branch then has no such part)."""
+    if hw.profile.optimizer_bytes_per_param <= 0.0:
+        return 0.0
+    mo = wl.model_ops
+    assert mo is not None
+    one = {d: np.ones(1, dtype=np.int64) for d in ("dp", "tp_ff", "tp_model", "pp", "ep", "cp", "interleave",
+                                                   "microbatches", "recompute", "sp", "zero")}
+    dense, expert = T.split_params_per_gpu(wl, one)
+    per_param = float(T.optimizer_s(hw, wl, one)[0]) / float((dense + expert)[0])
+    layer_dense, layer_expert = mo.layer.split_params(one, wl.experts)
+    return per_param * wl.layers * float((layer_dense + layer_expert)[0]) / cap
 
 
 def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options: SearchOptions | None
