@@ -189,3 +189,20 @@ def test_transformer_floor_of_presets_is_below_random_layouts(preset):
         assert evaluate(hw, wl, lay).step.step_s >= fb.step_s * (1 - 1e-12)
         priced += 1
     assert priced >= 10
+
+
+@pytest.mark.parametrize("name", ["dense", "moe"])
+def test_transformer_floor_where_a_level_is_faster_than_the_one_below(name):
+    """The toy's floor needs its per-layer bound on such hardware (a pipeline hop could undercut its routing hop);
+    the transformer's prices its expert routing as its own term and leaves the pipeline's hops out, so the same
+    reading stays below every layout."""
+    hw = get_hardware("h100")
+    slow_bottom = hw.model_copy(update={"levels": (hw.levels[0].model_copy(update={"lat_s": 1e-4}), *hw.levels[1:])})
+    wl = WORKLOADS[name]()
+    options = SearchOptions(gpus=16)
+    fb = explain.floor_bound(slow_bottom, wl, options)
+    arr = _every_layout(slow_bottom, wl, options, 16)
+    assert np.all(arr["step_s"] >= fb.step_s * (1 - 1e-12))
+    # A slower level cannot lower the bound; here it does not raise it either: each group's least latency may sit on
+    # the faster level above (the least over factor vectors does not ask the levels to fill bottom-up).
+    assert fb.step_s >= explain.floor_bound(hw, wl, options).step_s
