@@ -7,8 +7,9 @@ explanation never claims more than it proved:
   (docs/model.md §6, the critical-path floor: step >= floor = DP phase + critical GEMMs + latency path), read
   from the cost model's own terms (planner.cost.terms). The bound minimises that floor over the degrees it
   depends on, each term separately (so it can only be lower than the true floor of any layout): the GEMM term
-  over (N_TP,ff, N_TP,model, N_EP, nanobatch), each latency-path term over its group's placements; N_PP = 1 and
-  N_DP = 1 add nothing. Times D / b steps it is a lower bound on the training time: if it exceeds the deadline,
+  over (N_TP,ff, N_TP,model, N_EP, nanobatch) (a transformer's also over N_CP and sp, at one sequence per
+  microbatch), each latency-path term over its group's placements; N_PP = 1 and N_DP = 1 add nothing. Times D / b
+  steps it is a lower bound on the training time: if it exceeds the deadline,
   the request is proven infeasible without any search (the latency wall).
 * `min_memory_on`: the least per-GPU memory (docs/model.md §7) of any layout on exactly N GPUs, exact over the
   search space up to a cap on the degree tuples priced (memory depends on the degree tuple only; interleaving and
@@ -36,12 +37,11 @@ from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
-from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
 from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
-from planner.search.presolve import LeastFeatures, ShapeTable, min_allreduce_latency_s, min_routing_latency_s
+from planner.search.presolve import LeastFeatures, ShapeTable
 from planner.search.result import SearchResult
 
 GB = 1e9
@@ -78,11 +78,6 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
         return FloorBound(math.inf, math.inf, 1, 1, 1, math.nan)
     if wl.transformer is not None:
         return _transformer_floor_bound(hw, wl, options)
-    if np.any(np.diff(T.level_latencies(hw)) < 0):
-        # Where a level is faster than the one below it, a pipeline boundary placed above the expert ranks could
-        # cost less than the toy's routing hop at N_PP = 1 (the two share one point-to-point term), so the rows
-        # would not bound it.
-        return _per_layer_floor_bound(hw, wl, per_expert, options)
     cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
     tf = np.array(divisors(wl.d_ff), dtype=np.int64)
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
@@ -101,14 +96,31 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
             "cp": ones, "sp": 0 * ones, "recompute": 0 * ones, "zero": ones, "zero_bubble": np.zeros(n, dtype=bool)}
     q = T.tuple_quantities(hw, wl, rows, shapes.lookup(rows))
     least = LeastFeatures(hw, wl)
-    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * least.least(t, rows) for t in least.terms
-                                     if t.kind == "path"), np.zeros(n))
+    # Where a level is faster than the one below it, a pipeline boundary placed above the expert ranks could cost
+    # less than the routing hop at N_PP = 1 (the toy's two share one point-to-point term): that term is then taken
+    # at its least over every (N_PP, i) as well.
+    stages = bool(np.any(np.diff(T.level_latencies(hw)) < 0))
+    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * (_least_over_stages(wl, least, t, rows)
+                                                             if stages and t.group == "pp_ep" else least.least(t, rows))
+                                     for t in least.terms if t.kind == "path"), np.zeros(n))
     if cap is not None:
         step = np.where(rows["tp_ff"] * rows["tp_model"] * rows["ep"] <= cap, step, np.inf)
     k = int(np.argmin(step))
     step_s = float(step[k])
     return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, int(rows["tp_ff"][k]), int(rows["tp_model"][k]),
                       int(rows["ep"][k]), float(q["nanobatch"][k]))
+
+
+def _least_over_stages(wl: Workload, least: LeastFeatures, term: T.GroupTerm, rows: dict[str, np.ndarray]
+                       ) -> np.ndarray:
+    """A toy pp_ep term's feature at its least over the placements and over every (N_PP, i) with N_PP i | L, per
+    row's N_EP (the toy's other terms on the floor do not read N_PP)."""
+    pairs = np.array([(a, u // a) for u in divisors(wl.layers) for a in divisors(u)], dtype=np.int64)
+    eps = np.unique(rows["ep"])
+    g = np.meshgrid(np.arange(len(eps)), np.arange(len(pairs)), indexing="ij")
+    cols = {"ep": eps[g[0].ravel()], "pp": pairs[g[1].ravel(), 0], "interleave": pairs[g[1].ravel(), 1]}
+    best = least.least(term, cols).reshape(len(eps), len(pairs)).min(axis=1)
+    return best[np.searchsorted(eps, rows["ep"])]
 
 
 def _transformer_floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None) -> FloorBound:
@@ -192,39 +204,6 @@ def _least_optimizer_s(hw: Hardware, wl: Workload, cap: int) -> float:
     per_param = float(T.optimizer_s(hw, wl, one)[0]) / float((dense + expert)[0])
     layer_dense, layer_expert = mo.layer.split_params(one, wl.experts)
     return per_param * wl.layers * float((layer_dense + layer_expert)[0]) / cap
-
-
-def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options: SearchOptions | None
-                           ) -> FloorBound:
-    """The floor as the toy's was written before it was read from the terms: the layer's GEMMs at every
-    (N_TP,ff, N_TP,model, nanobatch), two all-reduce latencies per TP degree per layer and two routing hops per
-    layer interface, each hop at the least latency of any level at or above the expert ranks. Serves the toy model
-    on hardware whose latencies fall with the level (a transformer's floor is `_transformer_floor_bound`)."""
-    cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
-    tf = np.array(divisors(wl.d_ff), dtype=np.int64)
-    tm = np.array(divisors(wl.d_model), dtype=np.int64)
-    u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
-    # The (tf, tm, u) grid as broadcasting axes: a GEMM's tiling depends on its weight shard, not on the nanobatch,
-    # so each shard is tiled once (the same numbers as the raveled grid, a fraction of the work).
-    _, crit = block_matmul_s(hw, wl, {"tp_ff": tf[:, None, None], "tp_model": tm[None, :, None]},
-                             (per_expert / u.astype(np.float64))[None, None, :])
-    crit = np.broadcast_to(crit, (len(tf), len(tm), len(u)))
-    best_u = crit.argmin(axis=2)
-    crit_min = crit.min(axis=2)  # (tf, tm)
-    lat_tf = np.array([min_allreduce_latency_s(hw, int(f)) for f in tf])
-    lat_tm = np.array([min_allreduce_latency_s(hw, int(f)) for f in tm])
-    L = wl.layers
-    best = (math.inf, 1, 1, 1, math.nan)
-    for ep in divisors(wl.experts):
-        per_layer = (wl.experts / ep) * crit_min + 2.0 * (lat_tf[:, None] + lat_tm[None, :])
-        if cap is not None:
-            per_layer = np.where(tf[:, None] * tm[None, :] * ep <= cap, per_layer, np.inf)
-        step = L * per_layer + 2.0 * max(L - 1, 0) * min_routing_latency_s(hw, ep)
-        k = np.unravel_index(int(np.argmin(step)), step.shape)
-        if step[k] < best[0]:
-            best = (float(step[k]), int(tf[k[0]]), int(tm[k[1]]), ep, per_expert / float(u[best_u[k]]))
-    step_s, f, m, ep, bn = best
-    return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, f, m, ep, bn)
 
 
 def _law_of(wl: Workload) -> tuple[bool, str, str] | None:
