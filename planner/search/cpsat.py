@@ -802,8 +802,9 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
         return keep
 
-    # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start).
-    key = (wl, dataclasses.replace(options, min_gpus=None), n_max)
+    # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start, and
+    # below_gpus where they end).
+    key = (wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), n_max)
     shared = _SHARED.get(key)
     if shared is None:
         rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
@@ -832,6 +833,10 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         # where the windows start (each window holds whole counts, each in N_DP-then-row order), so every count
         # from the bound up is decided exactly as in a search from the compute bound.
         lo = max(lo, float(options.min_gpus))
+    if options.below_gpus is not None and deadline_s is not None:
+        # A certificate search: only the counts below `below_gpus`, each decided as in a full search (a count's
+        # tuples and their order do not depend on where the windows end).
+        n_max = min(n_max, float(options.below_gpus) - 1.0)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     spans = windows(index, lo, n_max, WINDOW_TUPLES)
