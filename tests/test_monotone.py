@@ -284,13 +284,14 @@ def _step(hw, layout) -> float:
                                     pytest.param("memory", marks=pytest.mark.slow), "goodput"])
 def test_a_family_certificate_bounds_every_move_of_the_family(family):
     """The certificate of planner.sensitivity._certify on the enumerator's ground truth (the toy dense workload on
-    10^12 tokens, a 5e5 s deadline, goodput on, clusters of at most 64 GPUs): the corner (every declared input of
-    the family moved the speeding way at once) searched below the unmoved optimum's count, by CP-SAT and by the
-    enumerator, gives the same answer; for every input of the family moved alone, either way, the enumerator's fewest GPUs are at least
-    the corner's, and CP-SAT started at that bound (the slowing way: at the unmoved count) returns the enumerator's
-    count and step time (the toy's failure inputs barely move its goodput: that family checks the search paths only).
-    Where the family re-prices (memory, failure inputs) and the bound is the unmoved count, the
-    enumerator's layout on that count has the unmoved layout's step time."""
+    10^12 tokens, a 5e5 s deadline, goodput on, clusters of at most 64 GPUs).
+
+    The corner (every declared input of the family moved the speeding way at once), searched below the unmoved
+    optimum's count by CP-SAT and by the enumerator, gives the same answer. For every input of the family moved
+    alone, either way, the enumerator's fewest GPUs are at least the corner's, and CP-SAT started at that bound (the
+    slowing way: at the unmoved count) returns the enumerator's count and step time (the toy's failure inputs barely
+    move its goodput: that family checks the search paths only). Where the family re-prices (memory, failure inputs)
+    and the bound is the unmoved count, the enumerator's layout on that count has the unmoved layout's step time."""
     from planner.search.cpsat import solve_cpsat
 
     deadline_s = 5e5
