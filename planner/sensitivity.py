@@ -8,7 +8,11 @@ row can be reproduced by hand. The re-plans run in parallel processes (`jobs`). 
 the GPU count (then the wall-clock days).
 
 A re-plan whose move slows every layout (planner.monotone) cannot need fewer GPUs than the plan: its search starts at
-the plan's count (`least_gpus`), which skips proving every smaller count infeasible again.
+the plan's count (`least_gpus`), which skips proving every smaller count infeasible again. The moves that may speed
+layouts up are bounded by one certificate per family (`_certify`): every such move of a family applied at once, searched
+over the counts below the plan's only; a single move is never faster than that corner, so the corner's count bounds
+its re-plan, and for memory and failure inputs (which change which layouts fit, or the deadline a count gets, but no
+step time) the plan's layout re-priced is the answer when the certificate shows the count cannot move.
 """
 
 from __future__ import annotations
