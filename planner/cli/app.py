@@ -164,12 +164,13 @@ class _PlainValues:
     typer >= 0.2x converts every parameter's value (even an option left at its default) through a pydantic
     TypeAdapter it builds on first use: importing pydantic and building ~45 adapters costs the main command about a
     tenth of a second and makes `planner schema` load pydantic at all. For the values the planner's options take
-    this conversion is trivial, and here it is done directly: None (an option not given), a string for a `str`
-    parameter (itself), a flag's bool (itself), a string for an option with `parser=` (the parser's result, as
-    typer's adapter returns it), a choice (typer's own `coerce_cli_choice`, which its adapter calls), a list of
-    strings for `list[str]`. Every other case, and any value the fast path rejects, goes through typer's own
-    conversion (built on first need), so errors read exactly as typer writes them. tests/test_startup.py checks
-    both give the same value for every parameter of every command."""
+    this conversion is trivial, and here it is done directly: None (an option not given); a string for a `str`
+    parameter, a flag's bool, an int or float default of an unbounded number option (each itself); any value of an
+    option with `parser=` (the parser's result, as typer's adapter returns it); a choice (typer's own
+    `coerce_cli_choice`, which its adapter calls); a list of strings for `list[str]`. Every other case, and any
+    value the fast path rejects, goes through typer's own conversion (built on first need), so errors read exactly
+    as typer writes them. tests/test_startup.py checks both give the same value or error for every parameter of
+    every command."""
 
     __slots__ = ("descriptor", "_typer")
 
@@ -204,14 +205,14 @@ class _PlainValues:
                     and all(type(v) is str for v in value)):
                 return list(value)
             raise _NotPlain
-        if type(value) is str and info.parser is not None:
+        if info.parser is not None:  # typer's adapter calls the parser on the value, whatever its type
             try:
                 return info.parser(value)
             except Exception:  # noqa: BLE001 - typer's conversion calls the parser again and words its error
                 raise _NotPlain from None
-        if info.parser is None and ((annotation is str and type(value) is str)
-                                    or (annotation is bool and type(value) is bool)):
-            return value
+        if info.parser is None and type(value) is annotation and (
+                annotation in (str, bool) or (annotation in (int, float) and not d.is_ranged)):
+            return value  # a string, a flag, a number default of its own type: pydantic returns it unchanged
         if info.parser is None and d.is_choice:
             from typer._param_types import coerce_cli_choice
 
