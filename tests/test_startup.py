@@ -152,3 +152,28 @@ def test_plain_value_conversion_agrees_with_typers():
 def test_light_commands_load_no_pydantic(argv):
     """With plain option values converted without typer's TypeAdapters, `schema` and `--help` import no pydantic."""
     assert heavy_in(loaded("planner", *argv), ("pydantic", "pydantic_core", "typer._adapters")) == []
+
+
+def test_a_run_builds_only_the_command_it_runs():
+    """planner.cli.app._only_invoked: `planner NAME ...` builds the click command of NAME only (typer would build all
+    thirteen), the same command as in the full app; no name or an unknown one builds every command."""
+    import typer
+
+    from planner.cli import app
+    from planner.cli.app import _only_invoked
+
+    full = typer.main.get_command(app)
+    names = sorted(full.commands)
+    assert {"plan", "schema", "hardware", "models", "limits"} <= set(names)
+
+    def described(cmd):
+        return (cmd.name, cmd.help, [(p.name, p.opts, p.default, getattr(p, "help", None)) for p in cmd.params],
+                sorted(getattr(cmd, "commands", {})))
+
+    for name in names:
+        only = typer.main.get_command(_only_invoked(app, [name, "--json"]))
+        assert sorted(only.commands) == [name]
+        assert described(only.commands[name]) == described(full.commands[name])
+        assert [p.name for p in only.params] == [p.name for p in full.params]  # --version kept
+    for argv in ([], ["--help"], ["nosuch"], ["--version"]):
+        assert sorted(typer.main.get_command(_only_invoked(app, argv)).commands) == names
