@@ -150,8 +150,10 @@ def test_plain_value_conversion_agrees_with_typers():
 
 @pytest.mark.parametrize("argv", [("schema",), ("--help",)])
 def test_light_commands_load_no_pydantic(argv):
-    """With plain option values converted without typer's TypeAdapters, `schema` and `--help` import no pydantic."""
-    assert heavy_in(loaded("planner", *argv), ("pydantic", "pydantic_core", "typer._adapters")) == []
+    """With plain option values converted without typer's TypeAdapters, `schema` and `--help` import no pydantic;
+    nor the file-writing helpers (planner.files, tempfile), which only a command that writes needs."""
+    assert heavy_in(loaded("planner", *argv), ("pydantic", "pydantic_core", "typer._adapters", "planner.files",
+                                               "tempfile")) == []
 
 
 def test_a_run_builds_only_the_command_it_runs():
