@@ -65,7 +65,7 @@ def workload_of(run: PublishedRun) -> Workload:
 
     fields: dict[str, object] = {"heads": run.heads, "vocab": run.vocab, "ffn": run.ffn}
     for key in ("kv_heads", "head_dim", "top_k", "expert_d_ff", "shared_experts", "dense_layers", "q_lora_rank",
-                "kv_lora_rank", "rope_head_dim", "v_head_dim"):
+                "kv_lora_rank", "rope_head_dim", "v_head_dim", "sliding_window", "sliding_window_layers"):
         value = getattr(run, key)
         if value is not None:
             fields[key] = value
@@ -214,7 +214,8 @@ def _best_variant(run: PublishedRun, chosen: ExecutionProfile) -> tuple[Publishe
 
     hw = get_hardware(HARDWARE_OF_GPU[run.gpu])
     base = dict(id=run.id, split=split_of(run.id), gpu=run.gpu, gpus=run.gpus, model=_model_text(run),
-                framework=run.framework, precision=run.precision, layout=_run_layout_text(run), source=run.source)
+                framework=run.framework, compiled=run.compiled, precision=run.precision,
+                layout=_run_layout_text(run), source=run.source)
     try:
         variants = _variants(run)
         wl = workload_of(run)  # the unknown fields are layout fields: one workload serves every variant
@@ -379,10 +380,10 @@ BLACKWELL = ("b200", "b300", "gb200", "gb300")
 
 
 def precision_pairs(rows: list[ValidationRow]) -> list[tuple[ValidationRow, ValidationRow]]:
-    """(low-precision run, 16-bit run) pairs of the same source, model, GPUs and layout: what FP8 / FP4 buys on
-    the same layout, published against predicted."""
+    """(low-precision run, 16-bit run) pairs of the same source, model, GPUs and layout, both compiled or both
+    eager: what FP8 / FP4 buys on the same layout, published against predicted."""
     def key(r: ValidationRow) -> tuple[str, ...]:
-        return r.id.split("-")[0], r.model, str(r.gpus), r.gpu, r.layout, r.framework
+        return r.id.split("-")[0], r.model, str(r.gpus), r.gpu, r.layout, r.framework, str(r.compiled)
 
     sixteen = {key(r): r for r in rows if r.precision in ("bf16", "fp16") and r.ratio is not None}
     return [(r, sixteen[key(r)]) for r in low_precision(rows) if r.ratio is not None and key(r) in sixteen]
