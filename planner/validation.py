@@ -267,6 +267,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
     prof = chosen.for_framework(run.framework)
     if run.tp_comm_overlap:
         prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
+    if run.ep_comm_overlap:
+        prof = prof.model_copy(update={"overlap_ep": prof.overlap_ep_comm})
     if run.compiled:
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:

@@ -81,6 +81,9 @@ class PublishedRun(BaseModel):
     attention_kernel: Literal["flash", "unfused"] = Field("flash", description="'unfused': the run's attention "
                                                           "writes its score matrices to HBM (Megatron before 2023).")
     dropout: bool = Field(False, description="The run used dropout.")
+    ep_comm_overlap: bool | None = Field(None, description="The run overlapped the expert-parallel all-to-all with "
+                                         "compute (Megatron overlap_moe_expert_parallel_comm): the profile's "
+                                         "overlap_ep_comm prices it; false or None: the framework's overlap_ep.")
     tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
                                   "--tp-comm-overlap, torchtitan async TP).")
     framework: str = Field("megatron", description="Training framework (an execution profile may price it "
