@@ -324,3 +324,19 @@ def test_a_window_as_long_as_the_sequence_changes_nothing():
     wide = transformer_workload(4096, 11008, 32, 1, 2048, 2048 * 8, None,
                                 {**fields, "sliding_window": 4096, "sliding_window_layers": 16}, "x")
     assert wide.attention_flop_per_token == plain.attention_flop_per_token
+
+
+def test_a_model_file_may_window_its_layers(tmp_path):
+    """models/*.toml accept sliding_window and sliding_window_layers (a GPT-OSS-like file) and say so in the FLOP
+    convention; a plain file's convention is unchanged."""
+    from planner.workload.scaling import read_model_preset
+
+    text = ('kind = "transformer"\nsource = "test"\nd_model = 2880\nd_ff = 2880\nlayers = 36\nseq_len = 4096\n'
+            'batch_sequences = 8\nheads = 64\nkv_heads = 8\nhead_dim = 64\nvocab = 201088\n')
+    plain, windowed = tmp_path / "plain.toml", tmp_path / "windowed.toml"
+    plain.write_text(text)
+    windowed.write_text(text + "sliding_window = 128\nsliding_window_layers = 18\n")
+    a, b = read_model_preset(str(plain)).workload, read_model_preset(str(windowed)).workload
+    assert b.windowed_share == 0.5 and a.windowed_share == 0.0
+    assert b.attention_flop_per_token < a.attention_flop_per_token
+    assert "sliding-window" in b.flop_convention and "sliding-window" not in a.flop_convention

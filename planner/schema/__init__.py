@@ -552,9 +552,11 @@ class Workload(_Frozen):
     def flop_convention(self) -> str:
         if self.transformer is None:
             return "6 * active_params * tokens"
+        windows = ("; a sliding-window layer counts twice its mean causal context in place of seq"
+                   if self.windowed_share > 0 else "")
         return ("(6 * non-embedding active params + 12 * layers * seq * attention width (causal mask not halved, "
                 "as PaLM and Megatron count) + 6 * d_model * vocab) * tokens; recomputed FLOPs are not model FLOPs "
-                "(they count in HFU only)")
+                f"(they count in HFU only){windows}")
 
     def recompute_flop_per_token(self, level: int) -> float:
         """FLOPs recomputation adds per token: selective (1) the attention core's forward, full (2) every layer's
