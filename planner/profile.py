@@ -64,6 +64,7 @@ FIELDS: dict[str, str] = {
     "overlap.tp_comm_overlap": "overlap_tp_comm",
     "overlap.cp": "overlap_cp",
     "overlap.ep": "overlap_ep",
+    "overlap.ep_comm_overlap": "overlap_ep_comm",
     "overlap.zero": "overlap_zero",
     "moe.imbalance": "moe_imbalance",
     "moe.dispatch_dedup": "moe_dispatch_dedup",

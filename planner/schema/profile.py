@@ -154,6 +154,9 @@ class ExecutionProfile(BaseModel):
                               "under the attention kernels.")
     overlap_pp: float = Field(1.0, ge=0, le=1, description="Share of pipeline point-to-point traffic hidden.")
     overlap_ep: float = Field(1.0, ge=0, le=1, description="Share of expert all-to-all traffic hidden.")
+    overlap_ep_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's expert-parallel "
+                                   "all-to-all overlap on (Megatron overlap_moe_expert_parallel_comm: one "
+                                   "microbatch's dispatch and combine run under another's compute).")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
