@@ -91,6 +91,8 @@ FIELDS: dict[str, str] = {
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
     "memory.logits_bytes": "logits_bytes",
     "memory.compiled_logits_bytes": "compiled_logits_bytes",
+    "memory.parallel_logits_bytes": "parallel_logits_bytes",
+    "memory.head_input_gathered": "head_input_gathered",
     "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
     "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",
     "memory.selective_policy": "selective_policy",

@@ -271,7 +271,7 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
     if run.compiled_loss and prof.compiled_logits_bytes is not None:
-        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
+        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes, "parallel_logits_bytes": None})
     if run.moe_dispatch_dedup is not None:
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.recompute_norm_act:

@@ -415,6 +415,31 @@ def test_compiled_loss_holds_four_bytes_per_vocabulary_entry():
     assert diff == pytest.approx(8 * 16_384 * 128_256, rel=1e-12)
 
 
+def test_torchtitan_loss_parallel_and_gathered_head_input_by_hand():
+    # torchtitan-llama31-70b-256gpu-2d-fp8: TP 8 with SP, FSDP 32, local batch 16 x 8192 = 131,072 tokens, full
+    # recomputation, eager loss. Loss parallel keeps 16 bytes per entry of the 128,256 / 8 = 16,032-entry vocabulary
+    # shard (log-softmax 4, zeros grad_input 4, exp 4, their sum 4) instead of the plain loss's 12, and the output
+    # projection keeps its all-gathered input, 8192 words in 2 bytes, instead of the 1024-word sequence shard. The
+    # loss outweighs the recomputed layer either way, so the activations grow by
+    # (4 x 16,032 + 2 x (8192 - 1024)) x 131,072 = (64,128 + 14,336) x 131,072 = 10,284,433,408 bytes.
+    from planner.validation import layout_of, workload_of
+
+    run = next(r for r in load_runs() if r.id == "torchtitan-llama31-70b-256gpu-2d-fp8")
+    assert (run.tp, run.sp, run.micro_batch, run.compiled_loss) == (8, True, 16, False)
+    prof = REALISTIC.for_framework("torchtitan").model_copy(update={"compiled": True})
+    assert prof.parallel_logits_bytes == 16.0 and prof.head_input_gathered
+    plain = prof.model_copy(update={"parallel_logits_bytes": None, "head_input_gathered": False})
+    wl = workload_of(run)
+    lay = layout_of(run, on(prof, "h100-96gb"))
+    new, old = (evaluate(on(p, "h100-96gb"), wl, lay).memory.activations_bytes for p in (prof, plain))
+    assert new - old == pytest.approx(10_284_433_408, rel=1e-12)
+    # Without TP the vocabulary is not split: the plain loss's 12 bytes and no gathered input.
+    run8 = next(r for r in load_runs() if r.id == "torchtitan-llama31-8b-8gpu-fsdp-bf16")
+    one, wl8 = layout_of(run8, on(prof, "h100-96gb")), workload_of(run8)
+    assert (evaluate(on(prof, "h100-96gb"), wl8, one).memory.activations_bytes
+            == evaluate(on(plain, "h100-96gb"), wl8, one).memory.activations_bytes)
+
+
 def test_full_recomputation_rebuilds_one_layer_not_one_per_microbatch_in_flight():
     # Llama 3 70B, TP 8 without SP, PP 8 (10 layers a stage), full recomputation: 8 microbatches in flight each keep
     # their 10 layer inputs (8192 words, 2 bytes); the layer being recomputed holds its whole set once: 8192 x 4
@@ -458,12 +483,7 @@ def test_every_trained_run_fits_under_the_realistic_profile(run_id):
     assert ROWS[run_id].fits
 
 
-PEAK_OFF = {
-    "torchtitan-llama31-70b-256gpu-2d-fp8-asynctp": "-22%: async TP's gathered buffers and DTensor's gathered GEMM "
-                                                    "inputs under SP are not modelled",
-    "torchtitan-llama31-70b-256gpu-2d-fp8": "-27%: DTensor's gathered GEMM inputs under SP and full recomputation "
-                                            "are not modelled",
-}
+PEAK_OFF: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("run_id", [

@@ -174,9 +174,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     resident = np.where(f["pp"] == 1, np.maximum(layers_here - offload, 0), layers_here)
     one_mb = kept * nanobatch * resident
     rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
-    logits = shards.apply(lambda c: sum((prof.logits_bytes * np.asarray(t.words.per_gpu(c), dtype=np.float64)
-                                         if t.name == "logits" else t.bytes_per_gpu(c) for t in mo.head.saved),
-                                        np.zeros(1))) * nanobatch
+    logits = shards.apply(lambda c: head_saved_bytes_per_token(mo, c, prof)) * nanobatch
     # The loss's bytes are freed once the LM head's backward pass is done, before the last layer is recomputed: the
     # last stage holds the larger of the two on top of its kept tensors, never both (the paper profile adds them).
     last = one_mb + (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
@@ -187,6 +185,27 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
         "optimizer_bytes": prof.optimizer_state_bytes_per_param * shard,
         "activations_bytes": acts,
     }
+
+
+def head_saved_bytes_per_token(mo, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:
+    """What the LM head and the loss keep per token at the backward pass's start: `logits_bytes` per vocabulary entry
+    of the GPU's N_TP,ff shard (`parallel_logits_bytes` where the shard is a true split, N_TP,ff > 1, and the profile
+    names one) and the head's input: the final norm's output, a sequence shard under sequence parallelism unless
+    `head_input_gathered` says the head keeps the all-gathered d words."""
+    tp = np.asarray(cols["tp_ff"], dtype=np.float64)
+    sp = np.asarray(cols["sp"], dtype=bool) if "sp" in cols else np.zeros(1, dtype=bool)
+    per_entry = prof.logits_bytes if prof.parallel_logits_bytes is None else np.where(
+        tp > 1, prof.parallel_logits_bytes, prof.logits_bytes)
+    out = np.zeros(1)
+    for t in mo.head.saved:
+        if t.name == "logits":
+            out = out + per_entry * np.asarray(t.words.per_gpu(cols), dtype=np.float64)
+        elif prof.head_input_gathered and t.seq_sharded:
+            full = np.asarray(t.words.per_gpu(cols), dtype=np.float64) * t.element_bytes
+            out = out + np.where(sp & (tp > 1), full, t.bytes_per_gpu(cols))
+        else:
+            out = out + t.bytes_per_gpu(cols)
+    return out
 
 
 def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:
