@@ -92,6 +92,7 @@ FIELDS: dict[str, str] = {
     "memory.logits_bytes": "logits_bytes",
     "memory.compiled_logits_bytes": "compiled_logits_bytes",
     "memory.parallel_logits_bytes": "parallel_logits_bytes",
+    "memory.per_stage_memory": "per_stage_memory",
     "memory.head_input_gathered": "head_input_gathered",
     "memory.loss_freed_before_recompute": "loss_freed_before_recompute",
     "memory.optimizer_state_bytes_per_param": "optimizer_state_bytes_per_param",

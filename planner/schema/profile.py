@@ -237,6 +237,11 @@ class ExecutionProfile(BaseModel):
                                                 "itself is compiled (torchtitan since 2025 compiles it with the "
                                                 "model): the fused kernels keep no fp32 copies over the vocabulary. "
                                                 "None: a compiled loss holds what an eager one does.")
+    per_stage_memory: bool = Field(False, description="Price each pipeline rank as it is (the first with the "
+                                   "embedding and its first virtual stage's layers, the second with the most chunks in "
+                                   "flight among full stages, the last with the LM head and the loss) and take the "
+                                   "busiest, instead of the busiest device's layers with an end's parameters and the "
+                                   "first stage's microbatches in flight (the paper profile's bound).")
     parallel_logits_bytes: float | None = Field(None, gt=0, description="`logits_bytes` where the vocabulary is "
                                                 "split over N_TP,ff > 1 and the loss runs on the shards (torchtitan's "
                                                 "loss_parallel: DTensor's log-softmax and its fused nll backward are "
