@@ -146,14 +146,21 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     if prof.zero3_max_live_params is not None:
         live = np.minimum(live, np.maximum(prof.zero3_max_live_params, unit))
 
-    def state(dense, expert):
-        """(weights, gradients, optimizer state) bytes of a GPU holding these parameters."""
+    n_rows = len(zero)
+
+    def at(x, ix):
+        """x at the rows ix (a per-row array) or x itself (a scalar or a broadcast length-1 array)."""
+        return x[ix] if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == n_rows else x
+
+    def state(dense, expert, ix=slice(None)):
+        """(weights, gradients, optimizer state) bytes of a GPU holding these parameters (at the rows ix)."""
         p = dense + expert
-        shard = dense / n_dense + expert / n_expert
-        weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + live), WEIGHT_BYTES_PER_PARAM * p)
-        grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + unit), GRAD_BYTES_PER_PARAM * p)
+        shard = dense / at(n_dense, ix) + expert / at(n_expert, ix)
+        z = zero[ix]
+        weights = np.where(z >= 3, WEIGHT_BYTES_PER_PARAM * (shard + at(live, ix)), WEIGHT_BYTES_PER_PARAM * p)
+        grads = np.where(z >= 2, GRAD_BYTES_PER_PARAM * (shard + at(unit, ix)), GRAD_BYTES_PER_PARAM * p)
         if prof.zero3_pp_unsharded:  # the stage's weights stay gathered, its gradients unsharded over the microbatches
-            pp_held = (zero >= 3) & (f["pp"] > 1)
+            pp_held = (z >= 3) & (at(f["pp"], ix) > 1)
             weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
             grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
         return weights, grads, prof.optimizer_state_bytes_per_param * shard
@@ -197,33 +204,50 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     if not prof.per_stage_memory:
         return comp
     # Each pipeline rank as it is: the first (embedding, its first virtual stage's layers), the second (the most
-    # chunks in flight among the ranks of full stages) and the last (LM head, loss); the busiest of them.
-    kept_mb = kept * nanobatch
-    tail = (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
-    first_l, c, last_l = stage_ends(wl, cols)
-    i = np.asarray(cols["interleave"], dtype=np.float64)
-    ends = shards.apply(lambda c_: end_params(wl, c_))
-    layer_dense = (dense - ends) / np.maximum(layers_here, 1.0)
-    layer_expert = expert / np.maximum(layers_here, 1.0)
-    pp = f["pp"]
-    m = np.asarray(cols["microbatches"], dtype=np.float64)
-    ranks = [(0.0, first_l, c, ends, rebuilding), (1.0, c, c, 0.0, rebuilding), (pp - 1.0, c, last_l, ends, tail)]
-    best = None
-    for r, first_r, last_r, end, top in ranks:
+    # chunks in flight among the ranks of full stages) and the last (LM head, loss); the busiest of them. Rows
+    # without pipeline parallelism (or under ZB-H2) keep the bound above; only the others are priced again.
+    ix = np.nonzero((f["pp"] > 1) & ~np.asarray(cols["zero_bubble"], dtype=bool))[0]
+    if ix.size == 0:
+        return comp
+    sub = {k: at(np.asarray(v), ix) for k, v in cols.items()}
+    staged = DistinctRows(sub, STAGE_KEYS + ("microbatches",))
+    first_l, c, last_l = staged.apply(lambda c_: stage_ends(wl, c_))
+    ends = DistinctRows(sub, SHARD_KEYS).apply(lambda c_: end_params(wl, c_))
+    here = np.maximum(at(layers_here, ix), 1.0)
+    layer_dense, layer_expert = (at(dense, ix) - ends) / here, at(expert, ix) / here
+    kept_mb = at(kept, ix) * at(nanobatch, ix)
+    rebuilt_here = at(rebuilding, ix)
+    logits_here = at(logits, ix)
+    tail = (np.maximum(logits_here, rebuilt_here) if prof.loss_freed_before_recompute else logits_here + rebuilt_here)
+    pp = np.asarray(sub["pp"], dtype=np.float64)
+    i = np.asarray(sub["interleave"], dtype=np.float64)
+    ranks = [("first", first_l, c, ends, rebuilt_here), ("second", c, c, 0.0, rebuilt_here),
+             ("last", c, last_l, ends, tail)]
+    best = np.full(ix.size, -np.inf)
+    out: dict[str, np.ndarray] = {}
+    for which, first_r, last_r, end, top in ranks:
         held = (i - 1.0) * c + first_r + last_r - c
-        w, g, o = state(layer_dense * held + end, layer_expert * held)
-        a = kept_mb * layer_microbatches_in_flight(pp, i, m, r, c, first_r, last_r) + top
-        valid = (r < pp) & ((r != 1.0) | (pp >= 3))
-        total = np.where(valid, w + g + o + a, -np.inf)
-        if best is None:
-            best, out = total, {"weights_bytes": w, "grads_bytes": g, "optimizer_bytes": o, "activations_bytes": a}
-        else:
-            more = total > best
-            best = np.maximum(best, total)
-            out = {k: np.where(more, v, out[k]) for k, v in
-                   {"weights_bytes": w, "grads_bytes": g, "optimizer_bytes": o, "activations_bytes": a}.items()}
-    use = (pp > 1) & ~np.asarray(cols["zero_bubble"], dtype=bool)
-    return {k: np.where(use, out[k], comp[k]) for k in comp}
+        w, g, o = state(layer_dense * held + end, layer_expert * held, ix)
+        a = kept_mb * staged.apply(lambda c_, which=which: rank_layer_microbatches(wl, c_, which)) + top
+        total = np.where(pp >= 3, w + g + o + a, -np.inf) if which == "second" else w + g + o + a
+        more = total > best
+        best = np.maximum(best, total)
+        for k, v in (("weights_bytes", w), ("grads_bytes", g), ("optimizer_bytes", o), ("activations_bytes", a)):
+            out[k] = np.where(more, v, out[k]) if k in out else v
+    result = {k: np.array(v, dtype=np.float64, copy=True) for k, v in comp.items()}
+    for k, v in result.items():
+        if v.ndim == 0 or len(v) != n_rows:
+            result[k] = np.broadcast_to(v, (n_rows,)).copy()
+        result[k][ix] = out[k]
+    return result
+
+
+def rank_layer_microbatches(wl: Workload, cols: Mapping[str, np.ndarray], which: str) -> np.ndarray:
+    """`layer_microbatches_in_flight` of the first, the second or the last pipeline rank (`stage_ends` layers)."""
+    first, c, last = stage_ends(wl, cols)
+    pp = np.asarray(cols["pp"], dtype=np.float64)
+    rank, f_, l_ = {"first": (0.0, first, c), "second": (1.0, c, c), "last": (pp - 1.0, c, last)}[which]
+    return layer_microbatches_in_flight(pp, cols["interleave"], cols["microbatches"], rank, c, f_, l_)
 
 
 def stage_ends(wl: Workload, cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
