@@ -150,9 +150,11 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
 
     def at(x, ix):
         """x at the rows ix (a per-row array) or x itself (a scalar or a broadcast length-1 array)."""
+        if isinstance(ix, slice):
+            return x
         return x[ix] if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == n_rows else x
 
-    def state(dense, expert, ix=slice(None)):
+    def state(dense, expert, ix: np.ndarray | slice = slice(None)):
         """(weights, gradients, optimizer state) bytes of a GPU holding these parameters (at the rows ix)."""
         p = dense + expert
         shard = dense / at(n_dense, ix) + expert / at(n_expert, ix)
@@ -206,10 +208,11 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     # Each pipeline rank as it is: the first (embedding, its first virtual stage's layers), the second (the most
     # chunks in flight among the ranks of full stages) and the last (LM head, loss); the busiest of them. Rows
     # without pipeline parallelism (or under ZB-H2) keep the bound above; only the others are priced again.
-    ix = np.nonzero((f["pp"] > 1) & ~np.asarray(cols["zero_bubble"], dtype=bool))[0]
-    if ix.size == 0:
+    rows = np.nonzero((f["pp"] > 1) & ~np.asarray(cols["zero_bubble"], dtype=bool))[0]
+    if rows.size == 0:
         return comp
-    sub = {k: at(np.asarray(v), ix) for k, v in cols.items()}
+    ix: np.ndarray | slice = slice(None) if rows.size == n_rows else rows
+    sub = {k: at(np.asarray(cols[k]), ix) for k in (*SHARD_KEYS, *STAGE_KEYS, "microbatches") if k in cols}
     staged = DistinctRows(sub, STAGE_KEYS + ("microbatches",))
     first_l, c, last_l = staged.apply(lambda c_: stage_ends(wl, c_))
     ends = DistinctRows(sub, SHARD_KEYS).apply(lambda c_: end_params(wl, c_))
@@ -223,7 +226,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     i = np.asarray(sub["interleave"], dtype=np.float64)
     ranks = [("first", first_l, c, ends, rebuilt_here), ("second", c, c, 0.0, rebuilt_here),
              ("last", c, last_l, ends, tail)]
-    best = np.full(ix.size, -np.inf)
+    best = np.full(rows.size, -np.inf)
     out: dict[str, np.ndarray] = {}
     for which, first_r, last_r, end, top in ranks:
         held = (i - 1.0) * c + first_r + last_r - c
@@ -234,11 +237,11 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
         best = np.maximum(best, total)
         for k, v in (("weights_bytes", w), ("grads_bytes", g), ("optimizer_bytes", o), ("activations_bytes", a)):
             out[k] = np.where(more, v, out[k]) if k in out else v
-    result = {k: np.array(v, dtype=np.float64, copy=True) for k, v in comp.items()}
+    if isinstance(ix, slice):
+        return out
+    result = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n_rows,)).copy() for k, v in comp.items()}
     for k, v in result.items():
-        if v.ndim == 0 or len(v) != n_rows:
-            result[k] = np.broadcast_to(v, (n_rows,)).copy()
-        result[k][ix] = out[k]
+        v[ix] = out[k]
     return result
 
 
