@@ -231,7 +231,7 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     for which, first_r, last_r, end, top in ranks:
         held = (i - 1.0) * c + first_r + last_r - c
         w, g, o = state(layer_dense * held + end, layer_expert * held, ix)
-        a = kept_mb * staged.apply(lambda c_, which=which: rank_layer_microbatches(wl, c_, which)) + top
+        a = kept_mb * staged.apply(functools.partial(rank_layer_microbatches, wl, which=which)) + top
         total = np.where(pp >= 3, w + g + o + a, -np.inf) if which == "second" else w + g + o + a
         more = total > best
         best = np.maximum(best, total)
