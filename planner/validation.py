@@ -274,7 +274,7 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
     if run.mla_recompute_up_proj:
         prof = prof.model_copy(update={"mla_recompute_up_proj": True})
     if run.compiled_loss and prof.compiled_logits_bytes is not None:
-        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes})
+        prof = prof.model_copy(update={"logits_bytes": prof.compiled_logits_bytes, "parallel_logits_bytes": None})
     if run.moe_dispatch_dedup is not None:
         prof = prof.model_copy(update={"moe_dispatch_dedup": run.moe_dispatch_dedup})
     if run.recompute_norm_act:
@@ -506,9 +506,10 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "a field unknown validate takes the fastest variant that fits; the fields the recipes, configs and papers "
         "give are recorded (each record's notes quote where), and the remaining unknowns rarely move a row by more "
         "than a few per cent (ZeRO-1 against ZeRO-3 on the NeMo dense runs: under 4 %). Recording what the recipes "
-        "ran also turned up memory over-counts: two Megatron-Bridge GB200 rows run as recorded (no recomputation; "
-        "Llama 3 70B with 40 layers' activations offloaded, Llama 3.1 405B at tp 4 pp 16) are priced 0.7-0.8 % over "
-        "the device or its headroom. Then come torchtitan's long-context ring attention at "
+        "ran also turned up memory over-counts: the Megatron-Bridge GB200 row of Llama 3 70B run as recorded (no "
+        "recomputation, 40 layers' activations offloaded) is priced 0.7 % over the device less its headroom, and "
+        "Llama 3 405B's 8K-sequence rows without recomputation need Meta's unpublished pipeline schedule (its "
+        "tunable microbatches per round) to fit as they did. Then come torchtitan's long-context ring attention at "
         "128K-256K tokens (over-predicted 1.1-1.45x, growing faster than the attention FLOPs from CP 2 to CP 8) "
         "and DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style frameworks are where "
         "the profile is most accurate; the rest is reported, not hidden.", ""]
