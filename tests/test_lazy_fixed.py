@@ -83,9 +83,8 @@ def test_same_models_as_pricing_every_tuple(monkeypatch, case, first_pairs, wind
 
     monkeypatch.setattr(C._LazyCount, "expand", expand_counted)
     lazy, lazy_models = _run(monkeypatch, hw, wl, options, True, first_pairs, window)
-    assert len(counts) == 1  # the lazy path ran
-    if first_pairs == 1:  # small first steps: pairs were left unexpanded (defaults expand small spaces whole)
-        assert counts[0][0] < counts[0][1]
+    if first_pairs == 1:  # the best-first path ran and left pairs unexpanded (with the defaults a count of at most
+        assert len(counts) == 1 and counts[0][0] < counts[0][1]  # LAZY_FIRST_PAIRS pairs is priced whole)
     assert full.status == "optimal" and full.layout is not None
     assert lazy.status == full.status and lazy.layout == full.layout
     assert (lazy.cpsat_tuples, lazy.cpsat_pairs, lazy.cpsat_models, lazy.evaluated, lazy.cpsat_status) == (

@@ -985,7 +985,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, deadline_s, options.dp_overlap)
             if len(ii) == 0:
                 continue
-        if deadline_s is None and LAZY_FIXED and len(ii):
+        if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
             lazy = _LazyCount(hw, wl, space, index, ii, jj, shapes, least, options, slice_pairs, clock)
             t, q = lazy.probe_tuples()
             if len(t) == 0:
