@@ -945,7 +945,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     key = (wl, dataclasses.replace(options, min_gpus=None), n_max)
     shared = _SHARED.get(key)
     if shared is None:
-        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
+        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max, divides=options.gpus)
         if rows is None:
             return _presolve_out(result, clock)
         if len(rows["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
