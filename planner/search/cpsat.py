@@ -6,6 +6,9 @@ Numpy presolves; CP-SAT decides (docs/model.md, "The CP-SAT model", says the sam
    N >= T / (sustained FLOP/s * deadline) upward (fixed-cluster mode: one window, N = --gpus).
 2. Presolve (planner.search.presolve). Hard rules (level filling, memory) and the bound reading of the step formula
    remove tuples that cannot meet the deadline on their own. Nothing is priced whole.
+   At a fixed GPU count (no deadline) the tuples are expanded from their (model-parallel row, N_DP) pairs
+   best-first by the pairs' bound, only as far as the probe of step 3 and its cut need (`_LazyCount`): the same
+   candidates, in the same order, as pricing every tuple.
 3. CP-SAT decides, one GPU count at a time in increasing order (deadline mode) or on the one count (fixed mode).
    Each model holds degree tuples and, per tuple and placement group, every factor vector of the group; the levels
    fill bottom-up through integer prime-exponent equalities; every branch of the step formula is a linear
