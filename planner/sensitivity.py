@@ -338,7 +338,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
 
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
-    rows_in = candidates(request.gpu, request.profile, request.failures, plan)
+    rows_in = candidates(request.gpu, request.profile or plan.profile, request.failures, plan)
     results: list[tuple[int | None, float | None] | None] = []
     pending: list[dict[str, Any]] = []  # the re-plans not re-priced: slot, field, text, request, bound
     for field, _why, value, cap, (lo, hi) in rows_in:
