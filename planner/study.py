@@ -343,13 +343,47 @@ def run(scenarios: Sequence[Scenario], done: BatchDone, jobs: int = 2, ray: str 
     """Plan every scenario: on `jobs` local worker processes (1: here, in order), or on the Ray cluster at `ray`
     ('auto': the one this machine belongs to; 'HOST:PORT' or 'ray://HOST:PORT'; 'local': a private one of `jobs`
     CPUs on this machine). `done` is called here as each batch finishes, in whatever order they finish."""
+    items = [(sc.id, sc.request.model_dump_json(exclude_defaults=True), sc.confidence) for sc in scenarios]
+    execute(items, solve_batch, done, jobs=jobs, ray=ray, batch=batch)
+
+
+def execute(items: Sequence[Any], fn: Callable[[list[Any]], Any], done: Callable[[Any], None], jobs: int = 2,
+            ray: str | None = None, batch: int | None = None, local_most: int = 50, ray_most: int = 100) -> None:
+    """The engine every study-like command runs on (a study's scenarios, a sweep's points, the re-plans of
+    --sensitivity): `fn(batch)` for the items in batches of `batch` (default `default_batch`: about 8 tasks per
+    worker, at most `local_most` items locally, `ray_most` on Ray), on `jobs` local worker processes
+    (planner.workers.run_batches) or on the Ray cluster at `ray`; `done(fn's result)` is called here as each batch
+    finishes, in whatever order they finish. `fn` must be a module-level function (it is pickled by name)."""
     check_jobs(jobs, batch)
-    if not scenarios:
+    if not items:
         return
     if ray is not None:
-        _run_ray(scenarios, done, ray, jobs, batch)
+        _run_ray(items, fn, done, ray, jobs, batch, ray_most)
         return
-    run_batches(batches(scenarios, batch or default_batch(len(scenarios), jobs, 50)), solve_batch, done, jobs)
+    size = batch or default_batch(len(items), jobs, local_most)
+    run_batches([list(items[k:k + size]) for k in range(0, len(items), size)], fn, done, jobs)
+
+
+def _apply_batch(batch: list[tuple[Callable[[Any], Any], int, Any]]) -> list[tuple[int, Any]]:
+    """A task of `map_tasks`, in a worker: (position, fn(item)) for each (fn, position, item) of the batch."""
+    return [(k, fn(item)) for fn, k, item in batch]
+
+
+def map_tasks(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int = 2, ray: str | None = None,
+              batch: int | None = 1, finished: Callable[[int, Any], None] | None = None) -> list[Any]:
+    """`[fn(item) for item in items]` on the engine (`execute`): `jobs` local processes or Ray, one item per task
+    unless `batch` says otherwise. `finished(k, result)` is called here as item k finishes; the list returned is in
+    the order of `items`. `fn` must be a module-level function."""
+    out: list[Any] = [None] * len(items)
+
+    def record(rows: list[tuple[int, Any]]) -> None:
+        for k, value in rows:
+            out[k] = value
+            if finished is not None:
+                finished(k, value)
+
+    execute([(fn, k, item) for k, item in enumerate(items)], _apply_batch, record, jobs=jobs, ray=ray, batch=batch)
+    return out
 
 
 def _import_ray() -> Any:
@@ -384,7 +418,8 @@ def _probe(address: str, timeout_s: float = 5.0) -> None:
                            "`ray start --head` running there?") from None
 
 
-def _run_ray(scenarios: Sequence[Scenario], done: BatchDone, address: str, jobs: int, batch: int | None) -> None:
+def _run_ray(items: Sequence[Any], fn: Callable[[list[Any]], Any], done: Callable[[Any], None], address: str,
+             jobs: int, batch: int | None, most: int) -> None:
     """The batches as Ray tasks (one CPU each), at most four per cluster CPU in flight. A Ray session already
     started in this process (a test's `ray.init(num_cpus=2)`) is used as it is."""
     ray = _import_ray()
@@ -407,8 +442,9 @@ def _run_ray(scenarios: Sequence[Scenario], done: BatchDone, address: str, jobs:
         started = True
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        work = batches(scenarios, batch or default_batch(len(scenarios), cpus, 100))
-        task = ray.remote(num_cpus=1, max_retries=3)(solve_batch)
+        size = batch or default_batch(len(items), cpus, most)
+        work = [list(items[k:k + size]) for k in range(0, len(items), size)]
+        task = ray.remote(num_cpus=1, max_retries=3)(fn)
         queue = list(reversed(work))
         pending: list[Any] = []
         try:
@@ -561,6 +597,7 @@ def tornado_families(study: StudyFile, rows: Sequence[Row], outcome: str = "gpus
 
 
 __all__ = ["BatchDone", "Row", "Scenario", "batches", "check_inputs", "columns", "expand", "header",
-           "journal_line", "load_study", "outcome_of", "parse_study", "read_journal", "row", "run", "scenario_count",
+           "journal_line", "load_study",
+           "execute", "map_tasks", "outcome_of", "parse_study", "read_journal", "row", "run", "scenario_count",
            "scenario_id", "scrambled_halton", "solve_batch", "study_hash", "sweep_study", "curves",
            "tornado_families", "TornadoBar", "check_ray"]

@@ -1,7 +1,8 @@
 """Sweep a compute range: one full `planner.api.plan` per (hardware, compute) point (paper §6.2-6.3).
 
-The points are independent, so they are solved in parallel across cores (a process pool of `jobs` workers, each
-CP-SAT search single-threaded); the output order is deterministic (hardware in the order given, compute
+The points are independent: they are the scenarios of a study over the grid (planner.study.sweep_study), solved on
+the study engine (planner.study.execute: `jobs` local worker processes, or a Ray cluster with `ray`; each CP-SAT
+search single-threaded); the output order is deterministic (hardware in the order given, compute
 ascending) whatever order the points finish in. A point with no feasible layout is recorded as the infeasible
 Plan that `planner.errors.Infeasible` carries, with its explanation; the sweep itself does not fail.
 
@@ -32,7 +33,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
 from planner.schema.sweep import HardwareSummary, SweepResult
-from planner.workers import run_batches, worker_pool  # worker_pool re-exported (its old home)
+from planner.workers import worker_pool  # re-exported (its old home)
 
 LINEAR_SCALING_FRACTION = 0.8
 """Linear scaling ends where MFU < 0.8 x the single-GPU ceiling (paper Tables 3 and 4)."""
@@ -191,29 +192,17 @@ def solve_point(request: PlanRequest) -> Plan:
         return _infeasible_doc(hw, exc, request.compute_flop, request.days)
 
 
-def _solve_indexed(batch: Sequence[tuple[int, PlanRequest]]) -> list[tuple[int, Plan]]:
-    """A task of plan_all, in a worker: (request's position, its plan)."""
-    return [(k, solve_point(request)) for k, request in batch]
-
-
 def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
-             finished: Callable[[int, Plan], None] | None = None) -> list[Plan]:
-    """Every request planned, `jobs` at a time in worker processes (one process: in order, here); an infeasible
-    request gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k
-    finishes, in whatever order they finish; the list returned is in the order of `requests`."""
+             finished: Callable[[int, Plan], None] | None = None, ray: str | None = None) -> list[Plan]:
+    """Every request planned on the study engine (planner.study.execute): `jobs` at a time in local worker processes
+    (one process: in order, here), or on the Ray cluster at `ray` (as `planner study --ray`); an infeasible request
+    gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k finishes,
+    in whatever order they finish; the list returned is in the order of `requests`."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
-    plans: list[Plan | None] = [None] * len(requests)
+    from planner.study import map_tasks
 
-    def record(batch: list[tuple[int, Plan]]) -> None:
-        for k, plan in batch:
-            plans[k] = plan
-            if finished:
-                finished(k, plan)
-
-    # the study engine's local loop (planner.workers.run_batches), one request per task
-    run_batches([[(k, request)] for k, request in enumerate(requests)], _solve_indexed, record, jobs)
-    return [p for p in plans if p is not None]
+    return map_tasks(solve_point, requests, jobs=jobs, ray=ray, batch=1, finished=finished)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -242,12 +231,15 @@ def sweep(
     profile: str | None = None,
     goodput: bool | None = None,
     overrides: Sequence[str] = (),
+    ray: str | None = None,
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
     `workers` is CP-SAT's thread count per plan, `jobs` the number of plans solved at once (processes). Use
     days=365.25/4 (`THREE_MONTHS_DAYS`) for the paper's three-month runs. `finished` holds plans of earlier runs
-    by (hardware name, compute) (`read_journal`): those points are not solved again.
+    by (hardware name, compute) (`read_journal`): those points are not solved again. The points are the scenarios
+    of the study `sweep_study` makes of the grid, planned on the study engine: local processes, or the Ray cluster
+    at `ray` ('auto', 'local', 'HOST:PORT'; planner.study.run).
     """
     if isinstance(gpus, (str, Hardware)):
         gpus = [gpus]
@@ -297,7 +289,7 @@ def sweep(
         if progress:
             progress(done, len(tasks), plan)
 
-    plan_all([point(k) for k in todo], jobs, finished_one)
+    plan_all([point(k) for k in todo], jobs, finished_one, ray=ray)
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)

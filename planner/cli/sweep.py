@@ -11,7 +11,7 @@ import typer
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
-from planner.cli.options import parse_number, parse_whole
+from planner.cli.options import RAY_HELP, parse_number, parse_whole
 from planner.cli.output import stdout_console
 from planner.errors import InvalidInput
 
@@ -57,6 +57,8 @@ def sweep_command(
                                               help="Solver time limit per point, seconds.")] = 30.0,
     jobs: Annotated[int, typer.Option("--jobs", parser=parse_whole, metavar="INT",
                                       help="Points solved in parallel (processes).")] = 2,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP, metavar="auto|ADDRESS|local",
+                                            show_default=False)] = None,
     csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one row per point to this CSV file.",
                                                   metavar="FILE", dir_okay=False, show_default=False)] = None,
     plot: Annotated[str | None, typer.Option(
@@ -95,6 +97,10 @@ def sweep_command(
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
     _check_outputs(csv_file, plot, names)  # a bad path fails now, not after every point has been solved
+    if ray is not None:
+        from planner.study import check_ray
+
+        check_ray(ray)  # missing or unreachable: one line now, not after the journal is opened
     journal_path = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
     settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
                 "profile": profile, "goodput": goodput, "overrides": list(set_ or []),
@@ -108,7 +114,7 @@ def sweep_command(
                              f"other {total - len(finished)}\n")
         res = _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit,
                          jobs, dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file,
-                         journal_fh, journal_path, settings, resume, json_out, quiet, grid)
+                         journal_fh, journal_path, settings, resume, json_out, quiet, grid, ray)
     if csv_file is not None:
         write_csv(res, csv_file)
     written = write_plots(res, plot) if plot else []
@@ -126,7 +132,7 @@ def sweep_command(
 
 def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit, jobs,
                dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file, journal_fh,
-               journal_path, settings, resume, json_out, quiet, grid) -> SweepResult:
+               journal_path, settings, resume, json_out, quiet, grid, ray) -> SweepResult:
     """The sweep with its progress bar and journal. The journal is emptied (without --resume) only when the first
     point finishes, i.e. once the sweep has accepted every argument: a typo leaves an interrupted run's journal as it
     was, for --resume."""
@@ -165,7 +171,7 @@ def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scalin
                      batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
                      jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
                      finished=finished, budget=budget.value, profile=profile, goodput=goodput,
-                     overrides=list(set_ or []))
+                     overrides=list(set_ or []), ray=ray)
     except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
         if csv_file is not None and len(kept) > len(finished):
             order = {c: k for k, c in enumerate(grid)}
