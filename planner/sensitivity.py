@@ -230,9 +230,9 @@ def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: S
 def run_moves(tasks: Sequence[tuple[PlanRequest, int | None]], jobs: int | None = None, ray: str | None = None
               ) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
-    engine (planner.study.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
+    engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
     1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`)."""
-    from planner.study import map_tasks
+    from planner.workers import map_tasks
 
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     return map_tasks(_replan, tasks, jobs=jobs, ray=ray)

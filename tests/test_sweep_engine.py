@@ -1,4 +1,4 @@
-"""Sweeps and --sensitivity on the study engine (issue 27 part 3): `planner.study.execute` / `map_tasks` plan a
+"""Sweeps and --sensitivity on the study engine (issue 27 part 3): `planner.workers.execute` / `map_tasks` plan a
 sweep's grid and the sensitivity re-plans; the answers are those of a direct `api.plan` per point, in order, and a
 sweep killed midway (SIGKILL) resumes without losing a finished point. The Ray runs are in tests/test_study_ray.py.
 """
@@ -19,7 +19,7 @@ from planner import api
 from planner import study as st
 from planner.errors import Infeasible, InvalidInput
 from planner.schema.request import PlanRequest
-from planner.sweep import compute_grid, sweep
+from planner.sweep import compute_grid, point_id, sweep
 
 
 def _direct(gpu: str, compute: float, days: float):
@@ -65,12 +65,11 @@ def test_sensitivity_moves_run_on_the_engine_as_here():
     assert run_moves(tasks, jobs=2) == [_replan(t) for t in tasks]
 
 
-def _journal_keys(path: Path) -> list[tuple[str, float]]:
+def _journal_ids(path: Path) -> list[str]:
     out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
+    for line in path.read_text().splitlines()[1:] if path.exists() else []:  # after the header
         try:
-            rec = json.loads(line)
-            out.append((rec["hardware"], rec["compute_flop"]))
+            out.append(json.loads(line)["id"])
         except ValueError:
             pass  # a line cut by the kill
     return out
@@ -86,20 +85,24 @@ def test_killed_sweep_resumes_without_losing_a_finished_point(tmp_path, capsys):
     proc = subprocess.Popen([str(BIN / "planner"), *args, "--jobs", "1"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
-    while len(_journal_keys(journal)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+    while len(_journal_ids(journal)) < 3 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert proc.poll() is None, "the sweep finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    before = [line for line in journal.read_text().splitlines() if line.endswith("}")]
+    lines = journal.read_text().splitlines()
+    assert json.loads(lines[0])["kind"] == "planner-study-journal"  # the study journal's header
+    before = [line for line in lines[1:] if line.endswith("}")]
     assert 3 <= len(before) < 12
     code, _, err = invoke(capsys, [*args, "--jobs", "2", "--resume"])
     assert code == 0, err
     assert f"{len(before)} finished point(s) kept" in err and f"solving the other {12 - len(before)}" in err
     after = journal.read_text().splitlines()
-    assert after[:len(before)] == before  # kept as it was
-    keys = _journal_keys(journal)
-    assert len(keys) == len(set(keys)) == 12  # nothing planned twice, nothing missing
+    assert after[1:len(before) + 1] == before  # kept as it was
+    ids = _journal_ids(journal)
+    assert len(ids) == len(set(ids)) == 12  # nothing planned twice, nothing missing
+    settings = json.loads(lines[0])["settings"]
+    assert set(ids) == {point_id("h100", c, settings) for c in compute_grid(1e19, 1e23, 12)}
     assert csv.read_text().count("\n") == 13
 
 

@@ -186,7 +186,7 @@ def plan_command(
     if ray is not None and not sensitivity:
         raise InvalidInput("--ray runs the --sensitivity re-plans on a Ray cluster: add --sensitivity")
     if ray is not None:
-        from planner.study import check_ray
+        from planner.workers import check_ray
 
         check_ray(ray)  # missing or unreachable: one line now, not after the plan
     if tornado is not None:
