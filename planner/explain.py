@@ -7,8 +7,9 @@ explanation never claims more than it proved:
   (docs/model.md §6, the critical-path floor: step >= floor = DP phase + critical GEMMs + latency path), read
   from the cost model's own terms (planner.cost.terms). The bound minimises that floor over the degrees it
   depends on, each term separately (so it can only be lower than the true floor of any layout): the GEMM term
-  over (N_TP,ff, N_TP,model, N_EP, nanobatch), each latency-path term over its group's placements; N_PP = 1 and
-  N_DP = 1 add nothing. Times D / b steps it is a lower bound on the training time: if it exceeds the deadline,
+  over (N_TP,ff, N_TP,model, N_EP, nanobatch) (a transformer's also over N_CP and sp, at one sequence per
+  microbatch), each latency-path term over its group's placements; N_PP = 1 and N_DP = 1 add nothing. Times D / b
+  steps it is a lower bound on the training time: if it exceeds the deadline,
   the request is proven infeasible without any search (the latency wall).
 * `min_memory_on`: the least per-GPU memory (docs/model.md §7) of any layout on exactly N GPUs, exact over the
   search space up to a cap on the degree tuples priced (memory depends on the degree tuple only; interleaving and
@@ -36,12 +37,11 @@ from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
-from planner.cost.terms import block_matmul_s
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
 from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
-from planner.search.presolve import LeastFeatures, ShapeTable, min_allreduce_latency_s, min_routing_latency_s
+from planner.search.presolve import LeastFeatures, ShapeTable
 from planner.search.result import SearchResult
 
 GB = 1e9
@@ -62,6 +62,7 @@ class FloorBound:
     tp_model: int
     ep: int
     nanobatch: float
+    cp: int = 1
 
 
 def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None) -> FloorBound:
@@ -75,11 +76,8 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
     per_expert = wl.batch_tokens // wl.experts if wl.batch_tokens % wl.experts == 0 else None
     if per_expert is None:  # no layout at all; the workload validator normally prevents this
         return FloorBound(math.inf, math.inf, 1, 1, 1, math.nan)
-    if wl.transformer is not None or np.any(np.diff(T.level_latencies(hw)) < 0):
-        # A transformer's path has more terms than these rows price; and where a level is faster than the one
-        # below it, a pipeline boundary placed above the expert ranks could cost less than the routing hop at
-        # N_PP = 1, so the rows would not bound it.
-        return _per_layer_floor_bound(hw, wl, per_expert, options)
+    if wl.transformer is not None:
+        return _transformer_floor_bound(hw, wl, options)
     cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
     tf = np.array(divisors(wl.d_ff), dtype=np.int64)
     tm = np.array(divisors(wl.d_model), dtype=np.int64)
@@ -98,8 +96,13 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
             "cp": ones, "sp": 0 * ones, "recompute": 0 * ones, "zero": ones, "zero_bubble": np.zeros(n, dtype=bool)}
     q = T.tuple_quantities(hw, wl, rows, shapes.lookup(rows))
     least = LeastFeatures(hw, wl)
-    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * least.least(t, rows) for t in least.terms
-                                     if t.kind == "path"), np.zeros(n))
+    # Where a level is faster than the one below it, a pipeline boundary placed above the expert ranks could cost
+    # less than the routing hop at N_PP = 1 (the toy's two share one point-to-point term): that term is then taken
+    # at its least over every (N_PP, i) as well.
+    stages = bool(np.any(np.diff(T.level_latencies(hw)) < 0))
+    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * (_least_over_stages(wl, least, t, rows)
+                                                             if stages and t.group == "pp_ep" else least.least(t, rows))
+                                     for t in least.terms if t.kind == "path"), np.zeros(n))
     if cap is not None:
         step = np.where(rows["tp_ff"] * rows["tp_model"] * rows["ep"] <= cap, step, np.inf)
     k = int(np.argmin(step))
@@ -108,39 +111,99 @@ def floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None = None
                       int(rows["ep"][k]), float(q["nanobatch"][k]))
 
 
-def _per_layer_floor_bound(hw: Hardware, wl: Workload, per_expert: int, options: SearchOptions | None
-                           ) -> FloorBound:
-    """The floor as the toy's was written before it was read from the terms: the layer's GEMMs at every
-    (N_TP,ff, N_TP,model, nanobatch), two all-reduce latencies per TP degree per layer and two routing hops per
-    layer interface, each hop at the least latency of any level at or above the expert ranks. Serves transformers
-    (not yet read from the terms: their path also has context parallelism, the ends and recomputation;
-    `_explain_transformer` reads its explanation from the shape table) and hardware whose latencies fall with the
-    level."""
-    cap = hw.max_gpus if options is None or options.gpus is None else options.gpus
-    tf = np.array(divisors(wl.d_ff), dtype=np.int64)
-    tm = np.array(divisors(wl.d_model), dtype=np.int64)
-    u = np.array(divisors(per_expert), dtype=np.int64)  # N_DP * m
-    # The (tf, tm, u) grid as broadcasting axes: a GEMM's tiling depends on its weight shard, not on the nanobatch,
-    # so each shard is tiled once (the same numbers as the raveled grid, a fraction of the work).
-    _, crit = block_matmul_s(hw, wl, {"tp_ff": tf[:, None, None], "tp_model": tm[None, :, None]},
-                             (per_expert / u.astype(np.float64))[None, None, :])
-    crit = np.broadcast_to(crit, (len(tf), len(tm), len(u)))
-    best_u = crit.argmin(axis=2)
-    crit_min = crit.min(axis=2)  # (tf, tm)
-    lat_tf = np.array([min_allreduce_latency_s(hw, int(f)) for f in tf])
-    lat_tm = np.array([min_allreduce_latency_s(hw, int(f)) for f in tm])
-    L = wl.layers
-    best = (math.inf, 1, 1, 1, math.nan)
-    for ep in divisors(wl.experts):
-        per_layer = (wl.experts / ep) * crit_min + 2.0 * (lat_tf[:, None] + lat_tm[None, :])
-        if cap is not None:
-            per_layer = np.where(tf[:, None] * tm[None, :] * ep <= cap, per_layer, np.inf)
-        step = L * per_layer + 2.0 * max(L - 1, 0) * min_routing_latency_s(hw, ep)
-        k = np.unravel_index(int(np.argmin(step)), step.shape)
-        if step[k] < best[0]:
-            best = (float(step[k]), int(tf[k[0]]), int(tm[k[1]]), ep, per_expert / float(u[best_u[k]]))
-    step_s, f, m, ep, bn = best
-    return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, f, m, ep, bn)
+def _least_over_stages(wl: Workload, least: LeastFeatures, term: T.GroupTerm, rows: dict[str, np.ndarray]
+                       ) -> np.ndarray:
+    """A toy pp_ep term's feature at its least over the placements and over every (N_PP, i) with N_PP i | L, per
+    row's N_EP (the toy's other terms on the floor do not read N_PP)."""
+    pairs = np.array([(a, u // a) for u in divisors(wl.layers) for a in divisors(u)], dtype=np.int64)
+    eps = np.unique(rows["ep"])
+    g = np.meshgrid(np.arange(len(eps)), np.arange(len(pairs)), indexing="ij")
+    cols = {"ep": eps[g[0].ravel()], "pp": pairs[g[1].ravel(), 0], "interleave": pairs[g[1].ravel(), 1]}
+    best = least.least(term, cols).reshape(len(eps), len(pairs)).min(axis=1)
+    return best[np.searchsorted(eps, rows["ep"])]
+
+
+def _transformer_floor_bound(hw: Hardware, wl: Workload, options: SearchOptions | None) -> FloorBound:
+    """A transformer's floor, read from the terms: the floor branch's critical GEMMs (`tuple_quantities`'
+    critical_mm_s: every layer's GEMMs, attention kernel and element-wise work on the critical path, both ends) plus
+    each latency-path term (kind 'path') at its least over its group's placements, minimised over (N_TP,ff,
+    N_TP,model, N_EP, N_CP, sp) of the search space with N_TP,ff N_TP,model N_EP N_CP GPUs at most the cap.
+
+    With a cluster cap it adds the least optimizer step (`_least_optimizer_s`). What it leaves out only lowers it:
+    the floor's DP phase (non-negative), recomputation beyond
+    the least the options allow (it adds to the critical GEMMs and multiplies the hops by 1.5), the pipeline's
+    point-to-point hops (non-negative; none at N_PP = 1). Each path term is at its least over its own group's
+    placements, chosen independently (one layout may not reach them all at once: then the bound is below its
+    floor). The tokens a GPU runs per microbatch are b / (N_DP N_EP N_CP m) = k s / N_CP for a whole
+    number k >= 1 of sequences (the batch rule: N_DP N_EP m divides the batch in sequences), and every operation's
+    time on the path grows with its tokens (a GEMM's tiles and waves, its bytes, its FLOPs; attention and
+    element-wise work are linear), so k = 1 (N_DP m = b / (s N_EP)) is the least over the microbatch counts: one
+    shape per (N_TP,ff, N_TP,model, N_EP, N_CP, sp) instead of the search's table over every N_DP m."""
+    from planner.parallel.space import build_space, sp_allows
+
+    opts = options if options is not None else SearchOptions()
+    space = build_space(hw, wl, opts)
+    cap = hw.max_gpus if opts.gpus is None else opts.gpus
+    seqs = wl.batch_tokens // wl.seq_len
+    v = space.values
+    ep = np.array([e for e in v["ep"] if seqs % int(e) == 0], dtype=np.int64)
+    tf, tm, cp, sp = v["tp_ff"], v["tp_model"], v["cp"], v["sp"]
+    if not (len(tf) and len(tm) and len(cp) and len(sp) and len(ep)):
+        return FloorBound(math.inf, math.inf, 1, 1, 1, math.nan)
+    # The shape table at k = 1 with the five candidates as broadcasting axes (ShapeTable's convention: the tokens
+    # follow from v = N_DP m N_CP and N_EP, with N_CP = 1 in the columns), so each weight shard is tiled once per
+    # token count it meets.
+    ax = {"tp_ff": tf[:, None, None, None, None], "tp_model": tm[None, :, None, None, None],
+          "cp": cp[None, None, :, None, None], "ep": ep[None, None, None, :, None], "sp": sp[None, None, None, None, :]}
+    shape_cols = {**ax, "dp": (seqs // ax["ep"]) * ax["cp"], "microbatches": np.ones((1,) * 5, dtype=np.int64),
+                  "cp": np.ones((1,) * 5, dtype=np.int64)}
+    grid = (len(tf), len(tm), len(cp), len(ep), len(sp))
+    times = {k: np.broadcast_to(t, grid) for k, t in T.shape_times(hw, wl, shape_cols).items()}
+    recompute = int(v["recompute"].min())
+    extra = T.recompute_extra({"fwd": times["block_fwd_s"], "core_fwd": times["block_core_fwd_s"]}, recompute)
+    crit = wl.layers * (times["block_critical_s"] + extra) + times["embed_critical_s"] + times["head_critical_s"]
+    crit = np.where(sp_allows(ax["tp_ff"], ax["sp"]), crit, np.inf)
+    best_sp = crit.argmin(axis=4)  # sp moves only critical_mm_s (no path term reads it): its best value per shape
+    g = [a.ravel() for a in np.meshgrid(*(np.arange(n) for n in grid[:4]), indexing="ij")]
+    k_sp = best_sp[g[0], g[1], g[2], g[3]]
+    n = len(g[0])
+    ones = np.ones(n, dtype=np.int64)
+    rows = {"tp_ff": tf[g[0]], "tp_model": tm[g[1]], "cp": cp[g[2]], "ep": ep[g[3]], "sp": sp[k_sp],
+            "dp": seqs // ep[g[3]], "microbatches": ones, "pp": ones, "interleave": ones,
+            "recompute": recompute * ones,
+            "zero": ones, "zero_bubble": np.zeros(n, dtype=bool)}
+    shape = {k: t[g[0], g[1], g[2], g[3], k_sp] for k, t in times.items()}
+    q = T.tuple_quantities(hw, wl, rows, shape)
+    least = LeastFeatures(hw, wl)
+    # Every latency-path term but the pipeline's hops (p2p_path: none at N_PP = 1, and never negative).
+    path = [t for t in least.terms if t.kind == "path" and t.name != "p2p_path"]
+    step = q["critical_mm_s"] + sum((t.scale(hw, wl, rows) * least.least(t, rows) for t in path), np.zeros(n))
+    if cap is not None:
+        step = np.where(rows["tp_ff"] * rows["tp_model"] * rows["ep"] * rows["cp"] <= cap, step, np.inf)
+        step = step + _least_optimizer_s(hw, wl, cap)
+    k = int(np.argmin(step))
+    step_s = float(step[k])
+    return FloorBound(step_s, step_s * wl.steps / SECONDS_PER_DAY, int(rows["tp_ff"][k]), int(rows["tp_model"][k]),
+                      int(rows["ep"][k]), float(q["nanobatch"][k]), int(rows["cp"][k]))
+
+
+def _least_optimizer_s(hw: Hardware, wl: Workload, cap: int) -> float:
+    """A lower bound on the floor branch's optimizer step (`optimizer_s`) of any transformer layout of at most `cap`
+    GPUs: the busiest device updates at least its share of the layers' weights, L (dense + E routed per layer) / N_GPU
+    (every GEMM shard is at least its weight over the degrees splitting it, the busiest device holds at least L / N_PP
+    layers, and the optimizer shards over N_DP N_EP N_CP, expert weights over N_DP N_CP; the ends are left out), at
+    the terms' own seconds per updated parameter (read off `optimizer_s` of the one-GPU layout). 0 where the profile
+    does not price the optimizer (the floor branch then has no such part)."""
+    if hw.profile.optimizer_bytes_per_param <= 0.0:
+        return 0.0
+    mo = wl.model_ops
+    assert mo is not None
+    one = {d: np.ones(1, dtype=np.int64) for d in ("dp", "tp_ff", "tp_model", "pp", "ep", "cp", "interleave",
+                                                   "microbatches", "recompute", "sp", "zero")}
+    dense, expert = T.split_params_per_gpu(wl, one)
+    per_param = float(T.optimizer_s(hw, wl, one)[0]) / float((dense + expert)[0])
+    layer_dense, layer_expert = mo.layer.split_params(one, wl.experts)
+    return per_param * wl.layers * float((layer_dense + layer_expert)[0]) / cap
 
 
 def _law_of(wl: Workload) -> tuple[bool, str, str] | None:
@@ -597,15 +660,12 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
                     "GPUs or a smaller batch (--batch-sequences)")
         return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
                 "tuple fits in memory, but no placement fills the network levels)")
-    # The least critical path over every shape the space can produce (no recomputation: it only adds).
-    shapes = ShapeTable.for_space(hw, wl, space)
-    crit = wl.layers * shapes.times["block_critical_s"] + shapes.times["embed_critical_s"] + shapes.times[
-        "head_critical_s"]
-    floor_s = float(np.min(crit)) if len(crit) else math.inf
-    fastest = wl.steps * floor_s / 86400.0
+    # The least critical path of any layout, latency path included (floor_bound, read from the cost terms).
+    fb = floor_bound(hw, wl, options)
     return (f"no layout trains this model within {_fmt_days(days or 0.0)} on {hw.name}: every step takes at least "
-            f"the critical path of one microbatch through all {wl.layers} layers, {floor_s * 1e3:.4g} ms at best, "
-            f"times {wl.steps:,.0f} steps\nshortest possible duration: at least {_fmt_days(fastest)} (a lower bound)")
+            f"the critical path of one microbatch through all {wl.layers} layers, {fb.step_s * 1e3:.4g} ms at best "
+            f"(GEMMs, attention, element-wise work and latencies), times {wl.steps:,.0f} steps\n"
+            f"shortest possible duration: at least {_fmt_days(fb.days)} (a lower bound)")
 
 
 def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, result: SearchResult) -> str:
@@ -644,7 +704,8 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
         lines.append(
             f"shortest possible duration: at least {_fmt_days(fb.days)} (a lower bound: {wl.layers} layers x "
             f"{fb.step_s / wl.layers * 1e6:.3g} us of GEMM and network latency per layer at best, with tp_ff="
-            f"{fb.tp_ff}, tp_model={fb.tp_model}, ep={fb.ep} and {fb.nanobatch:g}-token nanobatches); the actual "
+            f"{fb.tp_ff}, tp_model={fb.tp_model}, ep={fb.ep}" + (f", cp={fb.cp}" if fb.cp > 1 else "")
+            + f" and {fb.nanobatch:g}-token nanobatches); the actual "
             f"shortest run can be longer")
         if result.status == "unknown":
             lines.append(f"(proven by this bound; the search itself stopped at its time limit after "
@@ -823,15 +884,7 @@ def infeasibility_facts(hw: Hardware, wl: Workload, options: SearchOptions, days
 
 
 def _shortest_days(hw: Hardware, wl: Workload, options: SearchOptions) -> float:
-    if wl.transformer is None:
-        return floor_bound(hw, wl, options).days
-    from planner.parallel.space import build_space
-    from planner.search.presolve import ShapeTable
-
-    shapes = ShapeTable.for_space(hw, wl, build_space(hw, wl, options))
-    crit = wl.layers * shapes.times["block_critical_s"] + shapes.times["embed_critical_s"] + shapes.times[
-        "head_critical_s"]
-    return wl.steps * float(np.min(crit)) / SECONDS_PER_DAY if len(crit) else math.inf
+    return floor_bound(hw, wl, options).days
 
 
 def _facts(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None, result: SearchResult,

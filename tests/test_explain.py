@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from planner import explain
@@ -235,12 +236,28 @@ def test_floor_bound_is_the_cost_models_floor_of_the_layout_it_names(experts):
 
 def test_floor_bound_where_a_level_is_faster_than_the_one_below():
     """A pipeline boundary above the expert ranks could then cost less than the routing hop the N_PP = 1 rows
-    price: the bound takes each hop at the least latency at or above them instead."""
+    price: the bound takes that point-to-point term at its least over every (N_PP, i) too, and stays below every
+    layout of a small toy space on 16 GPUs (two nodes), priced whole by the enumerator's pricing."""
+    from planner.parallel.space import SearchOptions, build_space, model_parallel_rows, tuples_for_model_parallel
+    from planner.schema import Workload
+    from planner.search.exhaustive import price_placements
+    from planner.search.presolve import ShapeTable, tuple_terms
+
     hw = get_hardware("h100")
-    wl = infer_workload(1e26, sparse=True)
     slow_bottom = hw.model_copy(update={"levels": (hw.levels[0].model_copy(update={"lat_s": 1e-4}), *hw.levels[1:])})
+    wl = Workload(d_model=1024, d_ff=4096, layers=8, experts=4, batch_tokens=2**14, tokens=1e9)
+    options = SearchOptions(gpus=16)
+    fb = explain.floor_bound(slow_bottom, wl, options)
+    space = build_space(slow_bottom, wl, options)
+    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
+    t = t.take(np.nonzero(t.gpus == 16)[0])
+    rows, _, arr = price_placements(slow_bottom, wl, t, False,
+                                    tuple_terms(slow_bottom, wl, t, ShapeTable.for_space(slow_bottom, wl, space)))
+    assert len(rows) > 0
+    assert np.all(arr["step_s"] >= fb.step_s * (1 - 1e-12))
+    assert np.all(arr["critical_path_s"] >= fb.step_s * (1 - 1e-12))
+    # with every level that slow, the N_PP = 1 rows bound it again, and no lower
+    wl = infer_workload(1e26, sparse=True)
     fb = explain.floor_bound(slow_bottom, wl)
-    assert fb == explain._per_layer_floor_bound(slow_bottom, wl, wl.batch_tokens // wl.experts, None)
-    # with every level that slow, the rows bound it again, and no lower
     all_slow = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": 1e-4}) for lv in hw.levels)})
     assert explain.floor_bound(all_slow, wl).step_s >= fb.step_s
