@@ -62,3 +62,13 @@ def test_comparison_gives_racks_only_for_rack_scale_systems(capsys, monkeypatch)
     assert f"— / {h['nodes']:,}" in row["h100"]
     assert g["plan"]["held_gpus"] == 72 and g["nodes"] == -(-g["gpus"] // 4)  # trays of 4 GPUs, rounded up
     assert f"{g['racks']:,} / {g['nodes']:,}" in row["gb200-nvl72"]
+
+
+def test_power_reads_without_python_exponents():
+    """Facility power in the plan text and its warning: 1,924,145,348,608 H100s draw about 3.25e9 MW; printed as
+    '3.25e6 GW' (never '3.25e+06 GW'), 1,234.5 GW as '1,230 GW' (never '1.23e+03 GW'), and 999.96 MW as '1,000 MW'."""
+    from planner.economics import fmt_g3, fmt_MW
+
+    assert fmt_MW(3.25e9) == "3.25e6 GW" and fmt_MW(1234.5e3) == "1,230 GW" and fmt_MW(999.96) == "1,000 MW"
+    assert fmt_MW(51.94) == "51.9 MW" and fmt_MW(1250.38) == "1.25 GW" and fmt_MW(5000) == "5 GW"
+    assert fmt_g3(3.25e9 / 5000) == "650,000" and fmt_g3(6.5096e5) == "651,000"
