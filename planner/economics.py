@@ -152,8 +152,8 @@ def plausibility_warnings(hw: Hardware, facility: Facility, power_MW: float | No
     if power_MW is None or power_MW <= facility.largest_site_MW:
         return []
     ratio = power_MW / facility.largest_site_MW
-    return [f"beyond any announced build: {fmt_MW(power_MW)} of facility power is {fmt_g3(ratio)}x the largest training "
-            f"site announced, {fmt_MW(facility.largest_site_MW)} ({facility.largest_site_name}; "
+    return [f"beyond any announced build: {fmt_MW(power_MW)} of facility power is {fmt_g3(ratio)}x the largest "
+            f"training site announced, {fmt_MW(facility.largest_site_MW)} ({facility.largest_site_name}; "
             f"--set facility.largest_site_MW=MW moves the bound); the layout is optimal under the cost model only"]
 
 
