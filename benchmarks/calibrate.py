@@ -52,6 +52,8 @@ GRID: dict[str, list[Any]] = {
     "deepspeed.zero_flat": [False, True],
     # Megatron-Bridge's recipes overlap the EP all-to-all (only its MoE runs move this value).
     "megatron-bridge.overlap_ep": [0.0, 0.25, 0.5, 0.75, 1.0],
+    # Runs whose recipe turns on Megatron's overlap_moe_expert_parallel_comm (records' ep_comm_overlap).
+    "overlap_ep_comm": [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0],
 }
 
 

@@ -48,7 +48,31 @@ def show(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
 app()
 """
 """What any typer command that takes an argument and an option costs, before it does anything: typer >= 0.2x
-converts parameter values with pydantic TypeAdapters, which imports pydantic's core (not in the light floor)."""
+converts parameter values with pydantic TypeAdapters, which imports pydantic's core (not in the light floor). Its
+`--help`: typer's rich help renderer (typer.rich_utils, which imports rich's Markdown, markdown-it and pygments)."""
+DOCUMENT_COMMAND = """
+import typer
+app = typer.Typer(add_completion=False)
+@app.command()
+def show(name: str, json_out: bool = typer.Option(False, "--json")) -> None:
+    import tomllib
+    from pydantic import BaseModel, ConfigDict
+    from rich.console import Console
+    from rich.table import Table
+    class Doc(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        name: str
+        value: float
+    doc = Doc.model_validate(tomllib.loads('name = "h100"\\nvalue = 1.0'))
+    table = Table("field", "value")
+    table.add_row("name", doc.name)
+    Console().print(table)
+app()
+"""
+"""What a command that reads one TOML file into a validated pydantic document and prints a rich table costs, doing
+nothing else (`hardware list|show`, `reference` and `models` do this for their documents): the typer command floor,
+pydantic's model machinery (building a validator loads pydantic's plugin registry, importlib.metadata: about 30 ms
+of CPU), tomllib and rich's table and console."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,10 @@ CASES = (
          "plan", PLAN_FLOOR, max_ratio=1.4),
     Case("typer command floor (a do-nothing command, NAME --json)", ("-c", TYPER_COMMAND, "h100", "--json"), "python",
          LIGHT_FLOOR),
+    Case("typer help floor (the same do-nothing command's --help)", ("-c", TYPER_COMMAND, "--help"), "python",
+         LIGHT_FLOOR),
+    Case("document floor (a do-nothing command that validates one TOML document and prints a table)",
+         ("-c", DOCUMENT_COMMAND, "h100"), "python", LIGHT_FLOOR),
     Case("planner --help", ("--help",), "planner", LIGHT_FLOOR, max_ratio=1.2),
     Case("planner schema", ("schema",), "planner", LIGHT_FLOOR, max_ratio=1.2),
     Case("planner reference", ("reference",), "planner", LIGHT_FLOOR, max_ratio=1.2),

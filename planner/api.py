@@ -623,9 +623,29 @@ def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
     return _plan(request, min_gpus=min_gpus)
 
 
-def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None) -> Plan:
+class _NoneBelow(Exception):
+    """A certificate search (`fewest_below`) found no layout: args[0] is its search status."""
+
+
+def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -> int | None:
+    """A certificate search for re-plans (planner.sensitivity): the request's search over the GPU counts below `gpus`
+    only (from `min_gpus`, a proven bound, when given). `gpus` when it proves that no cluster of fewer GPUs meets the
+    deadline; the fewest GPUs that do when one below `gpus` does; None when the search did not settle. Deadline
+    mode without --gpus only."""
+    if request.gpus is not None or request.deadline_days is None:
+        raise InvalidInput("fewest_below needs a deadline and no --gpus")
+    try:
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, below_gpus=gpus)
+    except _NoneBelow as stop:
+        return gpus if stop.args[0] == "infeasible" else None
+    return p.gpus if p.status == "optimal" else None
+
+
+def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None,
+          below_gpus: int | None = None) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
-    limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`."""
+    limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`; `below_gpus`:
+    see `fewest_below` (raises _NoneBelow when no layout is found below it)."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -682,7 +702,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     options = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=dp_overlap, max_gpus=cap,
                             fixed=_fixed_dimensions(workload, pins), excluded=excluded,
                             rank_order=_rank_order() if runs_on is not None else (), whole_rounds=runs_on is not None,
-                            min_gpus=min_gpus if gpus is None and days is not None else None)
+                            min_gpus=min_gpus if gpus is None and days is not None else None,
+                            below_gpus=below_gpus if gpus is None and days is not None else None)
     if hw.gpu.at_precision(workload.precision) is None:
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
                            "precision bf16")
@@ -691,6 +712,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
+    if result.layout is None and below_gpus is not None:
+        raise _NoneBelow(result.status)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 
@@ -737,7 +760,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
             and doc.facility_power_MW > r.power_mw * (1 + 1e-12)):
         # Whole racks: the spares of the racks a layout takes count in its power, which the GPU cap could not see.
         assert doc.gpus is not None
-        return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits, min_gpus)
+        return _plan(r.model_copy(update={"max_gpus": doc.gpus - 1}), explain_limits, min_gpus, below_gpus)
     if cap is not None:
         doc = doc.model_copy(update={"notes": [*doc.notes, f"within {limit_words}: at most {cap:,} GPUs"]})
     if gpus is not None and days is not None and (doc.wall_clock_days or ev.training_days) > days:

@@ -8,7 +8,11 @@ row can be reproduced by hand. The re-plans run in parallel processes (`jobs`). 
 the GPU count (then the wall-clock days).
 
 A re-plan whose move slows every layout (planner.monotone) cannot need fewer GPUs than the plan: its search starts at
-the plan's count (`least_gpus`), which skips proving every smaller count infeasible again.
+the plan's count (`least_gpus`), which skips proving every smaller count infeasible again. The moves that may speed
+layouts up are bounded by one certificate per family (`_certify`): every such move of a family applied at once, searched
+over the counts below the plan's only; a single move is never faster than that corner, so the corner's count bounds
+its re-plan, and for memory and failure inputs (which change which layouts fit, or the deadline a count gets, but no
+step time) the plan's layout re-priced is the answer when the certificate shows the count cannot move.
 """
 
 from __future__ import annotations
@@ -160,22 +164,44 @@ def _set_fields(request: PlanRequest) -> list[str]:
     return fields
 
 
+def _boundable(plan: Plan, request: PlanRequest, field: str) -> bool:
+    """Whether the plan's count can bound a re-plan that moves `field` alone: the plan is the proven fewest GPUs in
+    deadline mode, without a buyer's limit, and the request does not set `field` itself."""
+    if plan.status != "optimal" or plan.gpus is None or plan.fixed_gpus or plan.deadline_days is None:
+        return False
+    if request.gpus is not None or request.power_mw is not None or request.max_gpus is not None:
+        return False  # a buyer's limit: keep the re-plan's own path
+    if any(f == field or fnmatch.fnmatchcase(f, field) or fnmatch.fnmatchcase(field, f) for f in _set_fields(request)):
+        return False  # the request sets this input itself: the file value is not the plan's
+    return "*" not in field  # one value for every level, compared with one level's: the others may move the other way
+
+
 def least_gpus(plan: Plan, request: PlanRequest, field: str, before: Any, after: Any) -> int | None:
     """A proven lower bound on the GPU count of the re-plan that moves `field` from `before` (its file value) to
     `after`: the plan's own count when the move slows every layout (planner.monotone) and the plan is the proven
-    fewest GPUs for the same request without the move; None otherwise (the re-plan searches from the compute bound).
+    fewest GPUs for the same request without the move; None otherwise (the re-plan searches from the compute bound,
+    unless a certificate of its family bounds it: `_certify`).
     """
     from planner.monotone import slows
 
-    if plan.status != "optimal" or plan.gpus is None or plan.fixed_gpus or plan.deadline_days is None:
+    if not _boundable(plan, request, field):
         return None
-    if request.gpus is not None or request.power_mw is not None or request.max_gpus is not None:
-        return None  # a buyer's limit: keep the re-plan's own path
-    if any(f == field or fnmatch.fnmatchcase(f, field) or fnmatch.fnmatchcase(field, f) for f in _set_fields(request)):
-        return None  # the request sets this input itself: the file value is not the plan's
-    if "*" in field:
-        return None  # one value for every level, compared with one level's: the others may move the other way
     return plan.gpus if slows(field, before, after) else None
+
+
+def _speeds(plan: Plan, request: PlanRequest, field: str, before: Any, after: Any) -> bool:
+    """Whether the move is the reverse of a slowing one (it may speed layouts up) on a plan that can bound it."""
+    from planner.monotone import slows
+
+    return _boundable(plan, request, field) and slows(field, after, before) and not slows(field, before, after)
+
+
+def _family(field: str) -> str:
+    """The certificate family of a speeding move (`_certify`): memory inputs change no step time, failure inputs
+    only the deadline each count gets, the rest (rates, latencies, overlaps) the step times."""
+    if field.startswith("profile.memory."):
+        return "memory"
+    return "goodput" if field.startswith("goodput.") else "step"
 
 
 ONLY_REMOVES = ("profile.memory.", "goodput.restart_minutes")
@@ -196,6 +222,12 @@ def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: S
         return None
     if request.power_mw is not None or request.max_gpus is not None:
         return None  # a buyer's limit: the plan may be the fastest within it, not the fewest GPUs
+    return _repriced(plan, request, sets)
+
+
+def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[int | None, float | None] | None:
+    """(GPUs, wall-clock days) of the plan's own layout priced under the request with `sets`; None when it no longer
+    fits or misses the deadline."""
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
@@ -204,6 +236,8 @@ def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: S
     from planner.parallel.space import check_layout
     from planner.workload import infer_workload
 
+    if plan.gpus is None or plan.deadline_days is None or plan.layout is None:
+        return None
     parsed = parse_overrides(sets)
     hw = api.resolve(request.gpu, request.profile or plan.profile, parsed)
     if request.workload is not None:
@@ -226,25 +260,134 @@ def _reused(plan: Plan, request: PlanRequest, field: str, factor: float, sets: S
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None) -> Sensitivity:
+CERTIFY_MIN_MOVES = 2
+"""A family certificate (`_certify`) is tried for at least this many speeding moves: for one move it costs about
+what it saves."""
+CERTIFY_TRIES = 3
+"""Corners tried per family: a corner whose count falls below the plan's drops its fastest move and is tried again
+(each try costs about one search below the plan's count)."""
+
+
+def _layout_days(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> float:
+    """The plan's layout's training days priced under `sets` (infinite when it no longer fits): how much a move
+    speeds that one layout up, to order the moves of a certificate (`sensitivity`); not a bound."""
+    from planner import api
+    from planner.cost.step import evaluate
+    from planner.export import layout_of
+    from planner.overrides import parse_overrides
+    from planner.workload import infer_workload
+
+    if plan.layout is None or request.compute_flop is None and request.workload is None:
+        return math.inf
+    hw = api.resolve(request.gpu, request.profile or plan.profile, parse_overrides(sets))
+    if request.workload is not None:
+        wl = request.workload
+    else:
+        assert request.compute_flop is not None
+        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
+                            budget=request.budget)
+    ev = evaluate(hw, wl, layout_of(plan), dp_overlap=plan.dp_overlap)
+    return ev.training_days if ev.memory.fits else math.inf
+
+
+def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
+    """A lower bound on the GPU count of every re-plan that moves one of `texts` (speeding moves of one `family`),
+    and whether each such re-plan's answer is the plan's own layout re-priced.
+
+    The *corner* request moves all of them at once. Each single move is the corner with every other input moved back
+    in its slowing direction (planner.monotone: never faster, never more layouts fitting, never more goodput), so no
+    single re-plan needs fewer GPUs than the corner: the corner's fewest GPUs bound them all. It is found by a search
+    over the counts below the plan's only (`api.fewest_below`): usually it proves none, and the bound is the plan's
+    count N. Then:
+    - failure inputs change only the deadline each count gets, never which layout of a count is fastest, and a move
+      that speeds goodput keeps the plan's layout within its deadline: each re-plan is the plan's layout on N GPUs,
+      re-priced;
+    - memory inputs change no step time, only which layouts fit: each re-plan's layouts on N GPUs lie between the
+      plan's and the corner's, so when the corner's own choice on N GPUs (a search from N) is the plan's layout, that
+      layout is every re-plan's choice too: re-priced;
+    - otherwise each re-plan searches from the bound.
+    (None, False) when the corner did not settle or is infeasible."""
+    from planner import api
+
+    assert plan.gpus is not None
+    corner = request.model_copy(update={"overrides": (*request.overrides, *texts), "workers": 1, "why_smaller": False})
+    try:
+        bound = api.fewest_below(corner, plan.gpus)
+    except (Infeasible, InvalidInput):
+        return None, False
+    if bound != plan.gpus:
+        return bound, False
+    if family == "goodput":
+        return bound, True
+    if family == "memory":
+        try:
+            chosen = api.replan(corner, bound)
+        except Infeasible:
+            return bound, False
+        return bound, chosen.gpus == plan.gpus and chosen.layout == plan.layout
+    return bound, False
+
+
+def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None
+                ) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
     the request with one more --set override, on one CP-SAT worker (from the plan's count when `least_gpus` proves
-    it; the direction is read off the value as typed, after rounding)."""
+    it, or from its family's certificate, `_certify`; the direction is read off the value as typed, after rounding).
+    `stats`, when given, receives how many re-plans were moved, searched and bounded, and the certificates."""
     from planner.overrides import parse_overrides
 
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
     rows_in = candidates(request.gpu, request.profile, request.failures, plan)
-    tasks = []
     results: list[tuple[int | None, float | None] | None] = []
+    pending: list[dict[str, Any]] = []  # the re-plans not re-priced: slot, field, text, request, bound
     for field, _why, value, cap, (lo, hi) in rows_in:
         for factor in (lo, hi):
             text = f"{field}={_fmt(_move(field, value, factor, cap))}"
             results.append(_reused(plan, request, field, factor, (*request.overrides, text)))
             if results[-1] is None:
-                tasks.append((request.model_copy(update={"overrides": (*request.overrides, text), "workers": 1,
-                                                         "why_smaller": False}),
-                              least_gpus(plan, request, field, value, parse_overrides([text])[0].value)))
+                after = parse_overrides([text])[0].value
+                bound = least_gpus(plan, request, field, value, after)
+                if bound is not None and _family(field) == "goodput" and _repriced(
+                        plan, request, (*request.overrides, text)) is None:
+                    # A failure input changes only the deadline each count gets, never which layout of a count is
+                    # fastest: the plan's layout is the fastest on its count, so when it misses the moved deadline
+                    # every layout of that count does.
+                    bound += 1
+                pending.append({"slot": len(results) - 1, "field": field, "text": text,
+                                "request": request.model_copy(update={"overrides": (*request.overrides, text),
+                                                                      "workers": 1, "why_smaller": False}),
+                                "bound": bound,
+                                "speeds": _speeds(plan, request, field, value, after)})
+    families: dict[str, list[dict[str, Any]]] = {}
+    for p in pending:
+        if p["bound"] is None and p["speeds"]:
+            families.setdefault(_family(p["field"]), []).append(p)
+    certified = repriced = 0
+    for family, members in families.items():
+        if len(members) < CERTIFY_MIN_MOVES:
+            continue
+        # Fastest first, by the plan's own layout re-priced under each move (a guess that only orders the tries: a
+        # corner that fails drops its fastest move and tries again; every bound is proven by the corner's search).
+        group = sorted(members, key=lambda m: _layout_days(plan, request, m["request"].overrides))
+        for _ in range(CERTIFY_TRIES):
+            bound, reprice = _certify(plan, request, family, [m["text"] for m in group])
+            certified += 1
+            if bound is None:
+                break
+            for m in group:
+                m["bound"] = bound
+                again = _repriced(plan, request, m["request"].overrides) if reprice else None
+                if again is not None:
+                    results[m["slot"]] = again
+                    repriced += 1
+            if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
+                break
+            group = group[1:]
+    tasks = [(p["request"], p["bound"]) for p in pending if results[p["slot"]] is None]
+    if stats is not None:
+        stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b in tasks),
+                     certificates=certified, certified_repriced=repriced)
     jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
     if jobs == 1:
         searched = [_replan(t) for t in tasks]

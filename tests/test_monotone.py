@@ -10,6 +10,7 @@ with and without it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -207,8 +208,9 @@ def test_a_bounded_replan_is_the_full_replan(text):
 
 @pytest.mark.slow
 def test_sensitivity_rows_are_the_same_with_and_without_the_bound(monkeypatch):
-    """`plan --sensitivity` of a small realistic-profile plan: the bounded re-plans give the same rows as re-plans
-    searched from the compute bound, and some re-plans were bounded, some not."""
+    """`plan --sensitivity` of a small realistic-profile plan: the bounded re-plans (the plan's count for slowing
+    moves, the family certificates for speeding ones, with their re-priced answers) give the same rows as re-plans
+    searched from the compute bound, and some re-plans were bounded, some certified."""
     kw = dict(compute_flop=1e23, gpu="h100", days=10.0, profile="realistic")
     plan = api.plan(**kw)
     request = PlanRequest(**kw)
@@ -221,10 +223,15 @@ def test_sensitivity_rows_are_the_same_with_and_without_the_bound(monkeypatch):
         return out
 
     monkeypatch.setattr(sens, "least_gpus", spy)
-    with_bound = sens.sensitivity(plan, request, jobs=1)
+    stats: dict[str, int] = {}
+    with_bound = sens.sensitivity(plan, request, jobs=1, stats=stats)
     assert any(b == plan.gpus for b in bounded) and any(b is None for b in bounded)
+    assert stats["certificates"] >= 2 and stats["certified_repriced"] >= 2
     monkeypatch.setattr(sens, "least_gpus", lambda *a: None)
-    without = sens.sensitivity(plan, request, jobs=1)
+    monkeypatch.setattr(sens, "CERTIFY_MIN_MOVES", 10**9)
+    bare: dict[str, int] = {}
+    without = sens.sensitivity(plan, request, jobs=1, stats=bare)
+    assert bare["bounded"] == bare["certificates"] == 0
     assert with_bound == without
 
 
@@ -243,3 +250,100 @@ def test_no_bound_when_the_request_sets_the_field_itself():
     assert sens.least_gpus(plan, req, "levels.*.lat_us", 5.0, 10.0) is None
     headroom = PlanRequest(**kw, memory_headroom_GB=4.0)
     assert sens.least_gpus(plan, headroom, "profile.memory.headroom_GB", 2.0, 2.4) is None
+
+
+def _family_moves(family: str, speeding: bool, factor: float = 1.25) -> list[str]:
+    """--set texts moving every declared input of one certificate family (planner.sensitivity._family) by `factor`,
+    the speeding way or the slowing way."""
+    out = []
+    for field in SLOWER_WHEN_HIGHER + SLOWER_WHEN_LOWER:
+        if sens._family(field) != family:
+            continue
+        name, value = _current(field, "h100", "realistic")
+        out.append(f"{name}={sens._fmt(_slower(field, value, 1.0 / factor if speeding else factor))}")
+    return out
+
+
+TOY_LONG = Workload(d_model=256, d_ff=1024, layers=4, experts=1, batch_tokens=4096, tokens=1e12)
+"""The toy dense workload trained on 10^3 times the tokens: a job of days, where failures matter."""
+
+
+def _instance(sets):
+    hw = api.resolve("h100", "realistic", parse_overrides(sets))
+    fm = get_failure_model("default", parse_overrides([s for s in sets if s.startswith("goodput.")]))
+    return hw, goodput_fraction(fm, TOY_LONG.params)
+
+
+def _step(hw, layout) -> float:
+    from planner.cost.step import evaluate
+
+    return evaluate(hw, TOY_LONG, layout, dp_overlap=True).step.step_s
+
+
+@pytest.mark.parametrize("family", [pytest.param("step", marks=pytest.mark.slow),
+                                    pytest.param("memory", marks=pytest.mark.slow), "goodput"])
+def test_a_family_certificate_bounds_every_move_of_the_family(family):
+    """The certificate of planner.sensitivity._certify on the enumerator's ground truth (the toy dense workload on
+    10^12 tokens, a 5e5 s deadline, goodput on, clusters of at most 64 GPUs).
+
+    The corner (every declared input of the family moved the speeding way at once), searched below the unmoved
+    optimum's count by CP-SAT and by the enumerator, gives the same answer. For every input of the family moved
+    alone, either way, the enumerator's fewest GPUs are at least the corner's, and CP-SAT started at that bound (the
+    slowing way: at the unmoved count) returns the enumerator's count and step time (the toy's failure inputs barely
+    move its goodput: that family checks the search paths only). Where the family re-prices (memory, failure inputs)
+    and the bound is the unmoved count, the enumerator's layout on that count has the unmoved layout's step time."""
+    from planner.search.cpsat import solve_cpsat
+
+    deadline_s = 5e5
+    opts = SearchOptions(dp_overlap=True, max_gpus=64)
+    hw0, g0 = _instance([])
+    base = solve_exhaustive(hw0, TOY_LONG, opts, deadline_s, goodput=g0)
+    assert base.status == "optimal" and base.layout is not None
+    n0 = base.layout.gpus
+    fast = _family_moves(family, speeding=True)
+    assert len(fast) >= 2
+    hw_c, g_c = _instance(fast)
+    below = SearchOptions(dp_overlap=True, max_gpus=64, below_gpus=n0)
+    c_enum = solve_exhaustive(hw_c, TOY_LONG, below, deadline_s, goodput=g_c)
+    c_cp = solve_cpsat(hw_c, TOY_LONG, below, deadline_s, workers=1, goodput=g_c)
+    assert c_enum.status == c_cp.status and c_enum.status in ("optimal", "infeasible")
+    bound = n0 if c_enum.layout is None else c_enum.layout.gpus
+    assert (n0 if c_cp.layout is None else c_cp.layout.gpus) == bound <= n0
+    changed = 0
+    for speeding in (True, False):
+        for text in _family_moves(family, speeding):
+            hw1, g1 = _instance([text])
+            full = solve_exhaustive(hw1, TOY_LONG, opts, deadline_s, goodput=g1)
+            assert full.status in ("optimal", "infeasible"), text
+            start = bound if speeding else n0
+            cp = solve_cpsat(hw1, TOY_LONG, dataclasses.replace(opts, min_gpus=start), deadline_s, workers=1,
+                             goodput=g1)
+            if full.layout is None:  # no cluster within the 64 GPUs: none from the bound either
+                assert not speeding and cp.status == "infeasible", text
+                changed += 1
+                continue
+            assert full.layout.gpus >= start, text
+            assert cp.status == "optimal" and cp.layout is not None and cp.layout.gpus == full.layout.gpus, text
+            assert math.isclose(_step(hw1, cp.layout), _step(hw1, full.layout), rel_tol=1e-8), text
+            changed += full.layout.gpus != n0 or not math.isclose(_step(hw1, full.layout), _step(hw0, base.layout))
+            if speeding and family in ("memory", "goodput") and bound == n0 and full.layout.gpus == n0:
+                assert math.isclose(_step(hw1, full.layout), _step(hw0, base.layout), rel_tol=1e-8), text
+    if family == "step":
+        assert changed and bound < n0  # the moves do move the answer, the corner's too: the checks are not vacuous
+
+
+def test_fewest_below_proves_the_plans_count_or_finds_the_moved_one():
+    """api.fewest_below on a realistic-profile plan of 224 GPUs: it proves that no smaller cluster meets the
+    deadline; with a speeding move (a 1e26 FLOP plan of 30,720 GPUs) it returns that move's plan's count."""
+    kw = dict(compute_flop=1e23, gpu="h100", days=10.0, profile="realistic")
+    plan = api.plan(**kw)
+    assert plan.status == "optimal" and plan.gpus == 224
+    req = PlanRequest(**kw, why_smaller=False)
+    assert api.fewest_below(req, 224) == 224
+    big = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic", why_smaller=False)
+    assert api.plan(**big).gpus == 30720
+    fast = PlanRequest(**big, overrides=["profile.gemm.sustained_factor=0.96"])
+    moved = api.plan(fast)
+    assert moved.gpus is not None and moved.gpus < 30720
+    assert api.fewest_below(fast, 30720) == moved.gpus
+    assert api.fewest_below(fast, moved.gpus) == moved.gpus

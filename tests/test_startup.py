@@ -86,3 +86,96 @@ def test_every_document_builds_on_first_use():
                 and not obj.model_config.get("defer_build")):
             eager.append(f"planner.schema.{obj.__name__}")
     assert eager == [], f"declare these with ConfigDict(defer_build=True, ...): {eager}"
+
+
+def _conversions(conversion, value, param, ctx):
+    """((type, repr) of the value, None) or (None, (exception type, message)) of one conversion (repr: NaN equals
+    itself)."""
+    try:
+        got = conversion.coerce(value, param=param, ctx=ctx)
+        return (type(got).__name__, repr(got)), None
+    except Exception as exc:  # noqa: BLE001 - compared, not hidden
+        return None, (type(exc).__name__, str(getattr(exc, "message", exc)))
+
+
+def _samples(param) -> list:
+    d = param.type_descriptor
+    out = [None, param.default, "abc", "ABC", "1e3", "12", "-3", "0", "nan", "x" * 3, ("a=1", "b=2"), (), 2, 2.5,
+           True]
+    for choice in d.choices or ():
+        value = getattr(choice, "value", choice)
+        out += [choice, value, str(value).upper()]
+    return out
+
+
+def test_plain_value_conversion_agrees_with_typers():
+    """planner.cli.app._PlainValues converts option values without pydantic where typer's conversion is the identity
+    or our own parser; for every parameter of every command and a spread of values (given, default, bad, each
+    choice in either case), the result, or the error and its message, is the same as typer's own conversion."""
+    typer_coercion = pytest.importorskip("typer._coercion")
+    import typer
+
+    from planner.cli import app, plan_app
+    from planner.cli.app import _PlainValues
+
+    def commands(cmd):
+        yield cmd
+        for sub in getattr(cmd, "commands", {}).values():
+            yield from commands(sub)
+
+    checked = plain = 0
+    for top in (app, plan_app):
+        for cmd in commands(typer.main.get_command(top)):
+            ctx = typer.Context(cmd)
+            for param in cmd.params:
+                if not hasattr(param, "type_descriptor"):
+                    continue
+                ours = _PlainValues(param.type_descriptor)
+                theirs = typer_coercion.build_runtime_param(param.type_descriptor)
+                for value in _samples(param):
+                    if value is None:
+                        empty = () if param.multiple or param.nargs == -1 else None
+                        expected = ((type(empty).__name__, repr(empty)), None)
+                    else:
+                        expected = _conversions(theirs, value, param, ctx)
+                    assert _conversions(ours, value, param, ctx) == expected, (cmd.name, param.name, value)
+                    checked += 1
+                    try:
+                        ours._plain(value, ctx)
+                        plain += 1
+                    except Exception:  # noqa: BLE001 - counted only
+                        pass
+    assert checked > 1000 and plain > 300, (checked, plain)  # the test saw the commands, and the fast path ran
+
+
+@pytest.mark.parametrize("argv", [("schema",), ("--help",)])
+def test_light_commands_load_no_pydantic(argv):
+    """With plain option values converted without typer's TypeAdapters, `schema` and `--help` import no pydantic;
+    nor the file-writing helpers (planner.files, tempfile), which only a command that writes needs."""
+    assert heavy_in(loaded("planner", *argv), ("pydantic", "pydantic_core", "typer._adapters", "planner.files",
+                                               "tempfile")) == []
+
+
+def test_a_run_builds_only_the_command_it_runs():
+    """planner.cli.app._only_invoked: `planner NAME ...` builds the click command of NAME only (typer would build all
+    thirteen), the same command as in the full app; no name or an unknown one builds every command."""
+    import typer
+
+    from planner.cli import app
+    from planner.cli.app import _only_invoked
+
+    full = typer.main.get_command(app)
+    names = sorted(full.commands)
+    assert {"plan", "schema", "hardware", "models", "limits"} <= set(names)
+
+    def described(cmd):
+        return (cmd.name, cmd.help, [(p.name, p.opts, p.default, getattr(p, "help", None)) for p in cmd.params],
+                sorted(getattr(cmd, "commands", {})))
+
+    for name in names:
+        only = typer.main.get_command(_only_invoked(app, [name, "--json"]))
+        assert sorted(only.commands) == [name]
+        assert described(only.commands[name]) == described(full.commands[name])
+        assert [p.name for p in only.params] == [p.name for p in full.params]  # --version kept
+    for argv in ([], ["--help"], ["nosuch"], ["--version"]):
+        assert sorted(typer.main.get_command(_only_invoked(app, argv)).commands) == names

@@ -280,3 +280,63 @@ def test_evaluate_in_megatrons_words(capsys):
     assert code == 2 and "multiple of --ep" in err
     code, out, err = invoke(capsys, ["plan", "--model", "gpt3-175b-mlp", "--batch-sequences", "8"])
     assert code == 2 and "transformer" in err
+
+
+def test_sliding_window_layers_by_hand():
+    """GPT-OSS 120B's shape: 36 layers, 64 heads of 64, half of them with a 128-token window (HF config
+    sliding_window 128, alternating layer_types), at 4,096 tokens. A windowed layer's query sees min(i + 1, 128) keys:
+    the mean over the 4,096 positions is 128 - 128 * 127 / (2 * 4096) = 126.015625 (Megatron-Bridge's
+    flop_utils counts it so); a full causal layer 2,048 (s / 2)."""
+    fields = {"heads": 64, "kv_heads": 8, "head_dim": 64, "vocab": 201088, "top_k": 4, "expert_d_ff": 2880}
+    full = transformer_workload(2880, 2880, 36, 128, 4096, 1280 * 4096, None, fields, "gpt-oss")
+    windowed = transformer_workload(2880, 2880, 36, 128, 4096, 1280 * 4096, None,
+                                    {**fields, "sliding_window": 128, "sliding_window_layers": 18}, "gpt-oss")
+    assert windowed.windowed_context == 126.015625
+    # model FLOPs: 12 x heads x head_dim per key, full layers count s, windowed ones twice their mean context
+    per_key = 12 * 64 * 64
+    assert full.attention_flop_per_token == 36 * 4096 * per_key
+    assert windowed.attention_flop_per_token == pytest.approx(18 * 4096 * per_key + 18 * 2 * 126.015625 * per_key,
+                                                              rel=1e-12)
+    # the kernel's forward FLOPs per token (one GPU, no TP): 2 s_eff heads (d_qk + d_v), s_eff the layers' mean
+    deg = {d: np.ones(1) for d in DEGREES}
+    core_full = full.model_ops.layer.attention
+    core_win = windowed.model_ops.layer.attention
+    assert float(core_full.forward_flop_per_token(deg)[0]) == 2 * 2048 * 64 * 128
+    assert float(core_win.forward_flop_per_token(deg)[0]) == pytest.approx(
+        2 * (0.5 * 2048 + 0.5 * 126.015625) * 64 * 128, rel=1e-12)
+    # everything but attention is untouched
+    assert windowed.non_embedding_active_params == full.non_embedding_active_params
+
+
+@pytest.mark.parametrize("extra,msg", [({"sliding_window": 128}, "go together"),
+                                       ({"sliding_window": 128, "sliding_window_layers": 40}, "more than")])
+def test_sliding_window_fields_are_checked(extra, msg):
+    from planner.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=msg):
+        transformer_workload(2880, 2880, 36, 1, 4096, 4096, None, {"heads": 64, "head_dim": 64, "vocab": 1000, **extra},
+                             "x")
+
+
+def test_a_window_as_long_as_the_sequence_changes_nothing():
+    fields = {"heads": 32, "vocab": 32000}
+    plain = transformer_workload(4096, 11008, 32, 1, 2048, 2048 * 8, None, fields, "x")
+    wide = transformer_workload(4096, 11008, 32, 1, 2048, 2048 * 8, None,
+                                {**fields, "sliding_window": 4096, "sliding_window_layers": 16}, "x")
+    assert wide.attention_flop_per_token == plain.attention_flop_per_token
+
+
+def test_a_model_file_may_window_its_layers(tmp_path):
+    """models/*.toml accept sliding_window and sliding_window_layers (a GPT-OSS-like file) and say so in the FLOP
+    convention; a plain file's convention is unchanged."""
+    from planner.workload.scaling import read_model_preset
+
+    text = ('kind = "transformer"\nsource = "test"\nd_model = 2880\nd_ff = 2880\nlayers = 36\nseq_len = 4096\n'
+            'batch_sequences = 8\nheads = 64\nkv_heads = 8\nhead_dim = 64\nvocab = 201088\n')
+    plain, windowed = tmp_path / "plain.toml", tmp_path / "windowed.toml"
+    plain.write_text(text)
+    windowed.write_text(text + "sliding_window = 128\nsliding_window_layers = 18\n")
+    a, b = read_model_preset(str(plain)).workload, read_model_preset(str(windowed)).workload
+    assert b.windowed_share == 0.5 and a.windowed_share == 0.0
+    assert b.attention_flop_per_token < a.attention_flop_per_token
+    assert "sliding-window" in b.flop_convention and "sliding-window" not in a.flop_convention

@@ -147,6 +147,9 @@ def _switches_as_switches(command: Any) -> None:
         option = built(ctx)
         if option is not None and option.metavar is None:
             option.metavar = ""
+        if option is not None and hasattr(option, "type_descriptor") and getattr(option, "_runtime_param",
+                                                                                  False) is None:
+            option._runtime_param = _PlainValues(option.type_descriptor)  # --help not given: None, no pydantic
         return option
 
     command.get_help_option = help_option
@@ -154,12 +157,121 @@ def _switches_as_switches(command: Any) -> None:
         _switches_as_switches(sub)
 
 
+class _PlainValues:
+    """A parameter's value conversion without pydantic, where it is the identity or a parser of ours (installed on
+    every parameter by `run`).
+
+    typer >= 0.2x converts every parameter's value (even an option left at its default) through a pydantic
+    TypeAdapter it builds on first use: `planner schema` would load pydantic for that alone, and the main command
+    builds ~45 adapters (0.1 s in a cProfile of it, mostly importing pydantic, which it needs later anyway). For the
+    values the planner's options take this conversion is trivial, and here it is done directly: None (an option not
+    given); a string for a `str` parameter, a flag's bool, an int or float default of an unbounded number option
+    (each itself); any value of an option with `parser=` (the parser's result, as typer's adapter returns it); a
+    choice (typer's own `coerce_cli_choice`, which its adapter calls); a list of strings for `list[str]`. Every
+    other case, and any value the fast path rejects, goes through typer's own conversion (built on first need), so
+    errors read exactly as typer writes them. tests/test_startup.py checks both give the same value or error for
+    every parameter of every command."""
+
+    __slots__ = ("descriptor", "_typer")
+
+    def __init__(self, descriptor: Any) -> None:
+        self.descriptor = descriptor
+        self._typer: Any = None
+
+    def typer_conversion(self) -> Any:
+        if self._typer is None:
+            from typer._coercion import build_runtime_param
+
+            self._typer = build_runtime_param(self.descriptor)
+        return self._typer
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # typer's RuntimeParam.coerce: an option not given, before any conversion
+            return () if param.multiple or param.nargs == -1 else None
+        try:
+            return self._plain(value, ctx)
+        except _NotPlain:
+            return self.typer_conversion().coerce(value, param=param, ctx=ctx)
+
+    def _plain(self, value: Any, ctx: Any) -> Any:
+        d = self.descriptor
+        info, annotation = d.parameter_info, d.annotation
+        if d.is_file or d.is_tuple:
+            raise _NotPlain
+        if d.is_list:
+            from typing import get_args
+
+            if (info.parser is None and get_args(annotation) == (str,) and isinstance(value, (list, tuple))
+                    and all(type(v) is str for v in value)):
+                return list(value)
+            raise _NotPlain
+        if info.parser is not None:  # typer's adapter calls the parser on the value, whatever its type
+            try:
+                return info.parser(value)
+            except Exception:  # noqa: BLE001 - typer's conversion calls the parser again and words its error
+                raise _NotPlain from None
+        if info.parser is None and type(value) is annotation and (
+                annotation in (str, bool) or (annotation in (int, float) and not d.is_ranged)):
+            return value  # a string, a flag, a number default of its own type: pydantic returns it unchanged
+        if info.parser is None and d.is_choice:
+            from typer._param_types import coerce_cli_choice
+
+            try:
+                return coerce_cli_choice(value, choices=d.choices, case_sensitive=d.case_sensitive, ctx=ctx)
+            except ValueError:
+                raise _NotPlain from None
+        raise _NotPlain
+
+
+class _NotPlain(Exception):
+    """This value takes typer's own (pydantic) conversion."""
+
+
+def _plain_values(command: Any) -> None:
+    """Install `_PlainValues` on every parameter of every (sub)command, where typer has its runtime conversion
+    (typer >= 0.2x; older typer converts with click types, without pydantic, and is left as it is)."""
+    for param in getattr(command, "params", []):
+        if hasattr(param, "type_descriptor") and getattr(param, "_runtime_param", False) is None:
+            param._runtime_param = _PlainValues(param.type_descriptor)
+    for sub in getattr(command, "commands", {}).values():
+        _plain_values(sub)
+
+
+def _named(info: Any) -> str | None:
+    """The name typer gives a registered command (CommandInfo) or sub-app (TyperInfo)."""
+    if getattr(info, "name", None):
+        return str(info.name)
+    callback = getattr(info, "callback", None)
+    return typer.main.get_command_name(callback.__name__) if callback is not None else None
+
+
+def _only_invoked(typer_app: typer.Typer, argv: Sequence[str]) -> typer.Typer:
+    """The app with only the command (or sub-app) that `argv` starts with: typer builds the click command of every
+    registered command (their signatures, annotations, options) on each run, about 20 ms of CPU for the planner's
+    thirteen, while a run uses one. The group keeps its callback (--version), so what the command prints, its help
+    and its errors are the same; with no command or an unknown one (the group's help or "No such command", which
+    list them all) every command is built."""
+    groups, commands = getattr(typer_app, "registered_groups", None), getattr(typer_app, "registered_commands", None)
+    if not argv or argv[0].startswith("-") or groups is None or commands is None:
+        return typer_app
+    keep_groups = [g for g in groups if _named(g) == argv[0]]
+    keep_commands = [c for c in commands if _named(c) == argv[0]]
+    if len(keep_groups) + len(keep_commands) != 1 or typer_app.registered_callback is None:
+        return typer_app
+    import copy
+
+    only = copy.copy(typer_app)
+    only.registered_groups, only.registered_commands = keep_groups, keep_commands
+    return only
+
+
 def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
     import signal
 
-    command = typer.main.get_command(typer_app)
+    command = typer.main.get_command(_only_invoked(typer_app, argv))
     _switches_as_switches(command)
+    _plain_values(command)
     previous = None
     with contextlib.suppress(ValueError):  # only the main thread may set handlers (tests call run() from others)
         previous = signal.signal(signal.SIGTERM, _on_sigterm)

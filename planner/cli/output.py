@@ -72,14 +72,14 @@ def plan_json(plan: Plan) -> str:
 def docs_dir(write: bool, out: Path | None, default: Path, flag: str = "--write") -> Path | None:
     """Where a `--write` command writes: --out DIR, else the repository's `default` (docs/...) when planner runs from
     a source checkout; from an installed package that would be site-packages, so it is refused (planner.files)."""
-    from planner.files import installed_package
-
     if out is not None:
         if not out.is_dir():
             raise InvalidInput(f"--out {out}: not an existing directory")
         return out
     if not write:
         return None
+    from planner.files import installed_package  # (tempfile): only a command that writes loads it
+
     if installed_package():
         raise InvalidInput(f"{flag} writes into the repository's docs/, but planner runs from an installed package "
                            f"({Path(__file__).resolve().parent.parent}); give --out DIR")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +23,8 @@ def plan_schema_text() -> str:
     """The JSON Schema of what `plan --json` prints, as published in docs/plan.schema.json (sorted keys, so diffs stay
     readable): a Plan, a LaunchDocument (--emit with --json), a Comparison (several --gpu), or an ErrorDocument when
     the command failed before it had one."""
+    import json
+
     from planner.schema import Comparison, ErrorDocument, LaunchDocument, Plan
 
     schema = Plan.model_json_schema()

@@ -9,14 +9,16 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from planner.cli.app import app
 from planner.cli.options import parse_whole
 from planner.errors import InvalidInput
-from planner.files import Journal, check_output
+
+if TYPE_CHECKING:  # planner.files (tempfile) is imported where a study writes: other commands do not load it
+    from planner.files import Journal
 
 JOURNAL = "journal.jsonl"
 RESULTS_CSV = "results.csv"
@@ -86,6 +88,8 @@ def study_command(
         rows = [st.row(sc, results[sc.id]) for sc in scenarios]
         sys.stdout.write(csv_text(rows, st.columns(scenarios)))
         return
+    from planner.files import Journal, check_output
+
     _out_dir(out)
     for name in (JOURNAL, RESULTS_CSV, RESULTS_PARQUET, COMPUTE_PNG):
         check_output(out / name, "--out")

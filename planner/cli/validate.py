@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -42,6 +41,8 @@ def validate_command(
     published = load_runs(runs or RUNS_PATH)
     rows = validate(published, prof)
     if json_out:
+        import json
+
         emit_json(json.dumps({"profile": prof.name, "summary": summary(rows),
                                "peak_memory": peak_memory_summary(rows),
                                "runs": [r.model_dump() for r in rows]}, indent=2))

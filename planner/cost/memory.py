@@ -10,7 +10,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from planner.cost.rows import DistinctRows
-from planner.cost.terms import device_layers, params_per_gpu, sharding_degrees, split_params_per_gpu
+from planner.cost.terms import (
+    custom_stage_layers,
+    custom_stages,
+    device_layers,
+    params_per_gpu,
+    sharding_degrees,
+    split_params_per_gpu,
+    stage_layers,
+)
 from planner.profile import ExecutionProfile
 from planner.schema import (  # the state bytes per parameter, named with the documents (checkpoints read them too)
     GRAD_BYTES_PER_PARAM,
@@ -127,24 +135,39 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     mo = wl.model_ops
     assert mo is not None
     dense, expert = params
-    p = dense + expert
     n_dense, n_expert = sharding_degrees(cols)
     zero = np.asarray(cols["zero"], dtype=np.int64)
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
     fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
-    shard = dense / n_dense + expert / n_expert
     prof = hw.profile
     shards = DistinctRows(cols, SHARD_KEYS)  # what a GPU keeps per token depends on its shard degrees only
     unit = shards.apply(lambda c: zero3_unit_params(wl, c, prof))
     live = prof.zero3_live_units * unit
     if prof.zero3_max_live_params is not None:
         live = np.minimum(live, np.maximum(prof.zero3_max_live_params, unit))
-    weights = np.where(zero >= 3, WEIGHT_BYTES_PER_PARAM * (shard + live), WEIGHT_BYTES_PER_PARAM * p)
-    grads = np.where(zero >= 2, GRAD_BYTES_PER_PARAM * (shard + unit), GRAD_BYTES_PER_PARAM * p)
-    if prof.zero3_pp_unsharded:  # the stage's weights stay gathered and its gradients unsharded over the microbatches
-        pp_held = (zero >= 3) & (f["pp"] > 1)
-        weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
-        grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
+
+    n_rows = len(zero)
+
+    def at(x, ix):
+        """x at the rows ix (a per-row array) or x itself (a scalar or a broadcast length-1 array)."""
+        if isinstance(ix, slice):
+            return x
+        return x[ix] if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == n_rows else x
+
+    def state(dense, expert, ix: np.ndarray | slice = slice(None)):
+        """(weights, gradients, optimizer state) bytes of a GPU holding these parameters (at the rows ix)."""
+        p = dense + expert
+        shard = dense / at(n_dense, ix) + expert / at(n_expert, ix)
+        z = zero[ix]
+        weights = np.where(z >= 3, WEIGHT_BYTES_PER_PARAM * (shard + at(live, ix)), WEIGHT_BYTES_PER_PARAM * p)
+        grads = np.where(z >= 2, GRAD_BYTES_PER_PARAM * (shard + at(unit, ix)), GRAD_BYTES_PER_PARAM * p)
+        if prof.zero3_pp_unsharded:  # the stage's weights stay gathered, its gradients unsharded over the microbatches
+            pp_held = (z >= 3) & (at(f["pp"], ix) > 1)
+            weights = np.where(pp_held, WEIGHT_BYTES_PER_PARAM * (shard + p), weights)
+            grads = np.where(pp_held, GRAD_BYTES_PER_PARAM * shard + prof.zero3_pp_grad_bytes * p, grads)
+        return weights, grads, prof.optimizer_state_bytes_per_param * shard
+
+    weights, grads, optimizer = state(dense, expert)
 
     # Compiled kernels and Megatron's 'layernorm' + 'moe_act' recomputation drop the same tensors: the norm outputs
     # and the activation output, rebuilt in the backward pass from the kept norm input and up-projection output.
@@ -174,19 +197,124 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     resident = np.where(f["pp"] == 1, np.maximum(layers_here - offload, 0), layers_here)
     one_mb = kept * nanobatch * resident
     rebuilding = np.where(rebuilt, whole_layer, 0.0)  # one layer of one microbatch at a time, however many in flight
-    logits = shards.apply(lambda c: sum((prof.logits_bytes * np.asarray(t.words.per_gpu(c), dtype=np.float64)
-                                         if t.name == "logits" else t.bytes_per_gpu(c) for t in mo.head.saved),
-                                        np.zeros(1))) * nanobatch
+    logits = shards.apply(lambda c: head_saved_bytes_per_token(mo, c, prof)) * nanobatch
     # The loss's bytes are freed once the LM head's backward pass is done, before the last layer is recomputed: the
     # last stage holds the larger of the two on top of its kept tensors, never both (the paper profile adds them).
     last = one_mb + (np.maximum(logits, rebuilding) if prof.loss_freed_before_recompute else logits + rebuilding)
     acts = np.where(f["pp"] == 1, last, np.maximum(one_mb * in_flight + rebuilding, last))
-    return {
-        "weights_bytes": weights,
-        "grads_bytes": grads,
-        "optimizer_bytes": prof.optimizer_state_bytes_per_param * shard,
-        "activations_bytes": acts,
-    }
+    comp = {"weights_bytes": weights, "grads_bytes": grads, "optimizer_bytes": optimizer, "activations_bytes": acts}
+    if not prof.per_stage_memory:
+        return comp
+    # Each pipeline rank as it is: the first (embedding, its first virtual stage's layers), the second (the most
+    # chunks in flight among the ranks of full stages) and the last (LM head, loss); the busiest of them. Rows
+    # without pipeline parallelism (or under ZB-H2) keep the bound above; only the others are priced again.
+    rows = np.nonzero((f["pp"] > 1) & ~np.asarray(cols["zero_bubble"], dtype=bool))[0]
+    if rows.size == 0:
+        return comp
+    ix: np.ndarray | slice = slice(None) if rows.size == n_rows else rows
+    sub = {k: at(np.asarray(cols[k]), ix) for k in (*SHARD_KEYS, *STAGE_KEYS, "microbatches") if k in cols}
+    staged = DistinctRows(sub, STAGE_KEYS + ("microbatches",))
+    first_l, c, last_l = staged.apply(lambda c_: stage_ends(wl, c_))
+    ends = DistinctRows(sub, SHARD_KEYS).apply(lambda c_: end_params(wl, c_))
+    here = np.maximum(at(layers_here, ix), 1.0)
+    layer_dense, layer_expert = (at(dense, ix) - ends) / here, at(expert, ix) / here
+    kept_mb = at(kept, ix) * at(nanobatch, ix)
+    rebuilt_here = at(rebuilding, ix)
+    logits_here = at(logits, ix)
+    tail = (np.maximum(logits_here, rebuilt_here) if prof.loss_freed_before_recompute else logits_here + rebuilt_here)
+    pp = np.asarray(sub["pp"], dtype=np.float64)
+    i = np.asarray(sub["interleave"], dtype=np.float64)
+    ranks = [("first", first_l, c, ends, rebuilt_here), ("second", c, c, 0.0, rebuilt_here),
+             ("last", c, last_l, ends, tail)]
+    best = np.full(rows.size, -np.inf)
+    out: dict[str, np.ndarray] = {}
+    for which, first_r, last_r, end, top in ranks:
+        held = (i - 1.0) * c + first_r + last_r - c
+        w, g, o = state(layer_dense * held + end, layer_expert * held, ix)
+        a = kept_mb * staged.apply(functools.partial(rank_layer_microbatches, wl, which=which)) + top
+        total = np.where(pp >= 3, w + g + o + a, -np.inf) if which == "second" else w + g + o + a
+        more = total > best
+        best = np.maximum(best, total)
+        for k, v in (("weights_bytes", w), ("grads_bytes", g), ("optimizer_bytes", o), ("activations_bytes", a)):
+            out[k] = np.where(more, v, out[k]) if k in out else v
+    if isinstance(ix, slice):
+        return out
+    result = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n_rows,)).copy() for k, v in comp.items()}
+    for k, v in result.items():
+        v[ix] = out[k]
+    return result
+
+
+def rank_layer_microbatches(wl: Workload, cols: Mapping[str, np.ndarray], which: str) -> np.ndarray:
+    """`layer_microbatches_in_flight` of the first, the second or the last pipeline rank (`stage_ends` layers)."""
+    first, c, last = stage_ends(wl, cols)
+    pp = np.asarray(cols["pp"], dtype=np.float64)
+    rank, f_, l_ = {"first": (0.0, first, c), "second": (1.0, c, c), "last": (pp - 1.0, c, last)}[which]
+    return layer_microbatches_in_flight(pp, cols["interleave"], cols["microbatches"], rank, c, f_, l_)
+
+
+def stage_ends(wl: Workload, cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, c, last) layers of the first virtual stage, every other one, the last: the custom counts where the rows
+    carry them, else c = ceil(L / (N_PP i)) on every stage (the ends' share of the remainder is a timing choice,
+    planner.cost.terms.end_split; memory counts them full)."""
+    if custom_stages(cols):
+        first, c, last = custom_stage_layers(wl, cols)
+        return first.astype(np.float64), c.astype(np.float64), last.astype(np.float64)
+    c, _ = stage_layers(wl, cols["pp"], cols["interleave"])
+    c = np.asarray(c, dtype=np.float64)
+    return c, c, c
+
+
+def end_params(wl: Workload, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Parameters an end device holds beyond its layers: the larger of the embedding and LM-head shards (each end
+    holds one; a tied matrix has a copy on each)."""
+    mo = wl.model_ops
+    assert mo is not None
+    return np.maximum(mo.embedding.shard_params(cols), mo.head.shard_params(cols))
+
+
+def layer_microbatches_in_flight(pp, interleave, microbatches, rank, c, first, last) -> np.ndarray:
+    """Layer-microbatches whose kept tensors pipeline rank `rank` holds when its first backward pass starts, under
+    Megatron's 1F1B (interleaved: groups of N_PP microbatches per virtual stage, get_forward_backward_func).
+
+    1F1B: min(m, N_PP - rank) microbatches of the rank's layers. Interleaved: W = min(m i, 2 (N_PP - rank - 1) +
+    (i - 1) N_PP + 1) chunk forwards, the k-th on virtual stage (k // N_PP) mod i; virtual stage 0 holds `first`
+    layers, stage i - 1 `last`, the others c. At rank 0 with full ends this is the (N_PP (i + 1) - 1) / i stages of
+    microbatches_in_flight."""
+    pp = np.asarray(pp, dtype=np.float64)
+    i = np.asarray(interleave, dtype=np.float64)
+    m = np.asarray(microbatches, dtype=np.float64)
+    plain = np.minimum(m, np.maximum(pp - rank, 1.0)) * (first + last - c)  # i = 1: the rank's one virtual stage
+    w = np.minimum(m * i, 2.0 * np.maximum(pp - rank - 1.0, 0.0) + (i - 1.0) * pp + 1.0)
+    cycle = pp * i
+    full, rem = np.floor(w / cycle), w - np.floor(w / cycle) * cycle
+
+    def on_stage(j):
+        return full * pp + np.clip(rem - j * pp, 0.0, pp)
+
+    inter = c * w + (first - c) * on_stage(0.0) + (last - c) * on_stage(i - 1.0)
+    return np.where(i > 1, inter, plain)
+
+
+def head_saved_bytes_per_token(mo, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:
+    """What the LM head and the loss keep per token at the backward pass's start: `logits_bytes` per vocabulary entry
+    of the GPU's N_TP,ff shard (`parallel_logits_bytes` where the shard is a true split, N_TP,ff > 1, and the profile
+    names one) and the head's input: the final norm's output, a sequence shard under sequence parallelism unless
+    `head_input_gathered` says the head keeps the all-gathered d words."""
+    tp = np.asarray(cols["tp_ff"], dtype=np.float64)
+    sp = np.asarray(cols["sp"], dtype=bool) if "sp" in cols else np.zeros(1, dtype=bool)
+    per_entry = prof.logits_bytes if prof.parallel_logits_bytes is None else np.where(
+        tp > 1, prof.parallel_logits_bytes, prof.logits_bytes)
+    out = np.zeros(1)
+    for t in mo.head.saved:
+        if t.name == "logits":
+            out = out + per_entry * np.asarray(t.words.per_gpu(cols), dtype=np.float64)
+        elif prof.head_input_gathered and t.seq_sharded:
+            full = np.asarray(t.words.per_gpu(cols), dtype=np.float64) * t.element_bytes
+            out = out + np.where(sp & (tp > 1), full, t.bytes_per_gpu(cols))
+        else:
+            out = out + t.bytes_per_gpu(cols)
+    return out
 
 
 def zero3_unit_params(wl: Workload, cols: Mapping[str, np.ndarray], prof: ExecutionProfile) -> np.ndarray:

@@ -64,6 +64,10 @@ class SearchOptions:
     search starts there instead of at the compute bound. Sound only with such a proof: a re-plan whose moved inputs
     slow every layout starts at the count of the plan it moves (planner.monotone). Counts at and above it are
     searched exactly as without it."""
+    below_gpus: int | None = None
+    """Deadline mode only: search only the counts below this one, a certificate search (planner.sensitivity): its
+    'infeasible' says that no cluster of fewer than `below_gpus` GPUs meets the deadline, nothing about larger ones.
+    Each count below it is decided exactly as without it."""
     fixed: tuple[tuple[str, int], ...] = ()
     """Dimensions the user fixed (name, value): context parallelism and the options the search would choose
     (sequence parallelism, recomputation, ZeRO stage)."""

@@ -344,6 +344,11 @@ class TransformerShape(_Frozen):
     attention_kernel: Literal["flash", "unfused"] = Field(
         "flash", description="'flash' (FlashAttention: no s x s tensor kept) or 'unfused' (scores, softmax and "
         "attention dropout kept per head: Korthikanti et al. 2022's 5 a s^2 b bytes per layer).")
+    sliding_window: int = Field(0, ge=0, description="Sliding-window attention: keys a query of a windowed layer "
+                                "attends to, itself included (GPT-OSS: 128); 0: every layer attends to the whole "
+                                "causal prefix.")
+    sliding_window_layers: int = Field(0, ge=0, description="How many of the layers use the sliding window (GPT-OSS "
+                                       "alternates: 18 of 36); the others attend to the whole causal prefix.")
 
     @model_validator(mode="after")
     def _check(self) -> TransformerShape:
@@ -351,6 +356,8 @@ class TransformerShape(_Frozen):
             raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads} (GQA groups)")
         if self.attention == "mla" and self.kv_lora_rank == 0:
             raise ValueError("attention 'mla' needs kv_lora_rank > 0")
+        if bool(self.sliding_window) != bool(self.sliding_window_layers):
+            raise ValueError("sliding_window and sliding_window_layers go together (both 0: no windowed layers)")
         if self.attention == "gqa" and (self.q_lora_rank or self.kv_lora_rank or self.rope_head_dim or self.v_head_dim):
             raise ValueError("q_lora_rank, kv_lora_rank, rope_head_dim and v_head_dim are for attention = 'mla' only")
         return self
@@ -422,6 +429,9 @@ class Workload(_Frozen):
                                  "(every pipeline split of them is priced)")
             if max(tr.heads, tr.kv_heads) > MAX_HEADS:
                 raise ValueError(f"{max(tr.heads, tr.kv_heads)} attention heads: at most {MAX_HEADS} are accepted")
+            if tr.sliding_window_layers > self.layers:
+                raise ValueError(f"sliding_window_layers {tr.sliding_window_layers} is more than the {self.layers} "
+                                 "layers")
         return self
 
     @model_validator(mode="after")
@@ -496,13 +506,34 @@ class Workload(_Frozen):
         return self.active_params
 
     @property
+    def windowed_context(self) -> float:
+        """Mean keys per query of a sliding-window layer under the causal mask: W - W (W - 1) / (2 s) for a window of
+        W < s keys (the first W - 1 queries see fewer), s / 2 otherwise, as a full causal layer (Megatron-Bridge
+        training/utils/flop_utils.py counts windowed layers the same way)."""
+        tr = self.transformer
+        s = float(self.seq_len)
+        w = 0 if tr is None else tr.sliding_window
+        if w <= 0 or w >= s:
+            return s / 2.0
+        return w - w * (w - 1) / (2.0 * s)
+
+    @property
+    def windowed_share(self) -> float:
+        """Share of the layers that attend through a sliding window (0: none)."""
+        tr = self.transformer
+        return 0.0 if tr is None else tr.sliding_window_layers / self.layers
+
+    @property
     def attention_flop_per_token(self) -> float:
         """Attention scores and values, forward and backward, per token, not halved for causal masking (the PaLM /
-        Megatron convention): 6 L s heads (d_qk + d_v) / 2, i.e. 12 L s heads head_dim for MHA/GQA."""
+        Megatron convention): 6 L s heads (d_qk + d_v) / 2, i.e. 12 L s heads head_dim for MHA/GQA. A sliding-window
+        layer counts twice its mean causal context (`windowed_context`) in place of s."""
         tr = self.transformer
         if tr is None:
             return 0.0
-        return 6.0 * self.layers * self.seq_len * tr.heads * (tr.qk_dim + tr.value_dim)
+        f = self.windowed_share
+        context = (1.0 - f) * self.seq_len + f * 2.0 * self.windowed_context
+        return 6.0 * self.layers * context * tr.heads * (tr.qk_dim + tr.value_dim)
 
     @property
     def head_flop_per_token(self) -> float:
@@ -521,9 +552,11 @@ class Workload(_Frozen):
     def flop_convention(self) -> str:
         if self.transformer is None:
             return "6 * active_params * tokens"
+        windows = ("; a sliding-window layer counts twice its mean causal context in place of seq"
+                   if self.windowed_share > 0 else "")
         return ("(6 * non-embedding active params + 12 * layers * seq * attention width (causal mask not halved, "
                 "as PaLM and Megatron count) + 6 * d_model * vocab) * tokens; recomputed FLOPs are not model FLOPs "
-                "(they count in HFU only)")
+                f"(they count in HFU only){windows}")
 
     def recompute_flop_per_token(self, level: int) -> float:
         """FLOPs recomputation adds per token: selective (1) the attention core's forward, full (2) every layer's

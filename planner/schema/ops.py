@@ -172,11 +172,18 @@ class AttentionCore:
     causal: bool = True
     kv_words: Dim | None = None
     """Key and value words per token that context parallelism's ring passes between ranks."""
+    windowed_share: float = 0.0
+    """Share of the layers with sliding-window attention (every layer is priced alike, so their saving is spread
+    over all of them)."""
+    windowed_context: float = 0.0
+    """Mean keys per query of a windowed layer (planner.schema.Workload.windowed_context)."""
 
     def forward_flop_per_token(self, degrees: Mapping[str, np.ndarray]) -> np.ndarray:
         import numpy as np
 
         s_eff = self.seq_len / 2 if self.causal else float(self.seq_len)
+        if self.causal and self.windowed_share > 0.0:
+            s_eff = (1.0 - self.windowed_share) * s_eff + self.windowed_share * self.windowed_context
         return 2.0 * s_eff * np.asarray(self.heads.per_gpu(degrees), dtype=np.float64) * (self.qk_dim + self.v_dim)
 
 
@@ -399,7 +406,8 @@ def transformer_ops(wl: Workload) -> ModelOps:
         saved.append(Saved("softmax statistics", heads, "core", element_bytes=4.0))  # fp32, one per head
     else:  # scores and softmax (2 bytes each) and the attention dropout mask (1 byte) per head and key
         saved.append(Saved("scores, softmax, dropout", Dim(tr.heads * s, "tp_ff"), "core", element_bytes=5.0))
-    core = AttentionCore(heads=heads, qk_dim=qk, v_dim=v, seq_len=s, kv_words=kv_exchange)
+    core = AttentionCore(heads=heads, qk_dim=qk, v_dim=v, seq_len=s, kv_words=kv_exchange,
+                         windowed_share=wl.windowed_share, windowed_context=wl.windowed_context)
     # Norms read and write d (x2), residual adds read 2d and write d (x2), rotary reads and writes q and k.
     common = [Elementwise("norms", bytes_per_token=Dim(2 * 2 * 2 * d, "tp_model"), passes=3, seq_sharded=True),
               Elementwise("residual adds", bytes_per_token=Dim(2 * 2 * 3 * d, "tp_model"), passes=3,

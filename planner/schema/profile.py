@@ -154,6 +154,9 @@ class ExecutionProfile(BaseModel):
                               "under the attention kernels.")
     overlap_pp: float = Field(1.0, ge=0, le=1, description="Share of pipeline point-to-point traffic hidden.")
     overlap_ep: float = Field(1.0, ge=0, le=1, description="Share of expert all-to-all traffic hidden.")
+    overlap_ep_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's expert-parallel "
+                                   "all-to-all overlap on (Megatron overlap_moe_expert_parallel_comm: one "
+                                   "microbatch's dispatch and combine run under another's compute).")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
@@ -237,6 +240,21 @@ class ExecutionProfile(BaseModel):
                                                 "itself is compiled (torchtitan since 2025 compiles it with the "
                                                 "model): the fused kernels keep no fp32 copies over the vocabulary. "
                                                 "None: a compiled loss holds what an eager one does.")
+    per_stage_memory: bool = Field(False, description="Price each pipeline rank as it is (the first with the "
+                                   "embedding and its first virtual stage's layers, the second with the most chunks in "
+                                   "flight among full stages, the last with the LM head and the loss) and take the "
+                                   "busiest, instead of the busiest device's layers with an end's parameters and the "
+                                   "first stage's microbatches in flight (the paper profile's bound).")
+    parallel_logits_bytes: float | None = Field(None, gt=0, description="`logits_bytes` where the vocabulary is "
+                                                "split over N_TP,ff > 1 and the loss runs on the shards (torchtitan's "
+                                                "loss_parallel: DTensor's log-softmax and its fused nll backward are "
+                                                "unfused fp32 element-wise ops with fp32 temporaries). None: as "
+                                                "logits_bytes.")
+    head_input_gathered: bool = Field(False, description="Under sequence parallelism the LM head keeps its "
+                                      "all-gathered input (d words a token) for its weight gradient, not the "
+                                      "sequence shard (torchtitan: the output projection's ColwiseParallel gathers "
+                                      "its Shard(1) input and nn.Linear saves what it multiplied; Megatron keeps the "
+                                      "shard and gathers again in the backward pass).")
     selective_policy: Literal["megatron", "op"] = Field(
         "megatron", description="What selective recomputation keeps: 'megatron' (all but the attention core's own "
         "tensors) or 'op' (torchtitan's per-op policy: the layer input, the attention output and every other GEMM's "

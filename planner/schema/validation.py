@@ -74,9 +74,16 @@ class PublishedRun(BaseModel):
     dense_layers: int | None = Field(None, ge=0, description="MoE: leading layers with a dense MLP (None: 0).")
     attention: Literal["gqa", "mla"] = Field(
         "gqa", description="'gqa' (MHA, GQA, MQA) or 'mla' (DeepSeek's latent attention).")
+    sliding_window: int | None = Field(None, ge=0, description="Sliding-window attention: keys a windowed layer's "
+                                       "query attends to, itself included (None: no windowed layers).")
+    sliding_window_layers: int | None = Field(None, ge=0, description="Layers that use the sliding window (None: "
+                                              "none).")
     attention_kernel: Literal["flash", "unfused"] = Field("flash", description="'unfused': the run's attention "
                                                           "writes its score matrices to HBM (Megatron before 2023).")
     dropout: bool = Field(False, description="The run used dropout.")
+    ep_comm_overlap: bool | None = Field(None, description="The run overlapped the expert-parallel all-to-all with "
+                                         "compute (Megatron overlap_moe_expert_parallel_comm): the profile's "
+                                         "overlap_ep_comm prices it; false or None: the framework's overlap_ep.")
     tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
                                   "--tp-comm-overlap, torchtitan async TP).")
     framework: str = Field("megatron", description="Training framework (an execution profile may price it "
@@ -126,6 +133,8 @@ class ValidationRow(BaseModel):
     ratio: float | None = Field(description="Predicted / reported throughput.")
     fits: bool | None = Field(description="Whether the predicted memory fits the GPU (null: not priced).")
     framework: str = Field("megatron", description="Training framework.")
+    compiled: bool = Field(False, description="The run used torch.compile or equivalent fused kernels (its "
+                           "record's compiled).")
     source: str = Field(description="Paper or repository, table or page.")
     problem: str = Field("", description="Why the run could not be priced (empty when it was).")
     assumed: str = Field("", description="Values taken for the fields the source does not give (the fastest that "

@@ -802,8 +802,9 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             keep &= fits & (options.gpus % n_int == 0) & np.isin(options.gpus // n_int, dp_values)
         return keep
 
-    # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start).
-    key = (wl, dataclasses.replace(options, min_gpus=None), n_max)
+    # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start, and
+    # below_gpus where they end).
+    key = (wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), n_max)
     shared = _SHARED.get(key)
     if shared is None:
         rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
@@ -815,7 +816,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     mp, index = shared
     if clock.out:  # the limit covers presolve: building the space may already have spent it
         return _presolve_out(result, clock)
-    shapes = ShapeTable.for_space(hw, wl, space)
+    shapes = _shape_table(hw, wl, space)
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
@@ -832,6 +833,10 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         # where the windows start (each window holds whole counts, each in N_DP-then-row order), so every count
         # from the bound up is decided exactly as in a search from the compute bound.
         lo = max(lo, float(options.min_gpus))
+    if options.below_gpus is not None and deadline_s is not None:
+        # A certificate search: only the counts below `below_gpus`, each decided as in a full search (a count's
+        # tuples and their order do not depend on where the windows end).
+        n_max = min(n_max, float(options.below_gpus) - 1.0)
     work: LeastWork | None = shapes.least_work(space) if deadline_s is not None else None
     slice_pairs = max(1, WINDOW_TUPLES // max(1, int(index.m_counts.mean())))
     spans = windows(index, lo, n_max, WINDOW_TUPLES)
@@ -899,6 +904,36 @@ def _share(key: tuple[Workload, SearchOptions, float], rows: dict[str, np.ndarra
         _SHARED.pop(next(iter(_SHARED)))
     _SHARED[key] = (rows, index)
     return rows, index
+
+
+NOT_IN_SHAPES: tuple[str, ...] = (
+    "collective_bw_fraction", "collective_latency_s", "ring_step_latency_s", "overlap_tp", "overlap_tp_comm",
+    "overlap_cp", "overlap_pp", "overlap_ep", "overlap_zero", "dp_exposed", "memory_reserve_bytes",
+    "memory_context_bytes", "memory_workspace_bytes", "nccl_buffer_bytes", "nccl_channels", "nccl_buffers_per_channel",
+    "memory_fragmentation", "memory_driver_reserved_bytes", "memory_headroom_bytes", "sources", "spreads")
+"""Execution-profile fields the GEMM and element-wise shape times (planner.cost.terms.shape_times) never read: the
+collectives' rates and latencies and their overlaps (group and tuple terms only) and the memory reserves (the
+memory model only). Searches whose hardware differs only in these share one ShapeTable (`_shape_table`)."""
+
+_SHAPES: dict[tuple, ShapeTable] = {}
+SHAPE_ENTRIES = 4
+
+
+def _shape_table(hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
+    """ShapeTable.for_space, shared by re-plans in one process whose GPU, workload, candidate shapes and
+    execution profile (but for NOT_IN_SHAPES) agree: a re-plan that moves a network, overlap or memory input. The
+    hardware's levels do not enter shape times. The exhaustive enumerator builds its own table (an independent
+    check)."""
+    neutral = hw.profile.model_copy(update={f: None for f in NOT_IN_SHAPES})
+    key = (wl, hw.gpu, repr(neutral), *(space.values[d].tobytes() for d in ("tp_ff", "tp_model", "ep", "sp", "cp")),
+           space.dp_m["dp"].tobytes(), space.dp_m["microbatches"].tobytes())
+    table = _SHAPES.pop(key, None)
+    if table is None:
+        table = ShapeTable.for_space(hw, wl, space)
+        while len(_SHAPES) >= SHAPE_ENTRIES:
+            _SHAPES.pop(next(iter(_SHAPES)))
+    _SHAPES[key] = table  # most recently used last
+    return table
 
 
 def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions) -> float:

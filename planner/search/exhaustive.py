@@ -155,6 +155,8 @@ def solve_exhaustive(hw: Hardware, wl: Workload, options: SearchOptions, deadlin
             t_all = t_all.take(np.nonzero(t_all.gpus <= options.max_gpus)[0])
         if options.min_gpus is not None and deadline_s is not None:
             t_all = t_all.take(np.nonzero(t_all.gpus >= options.min_gpus)[0])
+        if options.below_gpus is not None and deadline_s is not None:
+            t_all = t_all.take(np.nonzero(t_all.gpus < options.below_gpus)[0])
         for s0 in range(0, len(t_all), tuple_batch):
             if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
                 finished = False

@@ -144,6 +144,24 @@ def group_factor_rows(hw: Hardware, group: str, values: Mapping[str, int]) -> di
     return {d: opts[k][ix[:, k]] for k, d in enumerate(degrees)}
 
 
+def feature_key(hw: Hardware, wl: Workload) -> tuple:
+    """Everything a group term's *feature* reads (planner.cost.terms: the levels' collective bandwidths and latencies,
+    the ring step latencies, the word size, the level capacities the factor vectors are drawn within, and the
+    profile switches that pick a feature: `zero_flat`, `moe_dispatch_dedup`), with the workload. Two searches with
+    the same key have the same least feature for every term name and key (a term's scale, which reads overlaps and
+    imbalance, is not cached)."""
+    prof = hw.profile
+    return (wl, repr(hw.levels), tuple(T._bw(hw)), tuple(T.level_latencies(hw)),
+            tuple(prof.per_level(prof.ring_step_latency_s, len(hw.levels))), hw.gpu.word_bytes, prof.zero_flat,
+            prof.moe_dispatch_dedup, tuple(hw.level_caps))
+
+
+_FEATURES: dict[tuple, dict[str, dict[tuple[int, ...], float]]] = {}
+"""Least features of recent searches by `feature_key`: re-plans in one process that move an input no feature reads
+(a GEMM rate, an overlap share, a memory or failure input) share them (`plan --sensitivity`, `--confidence`)."""
+FEATURE_ENTRIES = 4
+
+
 class LeastFeatures:
     """Each group term's feature at its least over the group's factor vectors, per value of the columns it reads
     (the group's degrees and the term's extra keys); computed on demand and cached for one search."""
@@ -151,7 +169,16 @@ class LeastFeatures:
     def __init__(self, hw: Hardware, wl: Workload):
         self.hw, self.wl = hw, wl
         self.terms = T.group_terms(wl, hw.profile)
-        self.cache: dict[str, dict[tuple[int, ...], float]] = {t.name: {} for t in self.terms}
+        key = feature_key(hw, wl)
+        shared = _FEATURES.pop(key, None)
+        if shared is None:
+            while len(_FEATURES) >= FEATURE_ENTRIES:
+                _FEATURES.pop(next(iter(_FEATURES)))
+            shared = {}
+        _FEATURES[key] = shared  # most recently used last
+        for t in self.terms:
+            shared.setdefault(t.name, {})
+        self.cache: dict[str, dict[tuple[int, ...], float]] = shared
 
     def _fill(self, term: T.GroupTerm, keys: tuple[str, ...], missing: list[tuple[int, ...]]) -> None:
         parts_cols: list[dict[str, np.ndarray]] = []

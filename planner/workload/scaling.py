@@ -355,7 +355,8 @@ def workload_from_shape(
 
 TRANSFORMER_KEYS: tuple[str, ...] = (
     "heads", "kv_heads", "head_dim", "ffn", "vocab", "tied_embeddings", "attention", "q_lora_rank", "kv_lora_rank",
-    "rope_head_dim", "v_head_dim", "top_k", "expert_d_ff", "shared_experts", "dense_layers",
+    "rope_head_dim", "v_head_dim", "top_k", "expert_d_ff", "shared_experts", "dense_layers", "sliding_window",
+    "sliding_window_layers",
 )
 """TransformerShape's fields, as preset keys (planner.schema.TransformerShape documents each)."""
 
