@@ -72,3 +72,24 @@ def test_power_reads_without_python_exponents():
     assert fmt_MW(3.25e9) == "3.25e6 GW" and fmt_MW(1234.5e3) == "1,230 GW" and fmt_MW(999.96) == "1,000 MW"
     assert fmt_MW(51.94) == "51.9 MW" and fmt_MW(1250.38) == "1.25 GW" and fmt_MW(5000) == "5 GW"
     assert fmt_g3(3.25e9 / 5000) == "650,000" and fmt_g3(6.5096e5) == "651,000"
+
+
+def test_power_limited_explanation_brackets_the_fastest():
+    """1e21 FLOP in 1 day within 0.04 MW: 24 H100s are needed (0.0406 MW), at most 23 fit, and the fastest within the
+    limit lies between the bound the search could not meet and the plan it found; the advice rounds that plan up."""
+    import re
+
+    import pytest
+
+    from planner import api
+    from planner.errors import Infeasible
+
+    with pytest.raises(Infeasible) as exc:
+        api.plan(1e21, "h100", 1, power_mw=0.04)
+    text = exc.value.explanation
+    m = re.search(r"fastest plan takes ([\d.]+) days on ([\d,]+) GPUs, ([\d.]+) MW \(the search found none within the "
+                  r"limit that finishes in ([\d.]+) days\): ask --days ([\d.]+)", text)
+    assert m, text
+    took, gpus, mw, bound, ask = float(m[1]), int(m[2].replace(",", "")), float(m[3]), float(m[4]), float(m[5])
+    assert bound < took <= ask and gpus <= 23
+    assert mw == pytest.approx(0.0406 * gpus / 24, rel=0.01)  # power scales with the GPUs: 0.0406 MW for 24
