@@ -390,8 +390,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         except Infeasible:
             lo = mid
     mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
-    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (none finishes in "
-                 f"{lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (the search found "
+                 f"none within the limit that finishes in {lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
     return "; ".join(lines)
 
 
