@@ -390,8 +390,8 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         except Infeasible:
             lo = mid
     mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
-    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (none finishes in "
-                 f"{lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
+    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (the search found "
+                 f"none within the limit that finishes in {lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
     return "; ".join(lines)
 
 
@@ -443,8 +443,8 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return False
     if key == "overlap.cp" and wl is not None and wl.transformer is None:
         return False  # context parallelism splits sequences: transformers only
-    if key == "overlap.tp_comm_overlap":
-        return False  # read only by validation, for a published run that enabled TP communication overlap
+    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap"):
+        return False  # read only by validation, for a published run that enabled TP / EP communication overlap
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}

@@ -152,15 +152,27 @@ def plausibility_warnings(hw: Hardware, facility: Facility, power_MW: float | No
     if power_MW is None or power_MW <= facility.largest_site_MW:
         return []
     ratio = power_MW / facility.largest_site_MW
-    return [f"beyond any announced build: {fmt_MW(power_MW)} of facility power is {ratio:.3g}x the largest training "
-            f"site announced, {fmt_MW(facility.largest_site_MW)} ({facility.largest_site_name}; "
+    return [f"beyond any announced build: {fmt_MW(power_MW)} of facility power is {fmt_g3(ratio)}x the largest "
+            f"training site announced, {fmt_MW(facility.largest_site_MW)} ({facility.largest_site_name}; "
             f"--set facility.largest_site_MW=MW moves the bound); the layout is optimal under the cost model only"]
 
 
+def fmt_g3(x: float) -> str:
+    """Three significant figures as people read them: 12.3, 1,230, 651,000; from a million on powers of ten without
+    Python's '+0': 3.25e6 (never '3.25e+06')."""
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}"
+    if abs(x) >= 1e6:
+        mantissa, exponent = f"{x:.2e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    r = round(x, 2 - math.floor(math.log10(abs(x))))
+    return f"{r:,.0f}" if abs(r) >= 1e3 else f"{r:.3g}"
+
+
 def fmt_MW(mw: float) -> str:
-    """1234.5 -> '1.23 GW', 12.3 -> '12.3 MW'."""
-    return f"{mw / 1e3:.3g} GW" if mw >= 1e3 else f"{mw:.3g} MW"
+    """1234.5 -> '1.23 GW', 12.3 -> '12.3 MW', 3.25e9 -> '3.25e6 GW'."""
+    return f"{fmt_g3(mw / 1e3)} GW" if mw >= 1e3 else f"{fmt_g3(mw)} MW"
 
 
 __all__ = ["facility_names", "facility_power_MW", "get_facility", "it_power_W", "max_gpus_within_power",
-           "parse_facility", "plan_economics", "plausibility_warnings", "price_of"]
+           "fmt_MW", "fmt_g3", "parse_facility", "plan_economics", "plausibility_warnings", "price_of"]

@@ -4,7 +4,8 @@ The inputs moved are every value whose source calls it an estimate or a fit (har
 model: `Plan.depends_on.estimated_inputs`), plus the ones every capacity planner asks about: the network latency, the
 top level's bandwidth and, when failures are modelled, the interruption rate and the restart time. Each is moved down
 and up by a stated factor (`FACTORS`), through the same --set overrides a user would type (planner.overrides), so a
-row can be reproduced by hand. The re-plans run in parallel processes (`jobs`). Rows are ordered by how far they move
+row can be reproduced by hand. The re-plans are a study of moved inputs on the study engine (`run_moves`:
+`jobs` local processes, or a Ray cluster). Rows are ordered by how far they move
 the GPU count (then the wall-clock days).
 
 A re-plan whose move slows every layout (planner.monotone) cannot need fewer GPUs than the plan: its search starts at
@@ -260,6 +261,17 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
+def run_moves(tasks: Sequence[tuple[PlanRequest, int | None]], jobs: int | None = None, ray: str | None = None
+              ) -> list[tuple[int | None, float | None]]:
+    """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
+    engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
+    1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`)."""
+    from planner.workers import map_tasks
+
+    jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
+    return map_tasks(_replan, tasks, jobs=jobs, ray=ray)
+
+
 CERTIFY_MIN_MOVES = 2
 """A family certificate (`_certify`) is tried for at least this many speeding moves: for one move it costs about
 what it saves."""
@@ -328,17 +340,19 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     return bound, False
 
 
-def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None
-                ) -> Sensitivity:
+def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
+                ray: str | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
     the request with one more --set override, on one CP-SAT worker (from the plan's count when `least_gpus` proves
     it, or from its family's certificate, `_certify`; the direction is read off the value as typed, after rounding).
-    `stats`, when given, receives how many re-plans were moved, searched and bounded, and the certificates."""
+    `stats`, when given, receives how many re-plans were moved, searched and bounded, and the certificates. The
+    searches left are a study of moved inputs run by `run_moves` on the study engine (local processes, or the Ray
+    cluster at `ray`)."""
     from planner.overrides import parse_overrides
 
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
-    rows_in = candidates(request.gpu, request.profile, request.failures, plan)
+    rows_in = candidates(request.gpu, request.profile or plan.profile, request.failures, plan)
     results: list[tuple[int | None, float | None] | None] = []
     pending: list[dict[str, Any]] = []  # the re-plans not re-priced: slot, field, text, request, bound
     for field, _why, value, cap, (lo, hi) in rows_in:
@@ -388,15 +402,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
     if stats is not None:
         stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b in tasks),
                      certificates=certified, certified_repriced=repriced)
-    jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
-    if jobs == 1:
-        searched = [_replan(t) for t in tasks]
-    else:
-        from planner.workers import worker_pool
-
-        with worker_pool(jobs) as pool:  # submit, not map: map cancels its futures when interrupted, which races
-            futures = [pool.submit(_replan, t) for t in tasks]  # the broken pool's own clean-up
-            searched = [f.result() for f in futures]
+    searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]
 

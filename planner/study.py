@@ -45,7 +45,14 @@ from planner.schema.study import (
     StudyFile,
     StudyOutcome,
 )
-from planner.workers import run_batches
+from planner.workers import MAX_JOBS as MAX_JOBS  # the engine, re-exported from its first home
+from planner.workers import _import_ray as _import_ray
+from planner.workers import _probe as _probe
+from planner.workers import check_jobs as check_jobs
+from planner.workers import check_ray as check_ray
+from planner.workers import default_batch as default_batch
+from planner.workers import execute as execute
+from planner.workers import map_tasks as map_tasks
 
 Row = dict[str, Any]
 """One result row: scenario, id, in_<field>..., then OUTCOME_COLUMNS."""
@@ -323,108 +330,13 @@ def batches(scenarios: Sequence[Scenario], size: int) -> list[list[tuple[str, st
     return [items[k:k + size] for k in range(0, len(items), size)]
 
 
-def default_batch(n: int, slots: int, most: int) -> int:
-    """Scenarios per task: about 8 tasks per worker (so the last ones finish together), between 1 and `most`."""
-    return max(1, min(most, math.ceil(n / (8 * max(1, slots)))))
-
-
-MAX_JOBS = 1024
-
-
-def check_jobs(jobs: object, batch: object) -> None:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
-        raise InvalidInput(f"--jobs must be a whole number from 1 to {MAX_JOBS}, got {jobs!r}")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 10_000):
-        raise InvalidInput(f"--batch must be a whole number from 1 to 10000, got {batch!r}")
-
-
 def run(scenarios: Sequence[Scenario], done: BatchDone, jobs: int = 2, ray: str | None = None,
         batch: int | None = None) -> None:
     """Plan every scenario: on `jobs` local worker processes (1: here, in order), or on the Ray cluster at `ray`
     ('auto': the one this machine belongs to; 'HOST:PORT' or 'ray://HOST:PORT'; 'local': a private one of `jobs`
     CPUs on this machine). `done` is called here as each batch finishes, in whatever order they finish."""
-    check_jobs(jobs, batch)
-    if not scenarios:
-        return
-    if ray is not None:
-        _run_ray(scenarios, done, ray, jobs, batch)
-        return
-    run_batches(batches(scenarios, batch or default_batch(len(scenarios), jobs, 50)), solve_batch, done, jobs)
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise InvalidInput("--ray needs the ray package: pip install 'planner[ray]'") from None
-    return ray
-
-
-def check_ray(address: str) -> None:
-    """--ray checked before any work: ray importable, an address of a form Ray takes, something listening there."""
-    _import_ray()
-    if address not in ("local", "auto"):
-        _probe(address)
-
-
-def _probe(address: str, timeout_s: float = 5.0) -> None:
-    """A TCP connection to HOST:PORT (or ray://HOST:PORT) before ray.init, which otherwise retries an address where
-    nothing listens for minutes: a typo is one error line in seconds."""
-    import socket
-
-    hostport = address.removeprefix("ray://")
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InvalidInput(f"--ray {address!r}: give auto, local, HOST:PORT (the head's GCS port, 6379 by default) or "
-                           "ray://HOST:PORT (the Ray client, 10001)")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise InvalidInput(f"--ray {address}: nothing answers at {host}:{port} ({exc.strerror or exc}); is "
-                           "`ray start --head` running there?") from None
-
-
-def _run_ray(scenarios: Sequence[Scenario], done: BatchDone, address: str, jobs: int, batch: int | None) -> None:
-    """The batches as Ray tasks (one CPU each), at most four per cluster CPU in flight. A Ray session already
-    started in this process (a test's `ray.init(num_cpus=2)`) is used as it is."""
-    ray = _import_ray()
-    started = False
-    if not ray.is_initialized():
-        import logging
-
-        options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False,
-                                   "include_dashboard": False}
-        check_ray(address)
-        try:
-            if address == "local":
-                ray.init(num_cpus=jobs, **options)
-            else:
-                ray.init(address=address, **options)
-        except Exception as exc:  # ConnectionError, RuntimeError, ValueError: ray's own words, one line
-            raise InvalidInput(f"--ray {address}: cannot start or reach the Ray cluster: "
-                               f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
-                               ) from None
-        started = True
-    try:
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        work = batches(scenarios, batch or default_batch(len(scenarios), cpus, 100))
-        task = ray.remote(num_cpus=1, max_retries=3)(solve_batch)
-        queue = list(reversed(work))
-        pending: list[Any] = []
-        try:
-            while queue or pending:
-                while queue and len(pending) < 4 * cpus:
-                    pending.append(task.remote(queue.pop()))
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    done(ray.get(ref))
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-    finally:
-        if started:
-            ray.shutdown()
+    items = [(sc.id, sc.request.model_dump_json(exclude_defaults=True), sc.confidence) for sc in scenarios]
+    execute(items, solve_batch, done, jobs=jobs, ray=ray, batch=batch)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -447,9 +359,13 @@ def header(study: StudyFile, scenarios: Sequence[Scenario]) -> JournalHeader:
     return JournalHeader(study=study.study.name, study_hash=study_hash(study), scenarios=len(scenarios))
 
 
-def journal_line(sid: str, outcome: Mapping[str, Any]) -> str:
-    """One finished scenario: its id and outcome, one JSON line."""
-    return json.dumps({"id": sid, "outcome": dict(outcome)}, separators=(",", ":")) + "\n"
+def journal_line(sid: str, outcome: Mapping[str, Any], plan: Mapping[str, Any] | None = None) -> str:
+    """One finished scenario: its id and outcome (and the whole plan document, when given: a sweep's), one JSON line
+    (planner.schema.study.JournalRecord)."""
+    rec: dict[str, Any] = {"id": sid, "outcome": dict(outcome)}
+    if plan is not None:
+        rec["plan"] = dict(plan)
+    return json.dumps(rec, separators=(",", ":")) + "\n"
 
 
 def read_journal(path: Path, head: JournalHeader, scenarios: Sequence[Scenario]) -> dict[str, Row]:
@@ -561,6 +477,7 @@ def tornado_families(study: StudyFile, rows: Sequence[Row], outcome: str = "gpus
 
 
 __all__ = ["BatchDone", "Row", "Scenario", "batches", "check_inputs", "columns", "expand", "header",
-           "journal_line", "load_study", "outcome_of", "parse_study", "read_journal", "row", "run", "scenario_count",
+           "journal_line", "load_study",
+           "execute", "map_tasks", "outcome_of", "parse_study", "read_journal", "row", "run", "scenario_count",
            "scenario_id", "scrambled_halton", "solve_batch", "study_hash", "sweep_study", "curves",
            "tornado_families", "TornadoBar", "check_ray"]

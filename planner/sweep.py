@@ -1,7 +1,8 @@
 """Sweep a compute range: one full `planner.api.plan` per (hardware, compute) point (paper §6.2-6.3).
 
-The points are independent, so they are solved in parallel across cores (a process pool of `jobs` workers, each
-CP-SAT search single-threaded); the output order is deterministic (hardware in the order given, compute
+The points are independent: they are the scenarios of a study over the grid (planner.study.sweep_study), solved on
+the study engine (planner.workers.execute: `jobs` local worker processes, or a Ray cluster with `ray`; each CP-SAT
+search single-threaded); the output order is deterministic (hardware in the order given, compute
 ascending) whatever order the points finish in. A point with no feasible layout is recorded as the infeasible
 Plan that `planner.errors.Infeasible` carries, with its explanation; the sweep itself does not fail.
 
@@ -21,6 +22,7 @@ Per hardware the result summarises the two numbers the paper reads off Figs. 6, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +34,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
 from planner.schema.sweep import HardwareSummary, SweepResult
-from planner.workers import run_batches, worker_pool  # worker_pool re-exported (its old home)
+from planner.workers import worker_pool  # re-exported (its old home)
 
 LINEAR_SCALING_FRACTION = 0.8
 """Linear scaling ends where MFU < 0.8 x the single-GPU ceiling (paper Tables 3 and 4)."""
@@ -191,29 +193,17 @@ def solve_point(request: PlanRequest) -> Plan:
         return _infeasible_doc(hw, exc, request.compute_flop, request.days)
 
 
-def _solve_indexed(batch: Sequence[tuple[int, PlanRequest]]) -> list[tuple[int, Plan]]:
-    """A task of plan_all, in a worker: (request's position, its plan)."""
-    return [(k, solve_point(request)) for k, request in batch]
-
-
 def plan_all(requests: Sequence[PlanRequest], jobs: int = 2,
-             finished: Callable[[int, Plan], None] | None = None) -> list[Plan]:
-    """Every request planned, `jobs` at a time in worker processes (one process: in order, here); an infeasible
-    request gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k
-    finishes, in whatever order they finish; the list returned is in the order of `requests`."""
+             finished: Callable[[int, Plan], None] | None = None, ray: str | None = None) -> list[Plan]:
+    """Every request planned on the study engine (planner.workers.execute): `jobs` at a time in local worker processes
+    (one process: in order, here), or on the Ray cluster at `ray` (as `planner study --ray`); an infeasible request
+    gives its infeasible Plan (`solve_point`). `finished(k, plan)` is called in this process as request k finishes,
+    in whatever order they finish; the list returned is in the order of `requests`."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput(f"--jobs must be a whole number >= 1, got {jobs!r}")
-    plans: list[Plan | None] = [None] * len(requests)
+    from planner.workers import map_tasks
 
-    def record(batch: list[tuple[int, Plan]]) -> None:
-        for k, plan in batch:
-            plans[k] = plan
-            if finished:
-                finished(k, plan)
-
-    # the study engine's local loop (planner.workers.run_batches), one request per task
-    run_batches([[(k, request)] for k, request in enumerate(requests)], _solve_indexed, record, jobs)
-    return [p for p in plans if p is not None]
+    return map_tasks(solve_point, requests, jobs=jobs, ray=ray, batch=1, finished=finished)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -242,12 +232,15 @@ def sweep(
     profile: str | None = None,
     goodput: bool | None = None,
     overrides: Sequence[str] = (),
+    ray: str | None = None,
 ) -> SweepResult:
     """Plan every (hardware, compute) point of a log-spaced grid; see the module docstring.
 
     `workers` is CP-SAT's thread count per plan, `jobs` the number of plans solved at once (processes). Use
     days=365.25/4 (`THREE_MONTHS_DAYS`) for the paper's three-month runs. `finished` holds plans of earlier runs
-    by (hardware name, compute) (`read_journal`): those points are not solved again.
+    by (hardware name, compute) (`read_journal`): those points are not solved again. The points are the scenarios
+    of the study `sweep_study` makes of the grid, planned on the study engine: local processes, or the Ray cluster
+    at `ray` ('auto', 'local', 'HOST:PORT'; planner.workers.execute).
     """
     if isinstance(gpus, (str, Hardware)):
         gpus = [gpus]
@@ -297,7 +290,7 @@ def sweep(
         if progress:
             progress(done, len(tasks), plan)
 
-    plan_all([point(k) for k in todo], jobs, finished_one)
+    plan_all([point(k) for k in todo], jobs, finished_one, ray=ray)
 
     plans: list[Plan] = [p for p in results if p is not None]
     n = len(grid)
@@ -312,42 +305,88 @@ def sweep(
     )
 
 
+SWEEP_JOURNAL = "sweep"
+"""The study name a sweep's journal header carries."""
+
+
+def _settings_json(settings: Mapping[str, object]) -> dict:
+    return json.loads(json.dumps(dict(settings)))
+
+
+def point_id(hardware: str, compute_flop: float, settings: Mapping[str, object]) -> str:
+    """The scenario id of a sweep point in its journal: 16 hex digits of the SHA-256 of the canonical JSON of its
+    hardware, compute and the sweep's settings."""
+    from planner.study import _canonical
+
+    doc = {"hardware": hardware, "compute_flop": float(compute_flop), "settings": _settings_json(settings)}
+    return hashlib.sha256(_canonical(doc).encode()).hexdigest()[:16]
+
+
+def journal_header(settings: Mapping[str, object], points: int) -> str:
+    """The first line of a sweep's journal: the study journal's header (planner.schema.study.JournalHeader), hashing
+    the sweep's settings and carrying them, so that a --resume with others is refused naming them."""
+    from planner.schema.study import JournalHeader
+    from planner.study import _canonical
+
+    wanted = _settings_json(settings)
+    head = JournalHeader(study=SWEEP_JOURNAL, study_hash=hashlib.sha256(_canonical(wanted).encode()).hexdigest(),
+                         scenarios=points, settings=wanted)
+    return head.model_dump_json() + "\n"
+
+
 def journal_line(plan: Plan, settings: Mapping[str, object]) -> str:
-    """One finished point of a sweep journal: its key, the sweep's settings and its plan, one JSON line."""
-    return json.dumps({"hardware": plan.hardware, "compute_flop": plan.workload.requested_compute_flop,
-                       "settings": dict(settings), "plan": json.loads(plan.model_dump_json())}) + "\n"
+    """One finished point of a sweep journal, as a study journal line (planner.schema.study.JournalRecord): the
+    point's id (`point_id`), its row's outcome columns and the whole plan (the sweep's --json, table and CSV need
+    it)."""
+    from planner.study import journal_line as study_line
+    from planner.study import outcome_of
+
+    compute = plan.workload.requested_compute_flop
+    sid = point_id(plan.hardware, compute if compute is not None else math.nan, settings)
+    return study_line(sid, outcome_of(plan).model_dump(), json.loads(plan.model_dump_json()))
 
 
-def read_journal(path: Path, settings: Mapping[str, object], hardware: Sequence[str] | None = None,
-                 grid: Sequence[float] | None = None) -> dict[tuple[str, float], Plan]:
-    """The finished points a journal holds (a line cut short by an interruption is ignored). Points solved with
-    other settings (days, schedule, batch law, ...) are an InvalidInput: resuming would mix two sweeps.
+def read_journal(path: Path, settings: Mapping[str, object], hardware: Sequence[str],
+                 grid: Sequence[float]) -> dict[tuple[str, float], Plan]:
+    """The finished points a journal holds, by (hardware, compute). The journal is a study journal: its header must
+    carry this sweep's settings (other settings are an InvalidInput naming them: resuming would mix two sweeps); a
+    line cut short by an interruption, or whose id is not a point of `hardware` x `grid`, is ignored.
 
     The journal is a file anyone with write access to the directory can edit, so each plan is checked again before
-    it is kept (`_journal_plan_ok`): its key must be a point of this sweep (`hardware` x `grid`, when given) and the
-    plan's own hardware and compute; a status with a layout must carry a complete one. A line that fails is ignored
-    (that point is solved again), as a cut line is."""
+    it is kept (`_journal_plan_ok`): the plan's own hardware and compute must be its id's point; a status with a
+    layout must carry a complete one. A line that fails is ignored (that point is solved again), as a cut line is."""
     from planner.errors import read_text_file
+    from planner.schema.study import JournalHeader
 
     out: dict[tuple[str, float], Plan] = {}
     if not path.exists():
         return out
-    wanted = json.loads(json.dumps(dict(settings)))
-    points = None if hardware is None or grid is None else {(h, float(c)) for h in hardware for c in grid}
-    for line in read_text_file(path, "sweep journal", 512 * 2**20).splitlines():
+    lines = read_text_file(path, "sweep journal", 512 * 2**20).splitlines()
+    if not lines:
+        return out
+    wanted = _settings_json(settings)
+    try:
+        head = JournalHeader.model_validate_json(lines[0])
+    except ValueError:
+        raise InvalidInput(f"--resume: {path} does not start with a sweep journal header (an older planner's, or "
+                           "another file); drop --resume or give another --csv") from None
+    if head.study != SWEEP_JOURNAL or head.settings != wanted:
+        got = head.settings or {}
+        diff = sorted(k for k in wanted if got.get(k) != wanted[k]) if head.study == SWEEP_JOURNAL else []
+        raise InvalidInput(f"--resume: {path} holds points of a sweep with other settings "
+                           f"({', '.join(diff) or 'unrecorded'}); drop --resume or give another --csv")
+    points = {point_id(h, c, settings): (h, float(c)) for h in hardware for c in grid}
+    for line in lines[1:]:
         try:
             rec = json.loads(line)
-            key = (str(rec["hardware"]), float(rec["compute_flop"]))
+            key = points.get(rec["id"])
+            if key is None:
+                continue
             plan = Plan.model_validate(rec["plan"])
         except (ValueError, KeyError, TypeError, RecursionError):
             continue
-        if rec.get("settings") != wanted:
-            diff = sorted(k for k in wanted if (rec.get("settings") or {}).get(k) != wanted[k])
-            raise InvalidInput(f"--resume: {path} holds points of a sweep with other settings "
-                               f"({', '.join(diff) or 'unrecorded'}); drop --resume or give another --csv")
-        if (points is not None and key not in points) or not _journal_plan_ok(key, plan):
-            continue
-        out[key] = plan
+        if _journal_plan_ok(key, plan):
+            out[key] = plan
     return out
 
 
@@ -371,7 +410,9 @@ __all__ = [
     "worker_pool",
     "plan_all",
     "solve_point",
+    "journal_header",
     "journal_line",
+    "point_id",
     "read_journal",
     "THREE_MONTHS_DAYS",
     "HardwareSummary",

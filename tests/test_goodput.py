@@ -281,3 +281,20 @@ def test_review_fixes(capsys, tmp_path: Path):
     r = api.plan(1e22, "b200", 30)
     assert "gpu.l2_GBps" in r.depends_on.estimated_inputs
     api.plan(1e22, "b200", 30, overrides=[f"{r.depends_on.estimated_inputs[0]}=7000"])
+
+
+def test_sensitivity_of_a_transformer_moves_the_realistic_profile_it_defaults_to(capsys):
+    """`--model` without --profile is priced by 'realistic' (the default follows the question): the sensitivity reads
+    the moved values from that profile's file, not the paper's (which has no `gemm.sustained_factor`: the command
+    ended in 'internal error: KeyError'), and moves nothing only validation reads."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "64",
+                                     "--sensitivity", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["profile"] == "realistic"
+    rows = {r["input"]: r for r in doc["sensitivity"]["rows"]}
+    # realistic.toml's fitted sustained factor is 0.80; moved by the estimate factors it is read from that file
+    row = rows["profile.gemm.sustained_factor"]
+    assert float(row["base"]) == pytest.approx(0.80)
+    assert "profile.overlap.ep_comm_overlap" not in rows and "profile.overlap.tp_comm_overlap" not in rows
+    assert not any(f.startswith("profile.moe.") for f in rows)  # a dense model routes nothing

@@ -60,6 +60,12 @@ def test_rows_and_the_size_cap_match_an_enumeration(wl, fixed):
     rows = list(zip(*(got[n].tolist() for n in names)))
     pp_at = names.index("pp")
     assert rows == [r for r in expected if size_of(space, r) <= 1000 and r[pp_at] % 2 == 0] and rows
+    # A fixed cluster's count (`divides`): the rows whose size divides it, in the same order.
+    for n in (96, 1024):
+        got = model_parallel_rows_within(space, None, max_size=n, divides=n)
+        assert got is not None
+        rows = list(zip(*(got[k].tolist() for k in names)))
+        assert rows == [r for r in expected if n % size_of(space, r) == 0] and rows
 
 
 @pytest.mark.parametrize("fixed", [(), (("sp", 1),)], ids=["sp free", "sp on"])

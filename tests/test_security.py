@@ -23,7 +23,7 @@ from planner.export import Launch, comment_text, megatron_text, toml_string, tor
 from planner.files import Journal, check_output, safe_file_part
 from planner.render.sweep import _write_rows, csv_cell, plot_paths
 from planner.schema import Plan
-from planner.sweep import journal_line, read_journal
+from planner.sweep import journal_line, point_id, read_journal
 from planner.workload import load_model_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +185,7 @@ def test_the_journal_survives_a_typo_and_a_second_writer_is_refused(capsys, tmp_
     code, _, err = invoke(capsys, [*SWEEP, "--csv", str(csv_path)])
     assert code == 0, err
     before = journal.read_text()
-    assert before.count("\n") == 2
+    assert before.count("\n") == 3  # the header and two points
     for typo in (["--set", "gpu.bogus=1"], ["--jobs", "0"], ["--time-limit", "-1"]):
         code, _, err = invoke(capsys, [*SWEEP, "--csv", str(csv_path), *typo])
         _one_error(code, err)
@@ -307,19 +307,22 @@ def test_resume_rechecks_tampered_journal_plans(capsys, tmp_path):
     code, _, err = invoke(capsys, [*SWEEP, "--csv", str(csv_path)])
     assert code == 0, err
     journal = Path(str(csv_path) + ".plans.jsonl")
-    recs = [json.loads(line) for line in journal.read_text().splitlines()]
-    settings = recs[0]["settings"]
-    grid = [r["compute_flop"] for r in recs]
+    head, *recs = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert head["kind"] == "planner-study-journal" and head["scenarios"] == 2  # a study journal's header
+    settings = head["settings"]
+    grid = [r["plan"]["workload"]["requested_compute_flop"] for r in recs]
+    assert [r["id"] for r in recs] == [point_id("h100", c, settings) for c in grid]
     assert len(read_journal(journal, settings, ["h100"], grid)) == 2
     tampered = [dict(recs[0], plan=dict(recs[0]["plan"], gpus=recs[0]["plan"]["gpus"] + 1)),  # degrees disagree
-                dict(recs[1], plan=dict(recs[1]["plan"], hardware="a100")),  # not the key's hardware
-                dict(recs[1], compute_flop=3e24)]  # not a point of this sweep
-    journal.write_text("".join(json.dumps(r) + "\n" for r in tampered) + json.dumps(recs[1]) + "\n")
+                dict(recs[1], plan=dict(recs[1]["plan"], hardware="a100")),  # not the id's hardware
+                dict(recs[1], id=point_id("h100", 3e24, settings))]  # not a point of this sweep
+    journal.write_text("".join(json.dumps(r) + "\n" for r in [head, *tampered]) + json.dumps(recs[1]) + "\n")
     kept = read_journal(journal, settings, ["h100"], grid)
     assert list(kept) == [("h100", grid[1])]
     code, _, err = invoke(capsys, [*SWEEP, "--csv", str(csv_path), "--resume"])
     assert code == 0 and "1 finished point(s) kept" in err and "solving the other 1" in err
-    assert journal_line(Plan.model_validate(recs[1]["plan"]), settings).startswith('{"hardware": "h100"')
+    line = json.loads(journal_line(Plan.model_validate(recs[1]["plan"]), settings))
+    assert line["id"] == recs[1]["id"] and line["outcome"]["gpus"] == recs[1]["plan"]["gpus"]
 
 
 # --------------------------------------------------------------------------------------------------

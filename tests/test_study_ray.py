@@ -55,3 +55,45 @@ def test_10000_scenarios_run_to_completion_on_ray(ray_cluster):
     assert statuses <= {"optimal", "infeasible"}, statuses
     print(f"10,000 scenarios on a 2-CPU local Ray cluster: {elapsed:.0f} s ({10_000 / elapsed:.1f} scenarios/s)")
 
+
+
+def _untimed(doc):
+    """A JSON document without the solver's wall-clock timings (the only values that differ between two runs)."""
+    if isinstance(doc, dict):
+        return {k: _untimed(v) for k, v in doc.items() if k not in ("wall_s", "cpsat_s")}
+    if isinstance(doc, list):
+        return [_untimed(v) for v in doc]
+    return doc
+
+
+def test_sweep_and_sensitivity_on_ray_give_the_local_rows(ray_cluster, capsys, tmp_path):
+    """`sweep --ray local` and `plan --sensitivity --ray local` (the session the fixture started is used as it is)
+    give the same plans, rows and sensitivity table as the local engine."""
+    import json
+
+    from cli_helpers import invoke
+
+    sweep = ["sweep", "--from", "1e20", "--to", "1e22", "--points", "3", "--gpu", "h100", "--gpu", "a100", "--json",
+             "--quiet"]
+    code, local, err = invoke(capsys, [*sweep, "--jobs", "1", "--csv", str(tmp_path / "a.csv")])
+    assert code == 0, err
+    code, on_ray, err = invoke(capsys, [*sweep, "--ray", "local", "--csv", str(tmp_path / "b.csv")])
+    assert code == 0, err
+    assert _untimed(json.loads(on_ray)) == _untimed(json.loads(local))
+    assert len(json.loads(on_ray)["plans"]) == 6
+
+    def rows(name: str) -> list[str]:  # the CSV without its solver_wall_s column
+        lines = (tmp_path / name).read_text().splitlines()
+        k = lines[0].split(",").index("solver_wall_s")
+        return [",".join(c for j, c in enumerate(line.split(",")) if j != k) for line in lines]
+    assert rows("a.csv") == rows("b.csv")
+
+    plan = ["--compute", "1e21", "--gpu", "h100", "--days", "30", "--sensitivity", "--json"]
+    from planner.cli.app import plan_app
+
+    code, local, err = invoke(capsys, plan, plan_app, "plan")
+    assert code == 0, err
+    code, on_ray, err = invoke(capsys, [*plan, "--ray", "local"], plan_app, "plan")
+    assert code == 0, err
+    sens = json.loads(on_ray)["sensitivity"]
+    assert sens == json.loads(local)["sensitivity"] and len(sens["rows"]) >= 2

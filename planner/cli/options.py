@@ -131,6 +131,11 @@ FailuresOpt = Annotated[str, typer.Option(
     "--failures", help="Failure model for --goodput: a shipped name (default) or a TOML file (docs/model.md §9).",
     metavar="NAME|FILE.toml")]
 WHAT_IF_PANEL = "What-if (no file editing)"
+RAY_HELP = ("Run on a Ray cluster instead of local processes (the study engine, as `planner study --ray`): auto (the "
+            "cluster this machine joined), HOST:6379, ray://HOST:10001, or local (a private one here). Needs pip "
+            "install 'planner\\[ray]'.")
+"""--ray's help, shared by `sweep` and `plan --sensitivity`."""
+
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="Change one hardware, profile or failure-model field for this run, as an edited copy of its file "
     "would, e.g. levels.InfiniBand.bw_bidir_GBps=200, gpu.hbm_GB=96, profile.overlap.tp=0.5, "

@@ -14,6 +14,7 @@ from planner.cli.app import app, plan_app, print_version
 from planner.cli.options import (
     COMPARE_PANEL,
     OUTPUT_PANEL,
+    RAY_HELP,
     SEARCH_PANEL,
     WHAT_IF_PANEL,
     BatchScalingOpt,
@@ -90,6 +91,9 @@ def plan_command(
         "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
         "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
         rich_help_panel=WHAT_IF_PANEL)] = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", help="With --sensitivity: " + RAY_HELP, metavar="auto|ADDRESS|local",
+        rich_help_panel=WHAT_IF_PANEL, show_default=False)] = None,
     tornado: Annotated[Path | None, typer.Option(
         "--tornado", help="With --sensitivity: also write a tornado chart PNG.", metavar="FILE.png",
         rich_help_panel=WHAT_IF_PANEL, show_default=False, dir_okay=False)] = None,
@@ -179,6 +183,12 @@ def plan_command(
                                      ("tp_model", tp_model)) if v is not None}
     if tornado is not None and not sensitivity:
         raise InvalidInput("--tornado draws the --sensitivity table: add --sensitivity")
+    if ray is not None and not sensitivity:
+        raise InvalidInput("--ray runs the --sensitivity re-plans on a Ray cluster: add --sensitivity")
+    if ray is not None:
+        from planner.workers import check_ray
+
+        check_ray(ray)  # missing or unreachable: one line now, not after the plan
     if tornado is not None:
         if tornado.suffix.lower() != ".png":
             raise InvalidInput(f"--tornado {tornado}: the chart is a PNG; give a FILE.png")
@@ -244,7 +254,7 @@ def plan_command(
         from planner.sensitivity import tornado_png
 
         with searching(enabled=not (json_out or quiet)):
-            sens = replan(result, request)
+            sens = replan(result, request, ray=ray)
         result = result.model_copy(update={"sensitivity": sens})
         if tornado is not None:
             from typing import cast

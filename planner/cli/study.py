@@ -105,7 +105,7 @@ def study_command(
             sys.stderr.write(f"--resume: {len(finished)} finished scenario(s) kept from {out / JOURNAL}; planning "
                              f"the other {len(scenarios) - len(finished)}\n")
         else:
-            journal.write(head.model_dump_json() + "\n")
+            journal.write(head.model_dump_json(exclude_none=True) + "\n")
             journal.sync()
         results = _plan(scenarios, journal, finished, jobs, ray, batch, quiet, out)
     finally:

@@ -3,6 +3,7 @@ CSV and plots (planner.sweep does the planning, planner.render.sweep the tables 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,7 +12,7 @@ import typer
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
-from planner.cli.options import parse_number, parse_whole
+from planner.cli.options import RAY_HELP, parse_number, parse_whole
 from planner.cli.output import stdout_console
 from planner.errors import InvalidInput
 
@@ -57,6 +58,8 @@ def sweep_command(
                                               help="Solver time limit per point, seconds.")] = 30.0,
     jobs: Annotated[int, typer.Option("--jobs", parser=parse_whole, metavar="INT",
                                       help="Points solved in parallel (processes).")] = 2,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP, metavar="auto|ADDRESS|local",
+                                            show_default=False)] = None,
     csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one row per point to this CSV file.",
                                                   metavar="FILE", dir_okay=False, show_default=False)] = None,
     plot: Annotated[str | None, typer.Option(
@@ -95,6 +98,10 @@ def sweep_command(
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")
     _check_outputs(csv_file, plot, names)  # a bad path fails now, not after every point has been solved
+    if ray is not None:
+        from planner.workers import check_ray
+
+        check_ray(ray)  # missing or unreachable: one line now, not after the journal is opened
     journal_path = Path(str(csv_file) + ".plans.jsonl") if csv_file is not None else None
     settings = {"days": days, "sparse": sparse, "batch_scaling": batch_scaling.value, "budget": budget.value,
                 "profile": profile, "goodput": goodput, "overrides": list(set_ or []),
@@ -108,7 +115,7 @@ def sweep_command(
                              f"other {total - len(finished)}\n")
         res = _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit,
                          jobs, dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file,
-                         journal_fh, journal_path, settings, resume, json_out, quiet, grid)
+                         journal_fh, journal_path, settings, resume, json_out, quiet, grid, ray, names)
     if csv_file is not None:
         write_csv(res, csv_file)
     written = write_plots(res, plot) if plot else []
@@ -126,17 +133,18 @@ def sweep_command(
 
 def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit, jobs,
                dp_overlap, price_per_gpu_hour, finished, budget, profile, goodput, set_, csv_file, journal_fh,
-               journal_path, settings, resume, json_out, quiet, grid) -> SweepResult:
+               journal_path, settings, resume, json_out, quiet, grid, ray, names) -> SweepResult:
     """The sweep with its progress bar and journal. The journal is emptied (without --resume) only when the first
     point finishes, i.e. once the sweep has accepted every argument: a typo leaves an interrupted run's journal as it
     was, for --resume."""
     from rich.console import Console
 
     from planner.render.sweep import _requested, _sci, _write_rows
-    from planner.sweep import journal_line, sweep
+    from planner.sweep import journal_header, journal_line, sweep
 
     kept: list[Plan] = list(finished.values())
-    fresh = [not resume]
+    fresh = [not resume]  # empty the journal and write its header at the first finished point
+    header = [resume and journal_fh is not None and os.fstat(journal_fh._fh.fileno()).st_size == 0]
     bar = None
     err_console = Console(stderr=True)
     if not json_out and not quiet and err_console.is_terminal:
@@ -149,10 +157,13 @@ def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scalin
     def progress_cb(done: int, total: int, p: Plan) -> None:
         kept.append(p)
         if journal_fh is not None:  # every finished point is on disk before the next one is awaited
-            if fresh[0]:
-                journal_fh.start_fresh()
-                fresh[0] = False
+            if fresh[0] or header[0]:
+                if fresh[0]:
+                    journal_fh.start_fresh()
+                journal_fh.write(journal_header(settings, len(grid) * len(names)))
+                fresh[0] = header[0] = False
             journal_fh.write(journal_line(p, settings))
+            journal_fh.sync()
         if bar is not None and task is not None:
             bar.update(task, completed=done, total=total,
                        description=f"{p.hardware} {_sci(_requested(p))}: {p.status}")
@@ -165,7 +176,7 @@ def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scalin
                      batch_scaling=batch_scaling.value, schedule=schedule.value, time_limit_s=time_limit, workers=1,
                      jobs=jobs, progress=progress_cb, dp_overlap=dp_overlap, price_per_gpu_hour=price_per_gpu_hour,
                      finished=finished, budget=budget.value, profile=profile, goodput=goodput,
-                     overrides=list(set_ or []))
+                     overrides=list(set_ or []), ray=ray)
     except BaseException:  # Ctrl-C, SIGTERM or an error: what finished is kept, in grid order
         if csv_file is not None and len(kept) > len(finished):
             order = {c: k for k, c in enumerate(grid)}

@@ -240,14 +240,16 @@ def model_parallel_rows(space: Space) -> dict[str, np.ndarray]:
 
 def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | None,
                                keep_rows: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
-                               max_size: float | None = None) -> dict[str, np.ndarray] | None:
+                               max_size: float | None = None, divides: int | None = None
+                               ) -> dict[str, np.ndarray] | None:
     """`model_parallel_rows`, built one value of the first dimension at a time (the same rows in the same order), so
     that `out_of_time` (the search's clock: the time limit covers presolve) can stop it between slices; None when it
     did. `max_size`: rows whose model-parallel GPU count (`mp_size`) exceeds it are left out, for a search that
     looks at no larger cluster (every tuple of such a row has more GPUs); they are found on the index grid and only
     the rows kept are gathered. `keep_rows` (a mask over a slice's gathered columns) drops more rows slice by slice
     (a fixed cluster's GPU count that a row's size does not divide). Either way a large space is never held whole,
-    and the rows kept are the same, in the same order, as filtering the whole table afterwards."""
+    and the rows kept are the same, in the same order, as filtering the whole table afterwards. `divides` (a fixed
+    cluster's GPU count): rows whose size does not divide it are left out on the grid too."""
     names = list(space.values)
     axes = [*space.values.values(), np.arange(len(space.pp_i_zb["pp"]))]
     pp_of_row = space.pp_i_zb["pp"].astype(np.float64)
@@ -268,6 +270,12 @@ def model_parallel_rows_within(space: Space, out_of_time: Callable[[], bool] | N
                 if d not in ("dp", "pp"):
                     size = size * grid[d].astype(np.float64)
             keep = keep & (size <= max_size)
+        if divides is not None:
+            size = pp_view
+            for d in DEGREES:
+                if d not in ("dp", "pp"):
+                    size = size * grid[d].astype(np.float64)
+            keep = keep & (size <= divides) & (np.fmod(float(divides), size) == 0)
         flat = np.nonzero(np.broadcast_to(keep, (1, *shape)).ravel())[0]
         index = np.unravel_index(flat, shape)
         cols = {names[0]: np.full(len(flat), first, dtype=axes[0].dtype)}

@@ -7,7 +7,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from planner.render.plan import fmt_pct
+from planner.render.plan import fmt_pct, rack_scale
 from planner.schema import AcceleratorOption, Comparison
 
 
@@ -49,7 +49,9 @@ _HEADER = {"racks / nodes": "racks /\nnodes", "days (wall-clock)": "days\n(wall-
 
 
 def _cells(o: AcceleratorOption) -> dict[str, str]:
-    racks = "—" if o.racks is None and o.nodes is None else f"{_num(o.racks, ',')} / {_num(o.nodes, ',')}"
+    # An 8-GPU node's NVLink domain is not a rack (planner.render.plan.rack_scale): "—" in the racks half.
+    rack = o.racks if o.plan is None or rack_scale(o.plan) else None
+    racks = "—" if rack is None and o.nodes is None else f"{_num(rack, ',')} / {_num(o.nodes, ',')}"
     price = "—" if o.price_per_gpu_hour is None else f"${_num(o.price_per_gpu_hour, ',.2f', 1e6)}"
     return {"#": "—" if o.rank is None else str(o.rank), "accelerator": o.hardware, "GPUs": _num(o.gpus, ","),
             "racks / nodes": racks, "days (wall-clock)": _num(o.wall_clock_days, ".1f", 1e5), "MFU": fmt_pct(o.mfu),

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from planner.limits import DAY_S, PAPER_BATCH_TOKENS, PAPER_LATENCY_S, PAPER_LAYERS, LimitsRow
 
-_SI_SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+# Counts, never bytes: B is a billion, as model sizes are written ("405B parameters"), not G.
+_SI_SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
 
 
 def fmt_sci(x: float, sig: int = 3) -> str:

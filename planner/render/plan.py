@@ -72,6 +72,14 @@ def fmt_time(seconds: float | None) -> str:
     return f"{seconds / 3600:.4g} h"
 
 
+def rack_scale(plan: Plan) -> bool:
+    """Whether the plan's `racks` are racks: an NVLink domain over several nodes (GB200 / GB300 NVL72), or one held
+    whole beyond the GPUs used. On DGX-style systems the NVLink domain is the 8-GPU node: text calls it a node."""
+    if plan.racks is None:
+        return False
+    return plan.racks != plan.nodes or (plan.held_gpus or 0) > (plan.gpus or 0)
+
+
 def fmt_gb(n_bytes: float | None) -> str:
     if n_bytes is None:
         return "—"
@@ -157,8 +165,10 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     if plan.warnings:  # optimal under the cost model, but not a cluster anyone has announced: never just "Optimal"
         what += " under the cost model, BEYOND ANY ANNOUNCED BUILD (see warnings)"
     nodes = f"{plan.nodes:,} node{'s' if plan.nodes != 1 else ''}"
-    if plan.spare_gpus:  # racks used in part (GB200 NVL72): say what is bought
+    if plan.spare_gpus and rack_scale(plan):  # racks used in part (GB200 NVL72): say what is bought
         nodes += f" in {plan.racks:,} rack{'s' if plan.racks != 1 else ''}, {plan.spare_gpus:,} spare GPUs"
+    elif plan.spare_gpus:  # a part-used 8-GPU node is not a rack
+        nodes += f", {plan.spare_gpus:,} spare GPU{'s' if plan.spare_gpus != 1 else ''} in it"
     g = plan.goodput
     wall = ("" if g is None else f" ({fmt_days(plan.wall_clock_days)} wall-clock at {fmt_pct(g.goodput)} goodput)")
     return Text.assemble(
@@ -339,8 +349,9 @@ def cluster_table(plan: Plan) -> Table:
         ("nodes", f"{plan.nodes:,}"),
     ]
     if plan.racks is not None:
-        per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
-        rows.append((f"racks ({plan.rack_level})", f"{plan.racks:,}{per}"))
+        if rack_scale(plan):
+            per = "" if plan.racks == 1 else f", {plan.gpus_per_rack:,} GPUs used in each"
+            rows.append(("racks", f"{plan.racks:,} of the {plan.rack_level} level{per}"))
         held = (plan.held_gpus or 0) > (plan.gpus or 0)
         rows.append(("spare GPUs", "0" if not plan.spare_gpus else f"{plan.spare_gpus:,} " + (
             "(held with the racks, idle: in the wall-clock cost and the power, not in GPU-hours or the compute-only "
@@ -537,7 +548,8 @@ def memory_table(plan: Plan) -> Table:
     if m.headroom_bytes > 0:
         table.add_row("headroom kept free (total + headroom <= HBM)", fmt_gb(m.headroom_bytes),
                       _share(m.headroom_bytes, m.capacity))
-    table.add_row("capacity (HBM)", fmt_gb(m.capacity), "100%")
+    # Decimal GB throughout; the GiB beside it is the unit of datasheets' "80 GB" (an H100 shows 85.07 GB = 79.2 GiB).
+    table.add_row("capacity (HBM usable)", f"{fmt_gb(m.capacity)} ({m.capacity / 2**30:.1f} GiB)", "100%")
     table.add_row("", Text("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red"), "")
     return table
 

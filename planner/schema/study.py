@@ -185,6 +185,9 @@ class JournalHeader(_Doc):
     study_hash: str = Field(description="SHA-256 of the study file's canonical JSON (comments and layout do not "
                             "count; any field or value does).")
     scenarios: int = Field(description="Scenarios the study has.")
+    settings: dict[str, Any] | None = Field(
+        None, description="A sweep's settings (days, profile, --set, ...: every request field its points share), so "
+        "that a --resume with other settings names them; null (left out) for a study file, whose hash says it all.")
 
 
 class StudyOutcome(_Doc):
@@ -230,5 +233,17 @@ class StudyOutcome(_Doc):
 OUTCOME_COLUMNS: tuple[str, ...] = tuple(StudyOutcome.model_fields)
 
 
+class JournalRecord(_Doc):
+    """A journal line after the header: one finished scenario."""
+
+    id: str = Field(description="The scenario's id (16 hex digits of a SHA-256; planner.study.scenario_id, or for a "
+                    "sweep point planner.sweep.point_id).")
+    outcome: StudyOutcome = Field(description="The row's answer columns.")
+    plan: dict[str, Any] | None = Field(
+        None, description="The whole Plan document, kept where the caller needs more than the row (a sweep: its "
+        "--json, table and CSV); left out for a study file.")
+
+
 __all__ = ["STUDY_FIELDS", "ALIASES", "FORCED", "MAX_AXIS_VALUES", "MAX_SCENARIOS", "OUTCOME_COLUMNS", "JournalHeader",
-           "SampleRange", "SampleSection", "StudyFile", "StudyOutcome", "StudySection", "request_field"]
+           "JournalRecord", "SampleRange", "SampleSection", "StudyFile", "StudyOutcome", "StudySection",
+           "request_field"]

@@ -6,6 +6,9 @@ Numpy presolves; CP-SAT decides (docs/model.md, "The CP-SAT model", says the sam
    N >= T / (sustained FLOP/s * deadline) upward (fixed-cluster mode: one window, N = --gpus).
 2. Presolve (planner.search.presolve). Hard rules (level filling, memory) and the bound reading of the step formula
    remove tuples that cannot meet the deadline on their own. Nothing is priced whole.
+   At a fixed GPU count (no deadline) the tuples are expanded from their (model-parallel row, N_DP) pairs
+   best-first by the pairs' bound, only as far as the probe of step 3 and its cut need (`_LazyCount`): the same
+   candidates, in the same order, as pricing every tuple.
 3. CP-SAT decides, one GPU count at a time in increasing order (deadline mode) or on the one count (fixed mode).
    Each model holds degree tuples and, per tuple and placement group, every factor vector of the group; the levels
    fill bottom-up through integer prime-exponent equalities; every branch of the step formula is a linear
@@ -188,12 +191,16 @@ def windows(index: PairIndex, lo: float, n_max: float, budget: int, scan_ratio: 
         lo = math.floor(hi) + 1
 
 
-def tuples_from_pairs(space: Space, index: PairIndex, ii: np.ndarray, jj: np.ndarray) -> Tuples:
-    """Expand (model-parallel row, N_DP value) pairs by every compatible microbatch count (schedule rule applied)."""
-    parts = []
+def tuples_from_pairs(space: Space, index: PairIndex, ii: np.ndarray, jj: np.ndarray, source: bool = False):
+    """Expand (model-parallel row, N_DP value) pairs by every compatible microbatch count (schedule rule applied).
+
+    The tuples come N_DP value by N_DP value (ascending), then in the pairs' order, then by microbatch count.
+    `source`: also return each tuple's pair (its position in `ii`)."""
+    parts, srcs = [], []
     dp_all, m_all = space.dp_m["dp"], space.dp_m["microbatches"]
     for j in np.unique(jj):
-        rows = {k: v[ii[jj == j]] for k, v in index.mp.items()}
+        sel = np.nonzero(jj == j)[0]
+        rows = {k: v[ii[sel]] for k, v in index.mp.items()}
         ms = m_all[dp_all == index.dps[j]]
         n = len(rows["pp"])
         cols = {k: np.repeat(v, len(ms)) for k, v in rows.items()}
@@ -201,7 +208,12 @@ def tuples_from_pairs(space: Space, index: PairIndex, ii: np.ndarray, jj: np.nda
         cols["dp"] = np.full(n * len(ms), index.dps[j])
         keep = schedule_allows(space.options, cols) & batch_allows(space.wl, cols)
         parts.append(Tuples({k: v[keep] for k, v in cols.items()}))
-    return Tuples.concat(parts) if parts else Tuples.empty()
+        if source:
+            srcs.append(np.repeat(sel, len(ms))[keep])
+    t = Tuples.concat(parts) if parts else Tuples.empty()
+    if source:
+        return t, (np.concatenate(srcs) if srcs else np.zeros(0, dtype=np.int64))
+    return t
 
 
 def _pair_filter(hw, wl, index: PairIndex, ii, jj, shapes, work, least, deadline_s, dp_overlap):
@@ -224,26 +236,147 @@ def _pair_filter(hw, wl, index: PairIndex, ii, jj, shapes, work, least, deadline
 def _filter(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, shapes, least, dp_overlap: bool
             ) -> tuple[Tuples, dict]:
     """Hard rules (level filling, memory) and the sound placement-free bound against the deadline."""
+    kept, q = _filter_index(hw, wl, t, deadline_s, shapes, least, dp_overlap)
+    return t.take(kept), q
+
+
+def _filter_index(hw: Hardware, wl: Workload, t: Tuples, deadline_s: float | None, shapes, least, dp_overlap: bool
+                  ) -> tuple[np.ndarray, dict]:
+    """`_filter` as the indices of the rows of `t` it keeps (ascending) and their tuple quantities."""
     _, valid = level_products(hw, t.gpus)
-    t = t.take(np.nonzero(valid)[0])
-    if len(t) == 0:
-        return t, {}
+    kept = np.nonzero(valid)[0]
+    if len(kept) == 0:
+        return kept, {}
+    t = t.take(kept)
     # The hard memory rule and the dominated (ZeRO stage, recomputation) options first: they read the tuple's
     # columns and its memory only, so the tuple quantities are priced for the rows that remain.
     mem = tuple_memory(hw, wl, t)
     idx = np.nonzero(mem <= usable_bytes(hw))[0]
-    t, mem = t.take(idx), mem[idx]
+    t, mem, kept = t.take(idx), mem[idx], kept[idx]
     if wl.transformer is not None and len(t):
         idx = np.nonzero(~dominated_options(t, OPTION_KEYS))[0]
-        t, mem = t.take(idx), mem[idx]
+        t, mem, kept = t.take(idx), mem[idx], kept[idx]
     if len(t) == 0:
-        return t, {}
+        return kept, {}
     q = tuple_terms(hw, wl, t, shapes, memory_bytes=mem)
     q["step_lb"] = step_lower_bound(hw, wl, t, q, least, dp_overlap)
     if deadline_s is not None:
         idx = np.nonzero(wl.steps * q["step_lb"] <= deadline_s)[0]
-        t, q = t.take(idx), {k: v[idx] for k, v in q.items()}
-    return t, q
+        kept, q = kept[idx], {k: v[idx] for k, v in q.items()}
+    return kept, q
+
+
+LAZY_FIXED = True
+"""A fixed cluster's tuples are expanded best-first (`_LazyCount`, the default). False expands and prices every
+tuple of the count first, as a search with a deadline does (kept for tests/test_lazy_fixed.py and benchmarks)."""
+
+LAZY_FIRST_PAIRS = 1024
+"""Pairs in the first best-first expansion of a fixed cluster; each later one doubles."""
+
+BOUND_SLACK = 1e-9
+"""Relative margin between a pair's bound and the tuple bound of each of its tuples: the two are computed in
+different orders of floating-point operations, so the inequality between them is read with this slack."""
+
+
+class _LazyCount:
+    """The tuples of one fixed GPU count, expanded from their (model-parallel row, N_DP) pairs best-first.
+
+    A fixed cluster has no deadline to prune with: the search prices every tuple of the count (memory, tuple
+    quantities, the placement-free bound `step_lb`) and then keeps those whose bound does not exceed the probe's
+    step (`_decide_count`). Here a pair's bound (presolve.pair_step_lower_bound: each term at its least over the
+    microbatch counts the pair's N_DP allows) is computed first, and pairs are expanded and priced in increasing
+    order of it, only as far as the probe and its cut need:
+
+    * the probe takes the INCUMBENT_BATCH tuples of least `step_lb` (ties in the count's order). Every tuple's
+      `step_lb` is at least its pair's bound (each term of the bound reading at the tuple's microbatch count is no
+      less than at the least over the counts), so once that many priced tuples have a bound below the least pair
+      bound not yet expanded, they are the probe's tuples;
+    * the probe's cut keeps the tuples whose integer bound is at most the probe's step; every tuple of a pair whose
+      bound lies above that step is cut, so those pairs are never expanded (`expand`).
+
+    The rules that act across tuples are kept exact: the dominated (ZeRO stage, recomputation) options compare rows
+    that differ in those two columns only, within the slices of `slice_pairs` pairs in which the search prices a
+    count (`_filter`), so pairs are expanded by whole groups of such siblings of one slice (a group's bound: the
+    least of its pairs'). The tuples are returned in the order of the full expansion. The result is the same
+    candidate set, in the same order, as pricing every tuple; tests/test_lazy_fixed.py compares the two.
+    """
+
+    def __init__(self, hw: Hardware, wl: Workload, space: Space, index: PairIndex, ii: np.ndarray, jj: np.ndarray,
+                 shapes: ShapeTable, least: LeastFeatures, options: SearchOptions, slice_pairs: int, clock: _Clock):
+        self.hw, self.wl, self.space, self.index, self.ii, self.jj = hw, wl, space, index, ii, jj
+        self.shapes, self.least, self.options, self.clock = shapes, least, options, clock
+        rows = index.rows(ii, jj)
+        pair_lb = pair_step_lower_bound(hw, wl, rows, index.m_min[jj], index.m_max[jj], shapes,
+                                        shapes.least_work(space), least, options.dp_overlap)
+        self.slice = np.arange(len(ii)) // slice_pairs
+        # The full expansion's order: slice by slice, within a slice N_DP value by value, then pair, then m.
+        self.rank = np.empty(len(ii), dtype=np.int64)
+        self.rank[np.lexsort((np.arange(len(ii)), jj, self.slice))] = np.arange(len(ii))
+        siblings = [self.slice, jj] + [np.asarray(rows[k], dtype=np.int64) for k in OPTION_KEYS
+                                       if k not in ("dp", "microbatches")]
+        _, group = unique_rows(siblings)
+        group_lb = np.full(int(group.max()) + 1, np.inf)
+        np.minimum.at(group_lb, group, pair_lb)
+        self.group_order = np.argsort(group_lb, kind="stable")
+        self.group_lb = group_lb[self.group_order]  # ascending
+        self.pairs_of = np.argsort(np.argsort(self.group_order)[group], kind="stable")  # pairs, group by group
+        self.group_end = np.cumsum(np.bincount(group, minlength=len(group_lb))[self.group_order])
+        self.done = 0  # groups expanded (a prefix of group_order)
+        self.t: list[Tuples] = []
+        self.q: list[dict[str, np.ndarray]] = []
+        self.order: list[np.ndarray] = []
+
+    def _expand_to(self, groups: int) -> None:
+        """Expand and price the groups up to `groups` (exclusive) in bound order."""
+        if groups <= self.done:
+            return
+        start = int(self.group_end[self.done - 1]) if self.done else 0
+        pairs = np.sort(self.pairs_of[start:int(self.group_end[groups - 1])])
+        self.done = groups
+        for s in np.unique(self.slice[pairs]):
+            if self.clock.out:
+                raise _TimeUp(None)
+            p = pairs[self.slice[pairs] == s]
+            t, src = tuples_from_pairs(self.space, self.index, self.ii[p], self.jj[p], source=True)
+            if self.options.rank_order:
+                ok = np.nonzero(rank_order_factors(self.hw, t, self.options.rank_order)[1])[0]
+                t, src = t.take(ok), src[ok]
+            kept, q = _filter_index(self.hw, self.wl, t, None, self.shapes, self.least, self.options.dp_overlap)
+            if len(kept):
+                self.t.append(t.take(kept))
+                self.q.append(q)
+                self.order.append(self.rank[p[src[kept]]])
+
+    def _collected(self) -> tuple[Tuples, dict[str, np.ndarray]]:
+        if not self.t:
+            return Tuples.empty(), {}
+        order = np.argsort(np.concatenate(self.order), kind="stable")  # a pair's tuples keep their m order
+        t = Tuples.concat(self.t).take(order)
+        return t, {k: np.concatenate([d[k] for d in self.q])[order] for k in self.q[0]}
+
+    def probe_tuples(self) -> tuple[Tuples, dict[str, np.ndarray]]:
+        """The priced tuples once they include the probe's (every tuple of the count if it has fewer)."""
+        n_groups = len(self.group_lb)
+        pairs = LAZY_FIRST_PAIRS
+        while self.done < n_groups:
+            self._expand_to(min(n_groups, max(self.done + 1,
+                                              int(np.searchsorted(self.group_end, pairs, side="left")) + 1)))
+            pairs *= 2
+            nxt = self.group_lb[self.done] if self.done < n_groups else np.inf
+            lbs = [q["step_lb"] for q in self.q]
+            if lbs and int((np.concatenate(lbs) < nxt * (1 - BOUND_SLACK)).sum()) >= INCUMBENT_BATCH:
+                break
+        return self._collected()
+
+    def expand(self, probe_q: float | None) -> tuple[Tuples, dict[str, np.ndarray]]:
+        """Every priced tuple that the probe's cut (integer bound <= probe_q) may keep; all of them for None."""
+        if probe_q is None:
+            self._expand_to(len(self.group_lb))
+        else:
+            # A tuple of a pair whose bound exceeds this has a bound whose quanta (rounded down) exceed probe_q.
+            cut = (probe_q + 1) * QUANTUM_S * (1 + 10 * BOUND_SLACK)
+            self._expand_to(int(np.searchsorted(self.group_lb, cut, side="right")))
+        return self._collected()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -626,9 +759,15 @@ class _TimeUp(Exception):
 
 
 def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray], cap_q: int | None,
-                  dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats, rank_order: tuple[str, ...] = ()):
+                  dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats, rank_order: tuple[str, ...] = (),
+                  expand: Callable[[float | None], tuple[Tuples, dict[str, np.ndarray]]] | None = None):
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
-    (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out."""
+    (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out.
+
+    `expand` (a fixed cluster's best-first candidates, `_LazyCount`): `t` then holds only the tuples needed for the
+    probe (every tuple among the INCUMBENT_BATCH least bounds, in the count's order), and expand(probe's integer
+    step, or None when the probe found no layout) returns the count's tuples that the probe's cut keeps (a superset
+    of them, in the count's order): the same tuples, in the same order, as the probe's cut of the whole count."""
     q = dict(q)
     incumbent: Layout | None = None
 
@@ -654,6 +793,9 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     if cap_q is not None:
         probe.m.add(probe.S <= cap_q)
     s0, st0 = run(probe, probe.S, "probe")
+    if expand is not None:
+        t, q = expand(s0.objective_value if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
+        q = dict(q)
     if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         live = np.nonzero(to_quanta_floor(q["step_lb"]) <= s0.objective_value)[0]
         t, q = t.take(live), {k: v[live] for k, v in q.items()}
@@ -807,7 +949,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     key = (wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), n_max)
     shared = _SHARED.get(key)
     if shared is None:
-        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max)
+        rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max, divides=options.gpus)
         if rows is None:
             return _presolve_out(result, clock)
         if len(rows["pp"]) == 0 or len(space.dp_m["dp"]) == 0:
@@ -851,6 +993,25 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, deadline_s, options.dp_overlap)
             if len(ii) == 0:
                 continue
+        if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
+            lazy = _LazyCount(hw, wl, space, index, ii, jj, shapes, least, options, slice_pairs, clock)
+            t, q = lazy.probe_tuples()
+            if len(t) == 0:
+                continue
+            n = int(t.gpus[0])
+            try:
+                found = _decide_count(hw, wl, t, q, None, options.dp_overlap, clock, workers, stats,
+                                      options.rank_order, expand=lazy.expand)
+            except _TimeUp as stop:
+                return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
+            if found is None:
+                continue
+            layout, status, bound, stage = found
+            if status == "optimal":
+                return result("optimal", layout)
+            gap = None if bound is None else max(0.0, 1.0 - bound / max(_step_of(hw, wl, layout, options), 1e-300))
+            return result("feasible", layout, gap=gap, bound=bound, stage=stage,
+                          notes=[f"time limit {clock.limit:g} s reached before CP-SAT proved the {stage} stage"])
         kept_t, kept_q = [], []
         for s0 in range(0, len(ii), slice_pairs):
             if clock.out:
