@@ -57,7 +57,9 @@ def _priced(hw, wl, overlap):
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["dp-serial", "dp-overlap"])
-@pytest.mark.parametrize("hw_name,shape", INSTANCES, ids=[f"{h}-{s}" for h, s in INSTANCES])
+@pytest.mark.parametrize("hw_name,shape", [
+    pytest.param(h, s, id=f"{h}-{s}", marks=[pytest.mark.slow] if h == "h100-superpod" else [])  # over 5 s each
+    for h, s in INSTANCES])
 def test_bounds_never_exceed_the_priced_optimum(hw_name, shape, overlap):
     hw, wl = get_hardware(hw_name), workload_from_shape(*shape)
     space, t, terms, best, shapes, least = _priced(hw, wl, overlap)

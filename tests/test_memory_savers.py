@@ -401,6 +401,7 @@ def _no_worse(step_a: float, net_a: float, step_b: float, net_b: float) -> bool:
     return step_a < step_b * (1 - tol) or (step_a <= step_b * (1 + tol) and net_a <= net_b * (1 + tol))
 
 
+@pytest.mark.slow  # 9 s in the default run
 def test_excluded_options_are_dominated():
     from planner.search.cpsat import OPTION_KEYS
     from planner.search.presolve import dominated_options, unique_rows

@@ -41,7 +41,8 @@ def size_of(space, row: tuple[int, ...]) -> int:
 
 
 @pytest.mark.parametrize("wl,fixed", [
-    (workload_for_family("qwen3-moe", 3e21), (("recompute", 0), ("zero", 1))),  # fewer options: a small table
+    pytest.param(workload_for_family("qwen3-moe", 3e21), (("recompute", 0), ("zero", 1)),  # fewer options
+                 marks=pytest.mark.slow),  # 5 s in the default run
     (infer_workload(1e24), ()),
 ], ids=["qwen3-moe family", "paper toy"])
 def test_rows_and_the_size_cap_match_an_enumeration(wl, fixed):
