@@ -706,7 +706,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                             below_gpus=below_gpus if gpus is None and days is not None else None)
     if hw.gpu.at_precision(workload.precision) is None:
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
-                           "precision bf16")
+                           f"precision {hw.gpu.instead_of(workload.precision)}")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:

@@ -93,3 +93,14 @@ def test_power_limited_explanation_brackets_the_fastest():
     took, gpus, mw, bound, ask = float(m[1]), int(m[2].replace(",", "")), float(m[3]), float(m[4]), float(m[5])
     assert bound < took <= ask and gpus <= 23
     assert mw == pytest.approx(0.0406 * gpus / 24, rel=0.01)  # power scales with the GPUs: 0.0406 MW for 24
+
+
+def test_a_missing_low_precision_rate_names_the_ones_the_gpu_has(capsys):
+    """H100 has FP8 but no FP4 (its datasheet): NVFP4 there is told 'fp8 or bf16', not only bf16; A100 has neither
+    (Ampere has no FP8 tensor cores): 'bf16'. One line, exit 2."""
+    code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "64",
+                                   "--precision", "nvfp4"])
+    assert code == 2 and err.strip().endswith("use precision fp8 or bf16") and len(err.strip().splitlines()) == 1
+    code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "a100", "--gpus", "64",
+                                   "--precision", "fp8"])
+    assert code == 2 and err.strip().endswith("use precision bf16")

@@ -593,7 +593,8 @@ def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
     if len(layout.placement["dp"]) != H:
         return [f"placement has {len(layout.placement['dp'])} levels but {hw.name} has {H}"]
     if hw.gpu.at_precision(wl.precision) is None:
-        return [f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file: use precision bf16"]
+        return [f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file: use precision "
+                f"{hw.gpu.instead_of(wl.precision)}"]
     problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
     if layout.custom_stages and layout.pp > 1:  # custom ends replace the automatic split's rule
         uniform = stage_problem(wl, layout.pp, layout.interleave)

@@ -137,6 +137,11 @@ class Gpu(_Frozen):
             return self.fp4
         return self
 
+    def instead_of(self, precision: str) -> str:
+        """The precisions with a rate on this GPU, in words ('fp8 or bf16'), for a message about `precision`'s
+        missing one: the lower-precision ones first, 16-bit (every GPU's) last."""
+        return " or ".join(p for p in ("fp8", "bf16") if p != precision and self.at_precision(p) is not None)
+
     @property
     def peak_flops(self) -> float:
         """Peak dense FLOP/s at max clock; MFU is always reported against this."""
