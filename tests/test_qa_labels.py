@@ -104,3 +104,18 @@ def test_a_missing_low_precision_rate_names_the_ones_the_gpu_has(capsys):
     code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "a100", "--gpus", "64",
                                    "--precision", "fp8"])
     assert code == 2 and err.strip().endswith("use precision bf16")
+
+
+def test_the_emitted_memory_comment_gives_gib_beside_gb(capsys):
+    """The launch file's memory line: decimal GB, and the GiB a datasheet's '80 GB' and nvidia-smi use beside them
+    (85.07e9 B = 79.23 GiB on an H100)."""
+    import re
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "64",
+                                     "--emit", "megatron"])
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "predicted memory per GPU" in x)
+    gb_used, gb_cap, gib_used, gib_cap = map(float, re.findall(
+        r"([\d.]+) GB of ([\d.]+) GB usable HBM \(([\d.]+) of ([\d.]+) GiB\)", line)[0])
+    assert gb_cap == 85.07 and gib_cap == 79.23
+    assert abs(gb_used * 1e9 / 2**30 - gib_used) < 0.01
