@@ -391,3 +391,20 @@ def test_qa_gb200_plan_takes_fewer_racks(capsys):
     assert rack_use(GB200, doc["fewest_gpus"]).groups > racks
     assert doc["wall_clock_days"] <= 30
     assert f"{doc['fewest_gpus']:,} GPUs would need" in doc["notes"][0]
+
+
+def test_a_fewest_racks_count_bounds_no_re_plan():
+    """Sensitivity bounds a slowing re-plan by the plan's count only when that count is the fewest GPUs: a plan that
+    took more GPUs in fewer racks is not (its re-plan may need fewer GPUs than it, from N0 up)."""
+    from planner import api
+    from planner import sensitivity as sens
+    from planner.schema.request import PlanRequest
+
+    kw = dict(compute_flop=1e24, gpu="gb200-nvl72", days=30.0, profile="realistic", why_smaller=False)
+    p = api.plan(**kw)
+    assert p.status == "optimal" and p.fewest_gpus is not None and p.gpus is not None and p.fewest_gpus < p.gpus
+    assert sens.least_gpus(p, PlanRequest(**kw), "profile.overlap.pp", 0.75, 0.6) is None
+    h100 = dict(kw, gpu="h100")
+    q = api.plan(**h100)
+    assert q.fewest_gpus is None  # not rack-scale: the plan is the fewest GPUs, and it bounds the re-plan
+    assert sens.least_gpus(q, PlanRequest(**h100), "profile.overlap.pp", 0.75, 0.6) == q.gpus
