@@ -408,3 +408,13 @@ def test_a_fewest_racks_count_bounds_no_re_plan():
     q = api.plan(**h100)
     assert q.fewest_gpus is None  # not rack-scale: the plan is the fewest GPUs, and it bounds the re-plan
     assert sens.least_gpus(q, PlanRequest(**h100), "profile.overlap.pp", 0.75, 0.6) == q.gpus
+
+
+def test_text_says_why_more_gpus_than_the_fewest(capsys):
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--gpu", "gb200-nvl72", "--days", "30",
+                                     "--profile", "realistic"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "400 GPUs would need 10 racks; 512 GPUs fit in 8 racks" in flat  # 400 = 10 x 40; 512 = 8 x 64
+    assert "fewest racks held, then fewest GPUs" in flat
+    assert "Why not fewer than 400 GPUs" in flat
