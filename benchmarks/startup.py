@@ -121,10 +121,16 @@ def _command(script: str, argv: tuple[str, ...], via_entry: bool = False) -> lis
 
 def run_once(cmd: list[str], tree: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one process; its output is discarded, a failure
-    stops the benchmark. `tree`: import planner from that source tree instead (PYTHONPATH)."""
+    stops the benchmark. `tree`: import planner from that source tree instead (PYTHONPATH; its own .venv's python
+    when it has one)."""
     env = None
     if tree is not None:
         env = {**os.environ, "PYTHONPATH": str(tree)}
+        own = tree / ".venv" / "bin" / "python"
+        if own.exists() and cmd[0] == sys.executable:
+            # the tree's own environment: an editable install maps the package data (profiles, hardware files) to
+            # its own tree, which PYTHONPATH alone does not (the before code would read this tree's data files)
+            cmd = [str(own), *cmd[1:]]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tree or ROOT, env=env)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -186,3 +186,25 @@ def test_a_records_bf16_layers_replace_the_recipes_kept_share() -> None:
     assert rows[0].predicted_tokens_per_s > rows[1].predicted_tokens_per_s > rows[2].predicted_tokens_per_s
     refused = validate([run.model_copy(update={"bf16_layers": 80})], realistic)[0]
     assert refused.predicted_tokens_per_s is None and "bf16_layers 80" in refused.problem
+
+
+def _mixtral_ops(precision: str, recipe: str | None, profile: str) -> dict[str, float]:
+    wl = load_model_preset("mixtral-8x7b")
+    wl = Workload(**{**wl.model_dump(), "precision": precision, "recipe": recipe})
+    seqs = wl.batch_tokens // wl.seq_len
+    lay = Layout(dp=1, tp_ff=1, tp_model=1, pp=1, ep=8, microbatches=seqs // 8, schedule="1f1b",
+                 placement={"dp": (1, 1), "ep": (8, 1)})
+    ev = api.evaluate(lay, api.resolve("h100", profile), wl)
+    return {op.name: op.seconds for op in ev.ops}
+
+
+def test_the_router_stays_16_bit_under_a_recipe() -> None:
+    """Megatron Core keeps the MoE router in its original precision under every FP8 recipe (Megatron-LM
+    docs/discussions/deepseek-v3-gb200-optimization, section 1): its GEMM costs what it costs in BF16 and adds no
+    quantization, while the experts' GEMMs run at the FP8 rate. The paper profile (no recipe) keeps its idealisation:
+    every layer GEMM at the FP8 rate."""
+    bf16, fp8 = _mixtral_ops("bf16", None, "realistic"), _mixtral_ops("fp8", "current", "realistic")
+    assert fp8["router"] == pytest.approx(bf16["router"], rel=1e-12)
+    assert fp8["expert up + gate"] < 0.75 * bf16["expert up + gate"]
+    paper_bf16, paper_fp8 = _mixtral_ops("bf16", None, "paper"), _mixtral_ops("fp8", "current", "paper")
+    assert paper_fp8["router"] < 0.75 * paper_bf16["router"]

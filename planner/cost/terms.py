@@ -351,14 +351,17 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         shard = expert_cols(cols) if routed else cols  # a folded layout splits the experts by N_ETP
         o, i = gemm.out.per_gpu(shard), gemm.inp.per_gpu(shard)
         n = n_routed if routed else n_dense
-        parts = np.stack(np.broadcast_arrays(r.gemm_pass(o, i, n, "fprop", layer), r.gemm_pass(i, o, n, "dgrad", layer),
-                                             r.gemm_pass(o, i, n, "wgrad", layer)))
+        # A GEMM the recipe leaves out (the router) runs in 16 bits and quantizes nothing; without a recipe (the
+        # paper profile's idealisation) every layer GEMM runs at the low-precision rate.
+        low = layer and (gemm.recipe_covers or r.recipe is None)
+        parts = np.stack(np.broadcast_arrays(r.gemm_pass(o, i, n, "fprop", low), r.gemm_pass(i, o, n, "dgrad", low),
+                                             r.gemm_pass(o, i, n, "wgrad", low)))
         # the busiest expert rank runs `moe_imbalance` times the mean routed load
         copies = experts_here * r.hw.profile.moe_imbalance if routed else 1.0
         if routed:
             parts = parts * copies
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
-        if layer and r.low and r.recipe is not None:
+        if low and r.low and r.recipe is not None:
             # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
             # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass.
             fwd_q = r.quantize_s(np.asarray(i, dtype=np.float64) * n) * copies

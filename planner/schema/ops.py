@@ -64,6 +64,10 @@ class Gemm:
     inp: Dim
     routed: bool = False
     """Runs in each expert on the tokens routed to it (MoE experts, the toy block); False: once per token."""
+    recipe_covers: bool = True
+    """Whether a low-precision recipe runs this GEMM in FP8 / FP4. False for the MoE router, which Megatron Core
+    keeps in its original precision under every FP8 recipe (Megatron-LM docs/discussions/deepseek-v3-gb200-
+    optimization: "SDPA/Embedding/LM Head/Router/Loss/Optimizer ... remain at their original high precision")."""
 
     @property
     def params(self) -> int:
@@ -432,7 +436,7 @@ def transformer_ops(wl: Workload) -> ModelOps:
     else:
         width = tr.expert_d_ff or wl.d_ff
         k = tr.top_k
-        moe_g: list[Gemm] = [Gemm("router", out=Dim(wl.experts), inp=dm)]
+        moe_g: list[Gemm] = [Gemm("router", out=Dim(wl.experts), inp=dm, recipe_covers=False)]
         moe_a: list[AllReduce] = [AllReduce("router partial logits", words=Dim(wl.experts), group="tp_model")]
         moe_saved: list[Saved] = [*saved, *saved_mlp_in]
         elem: list[Elementwise] = [*common]
