@@ -714,6 +714,11 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
     if result.layout is None and below_gpus is not None:
         raise _NoneBelow(result.status)
+    rack_notes: list[str] = []
+    fewest = result.layout.gpus if result.layout is not None else None
+    if result.layout is not None and gpus is None and days is not None and below_gpus is None:
+        result, rack_notes = _fewest_racks(hw, workload, options, result, days * SECONDS_PER_DAY, solver,
+                                           time_limit_s, workers, fm)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 
@@ -734,7 +739,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         raise Infeasible(explanation.splitlines()[0] if explanation else "no feasible layout", explanation,
                          plan=doc)
     ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
-    notes = list(ignored)
+    notes = rack_notes + list(ignored)
     if runs_on is not None:
         # The framework's rules shrink the space (so the cluster can differ from a plain `plan`): say which.
         rules = ["1F1B schedule", "no second tensor-parallel axis"]
@@ -775,10 +780,103 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
                                      "infeasibility": Infeasibility(reason="fixed_cluster")})
         raise Infeasible(explanation, explanation, plan=doc)
+    if fewest is not None and doc.gpus is not None and doc.gpus > fewest:
+        doc = doc.model_copy(update={"fewest_gpus": fewest})
     if r.why_smaller and gpus is None and days is not None and doc.gpus is not None:
-        doc = doc.model_copy(update={"smaller_clusters": _smaller_clusters(
-            hw, workload, options, doc.gpus, days, solver, time_limit_s, workers, fm)})
+        doc = doc.model_copy(update={"smaller_clusters": _smaller_clusters(  # below the fewest GPUs, not the racks'
+            hw, workload, options, fewest or doc.gpus, days, solver, time_limit_s, workers, fm)})
     return doc
+
+
+RACK_PROBES = 64
+"""Most counts the fewest-racks step (`_fewest_racks`) searches after the fewest GPUs; beyond it the plan says which
+counts it left undecided and is not 'optimal'."""
+
+
+def rack_candidates(hw: Hardware, n0: int, cap: int | None = None) -> list[tuple[int, int]]:
+    """(racks, GPUs) of the counts above `n0`, up to the GPUs the racks of `n0` hold (and `cap`), that take fewer racks
+    than `n0` (planner.parallel.space.rack_use), fewest racks first, then fewest GPUs. Empty unless the lowest level
+    is used in part and bought whole (GB200/GB300 NVL72: `unit`/`usable`)."""
+    first = hw.levels[0]
+    use0 = rack_use(hw, n0)
+    if not first.subdivided or first.size is None or use0 is None:
+        return []
+    top = use0.groups * first.size
+    for bound in (cap, hw.max_gpus):
+        if bound is not None:
+            top = min(top, bound)
+    if top <= n0:
+        return []
+    import numpy as np
+
+    from planner.parallel.space import level_products
+
+    counts = np.arange(n0 + 1, top + 1, dtype=np.int64)
+    prods, valid = level_products(hw, counts)
+    racks = counts // np.maximum(prods[:, 0], 1)
+    keep = valid & (racks < use0.groups)
+    return sorted(zip(racks[keep].tolist(), counts[keep].tolist()))
+
+
+def _fewest_racks(hw: Hardware, wl: Workload, options: SearchOptions, result: SearchResult, deadline_s: float,
+                  solver: str, time_limit_s: float | None, workers: int, fm: FailureModel | None
+                  ) -> tuple[SearchResult, list[str]]:
+    """Deadline mode on hardware whose racks are bought whole: after the fewest GPUs N0 (`result`), the counts between
+    N0 and the GPUs its racks hold that take fewer racks (`rack_candidates`), each decided by the plan's own search on
+    exactly that many GPUs (its fastest layout, within the deadline or not), fewest racks first, then fewest GPUs; the
+    first that meets the deadline is the plan (docs/model.md, "Racks bought whole"). Returns the result to plan from
+    and the note that says why the count is larger than the fewest GPUs. A count whose search did not settle (or one
+    past RACK_PROBES, or past the plan's --time-limit, which these searches share) is named in a note and the result
+    is not 'optimal'."""
+    import dataclasses
+
+    assert result.layout is not None
+    n0 = result.layout.gpus
+    cands = rack_candidates(hw, n0, options.max_gpus)
+    if not cands:
+        return result, []
+    use0 = rack_use(hw, n0)
+    assert use0 is not None
+    good = None if fm is None else goodput_fraction(fm, wl.params)
+    probe_opts = dataclasses.replace(options, min_gpus=None, below_gpus=None)
+    undecided: list[int] = []
+    spent = 0.0
+    for k, (racks, n) in enumerate(cands):
+        left = None if time_limit_s is None else time_limit_s - spent
+        if k >= RACK_PROBES or (left is not None and left <= 0.0):
+            undecided.extend(c for _, c in cands[k:])
+            break
+        res = run_search(hw, wl, dataclasses.replace(probe_opts, gpus=n), None, solver=solver,
+                         time_limit_s=left, workers=workers)
+        spent += res.wall_s
+        if res.layout is None:
+            if res.status != "infeasible":
+                undecided.append(n)
+            continue
+        ev = _evaluate(hw, wl, res.layout, dp_overlap=options.dp_overlap)
+        limit = deadline_s * (good(n) if good is not None else 1.0)
+        if ev.training_s <= limit * (1.0 + 1e-9):
+            status = "optimal" if res.status == "optimal" and result.status == "optimal" and not undecided else \
+                "feasible"
+            note = (f"{n0:,} GPUs would need {use0.groups} racks; {n:,} GPUs fit in {racks} racks: racks are bought "
+                    "whole, so the plan takes the fewest racks that meet the deadline, then the fewest GPUs")
+            notes = [note] + _undecided_note(undecided)
+            chosen = dataclasses.replace(res, status=status, wall_s=result.wall_s + spent,
+                                         notes=[*result.notes, *res.notes, note])
+            return chosen, notes
+        if res.status != "optimal":  # the fastest layout on n is not proven: n is not decided
+            undecided.append(n)
+    if undecided:
+        return dataclasses.replace(result, status="feasible", wall_s=result.wall_s + spent), _undecided_note(undecided)
+    return dataclasses.replace(result, wall_s=result.wall_s + spent), []
+
+
+def _undecided_note(undecided: Sequence[int]) -> list[str]:
+    if not undecided:
+        return []
+    shown = ", ".join(f"{n:,}" for n in undecided[:8]) + (" ..." if len(undecided) > 8 else "")
+    return [f"fewest racks not proven: the search did not settle {len(undecided)} count"
+            f"{'s' if len(undecided) > 1 else ''} with fewer racks ({shown})"]
 
 
 SMALLER_PROBE_LIMIT_S = 10.0

@@ -170,6 +170,8 @@ def _boundable(plan: Plan, request: PlanRequest, field: str) -> bool:
     deadline mode, without a buyer's limit, and the request does not set `field` itself."""
     if plan.status != "optimal" or plan.gpus is None or plan.fixed_gpus or plan.deadline_days is None:
         return False
+    if plan.fewest_gpus is not None:
+        return False  # the plan took more GPUs in fewer racks: its count is not the fewest, so bounds nothing
     if request.gpus is not None or request.power_mw is not None or request.max_gpus is not None:
         return False  # a buyer's limit: keep the re-plan's own path
     if any(f == field or fnmatch.fnmatchcase(f, field) or fnmatch.fnmatchcase(field, f) for f in _set_fields(request)):

@@ -325,3 +325,96 @@ def test_blackwell_ultra_files_match_datasheets(name, bf16, fp8, hbm_gb, ib_GBps
     assert hw.gpu.hbm_bytes == hbm_gb * 1e9
     assert hw.levels[-1].bw_bidir_Bps == ib_GBps * 1e9
     assert hw.levels[0].bw_bidir_Bps == 1800e9
+
+
+# --------------------------------------------------------------------------------------------------
+# Deadline mode on racks bought whole: fewest racks, then fewest GPUs
+# --------------------------------------------------------------------------------------------------
+
+
+def test_rack_candidates_by_hand():
+    from planner.api import rack_candidates
+
+    # 400 GB200 GPUs: 40 per rack (the largest multiple of 4 up to 64 dividing 400), 10 racks holding 720 GPUs.
+    # Fewer racks: 420 = 7 x 60 and 448 = 7 x 64 (7 racks), then 8 racks: 416 = 8 x 52, 480 = 8 x 60, 512 = 8 x 64.
+    cands = rack_candidates(GB200, 400)
+    assert cands[:5] == [(7, 420), (7, 448), (8, 416), (8, 480), (8, 512)]
+    assert all(r < 10 and 400 < n <= 720 for r, n in cands)
+    assert rack_candidates(GB200, 512) == []  # 8 full racks: nothing above 512 in 8 racks takes fewer
+    assert rack_candidates(TRAY, 16) == [(3, 18)]  # 16 = 4 racks x 4; 18 = 3 x 6 (24 and 30 take 4 and 5)
+    assert rack_candidates(H100, 24) == [] and rack_candidates(H100, 12) == []  # DGX nodes are not racks
+
+
+TALL = (1536, 6144, 24, 1, 2304)  # fast enough on 12 to 18 GPUs for the deadline to fall between counts
+
+
+def test_fewest_racks_matches_the_enumerator():
+    """The enumerator's fastest layout on every count up to the racks of the fewest GPUs, then the rule by hand:
+    the fewest racks among the counts that meet the deadline between N0 and what N0's racks hold, then fewest GPUs."""
+    from planner.api import plan
+    from planner.cost.step import evaluate
+
+    wl = workload_from_shape(*TALL)
+    days = 0.0710
+    meets = {}
+    for n in range(1, 33):
+        if fill_levels(TRAY.levels, n) is None:
+            continue
+        ex = solve_exhaustive(TRAY, wl, SearchOptions(gpus=n), None)
+        assert ex.status in ("optimal", "infeasible")
+        meets[n] = ex.layout is not None and evaluate(TRAY, wl, ex.layout).training_days <= days
+    n0 = min(n for n, ok in meets.items() if ok)
+    r0 = rack_use(TRAY, n0).groups
+    want = min((rack_use(TRAY, n).groups, n) for n, ok in meets.items() if ok and n0 <= n <= r0 * 8)
+    assert (n0, r0) == (16, 4) and want == (3, 18)  # 16 = 4 racks x 4 GPUs; 18 = 3 racks x 6: one rack fewer
+
+    p = plan(workload=wl, gpu=TRAY, days=days)
+    assert p.goodput is None  # the deadline is the compute days, as above
+    assert p.status == "optimal" and (p.racks, p.gpus) == want and p.fewest_gpus == n0
+    assert p.held_gpus == 3 * 8 and p.spare_gpus == 6
+    assert p.layout is not None and math.prod(p.layout.placement[d][0] for d in p.layout.placement) == 6
+    assert "16 GPUs would need 4 racks; 18 GPUs fit in 3 racks" in p.notes[0]
+
+
+def test_qa_gb200_plan_takes_fewer_racks(capsys):
+    """The QA case: 400 GPUs would take 10 racks (720 held); --gpus 512 takes 8. Racks by hand from the layout: the
+    GPUs per rack are the product of the degrees on the rack level, racks = gpus / that."""
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--gpu", "gb200-nvl72", "--days", "30",
+                                     "--profile", "realistic", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    per_rack = math.prod(v[0] for v in doc["layout"]["placement"].values())
+    assert per_rack <= 64 and doc["gpus"] % per_rack == 0
+    racks = doc["gpus"] // per_rack
+    assert racks == doc["racks"] <= 8 and doc["held_gpus"] == racks * 72
+    assert doc["fewest_gpus"] is not None and doc["fewest_gpus"] < doc["gpus"]
+    assert rack_use(GB200, doc["fewest_gpus"]).groups > racks
+    assert doc["wall_clock_days"] <= 30
+    assert f"{doc['fewest_gpus']:,} GPUs would need" in doc["notes"][0]
+
+
+def test_a_fewest_racks_count_bounds_no_re_plan():
+    """Sensitivity bounds a slowing re-plan by the plan's count only when that count is the fewest GPUs: a plan that
+    took more GPUs in fewer racks is not (its re-plan may need fewer GPUs than it, from N0 up)."""
+    from planner import api
+    from planner import sensitivity as sens
+    from planner.schema.request import PlanRequest
+
+    kw = dict(compute_flop=1e24, gpu="gb200-nvl72", days=30.0, profile="realistic", why_smaller=False)
+    p = api.plan(**kw)
+    assert p.status == "optimal" and p.fewest_gpus is not None and p.gpus is not None and p.fewest_gpus < p.gpus
+    assert sens.least_gpus(p, PlanRequest(**kw), "profile.overlap.pp", 0.75, 0.6) is None
+    h100 = dict(kw, gpu="h100")
+    q = api.plan(**h100)
+    assert q.fewest_gpus is None  # not rack-scale: the plan is the fewest GPUs, and it bounds the re-plan
+    assert sens.least_gpus(q, PlanRequest(**h100), "profile.overlap.pp", 0.75, 0.6) == q.gpus
+
+
+def test_text_says_why_more_gpus_than_the_fewest(capsys):
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--gpu", "gb200-nvl72", "--days", "30",
+                                     "--profile", "realistic"])
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "400 GPUs would need 10 racks; 512 GPUs fit in 8 racks" in flat  # 400 = 10 x 40; 512 = 8 x 64
+    assert "fewest racks held, then fewest GPUs" in flat
+    assert "Why not fewer than 400 GPUs" in flat

@@ -590,6 +590,8 @@ def proof_line(plan: Plan) -> Text:
     s = plan.solver
     if s.status == "optimal":
         goal = "fewest GPUs, then least step time, then least network time"
+        if plan.fewest_gpus is not None:
+            goal = "fewest racks held, then fewest GPUs, then least step time, then least network time"
         if plan.fixed_gpus or plan.deadline_days is None:
             goal = "least step time on this many GPUs, then least network time"
         return Text.assemble(("proven optimal", "bold green"), f" ({goal}) over the whole search space.")
@@ -613,7 +615,8 @@ def why_text(plan: Plan) -> Text:
 
 def smaller_text(plan: Plan) -> Text:
     """Why the cluster is not smaller: the next sizes below the plan's and why each fails."""
-    return Text.assemble((f"Why not fewer than {plan.gpus:,} GPUs:", "bold"),
+    fewest = plan.fewest_gpus or plan.gpus or 0
+    return Text.assemble((f"Why not fewer than {fewest:,} GPUs:", "bold"),
                          *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
 
 

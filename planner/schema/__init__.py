@@ -997,6 +997,9 @@ class Plan(_Frozen):
     held_gpus: int | None = Field(None, description="GPUs the run holds and pays for: gpus + spare_gpus where racks "
                                   "are taken whole (GB200/GB300 NVL72: a lowest level with unit/usable), else gpus (a "
                                   "job smaller than a DGX node rents its GPUs alone).")
+    fewest_gpus: int | None = Field(None, description="Deadline mode on racks bought whole (GB200/GB300 NVL72): the "
+                                    "fewest GPUs that meet the deadline when the plan takes more GPUs in fewer racks "
+                                    "(docs/model.md, 'Racks bought whole'); null when the plan's gpus are the fewest.")
     held_days: float | None = Field(None, description="Days the cluster is held: wall_clock_days (training_days / "
                                     "goodput when failures are modelled, else training_days).")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour that priced cost_usd and "
