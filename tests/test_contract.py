@@ -268,7 +268,8 @@ def test_emit_json_carries_plan_prediction_and_config(capsys, tmp_path, target):
     assert f"step {plan['step_time_s']:.4g} s" in text
     assert f"MFU {plan['mfu'] * 100:.3g}%" in text
     mem = plan["memory"]
-    assert f"{mem['total_bytes'] / 1e9:.4g} GB of {mem['capacity'] / 1e9:.4g} GB HBM" in text
+    assert (f"{mem['total_bytes'] / 1e9:.4g} GB of {mem['capacity'] / 1e9:.4g} GB usable HBM "
+            f"({mem['total_bytes'] / 2**30:.4g} of {mem['capacity'] / 2**30:.4g} GiB)") in text
     assert all(line.startswith("#") for line in text.splitlines() if "predicted" in line)
     f = tmp_path / "launch"
     f.write_text(text)
