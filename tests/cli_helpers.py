@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -19,3 +20,14 @@ def invoke(capsys, argv: list[str], typer_app=app, prog: str = "planner") -> tup
     code = run(typer_app, argv, prog)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def journal_ids(path: Path) -> list[str]:
+    """The ids of a study or sweep journal's finished lines (after the header), skipping a line a kill cut short."""
+    out = []
+    for line in path.read_text().splitlines()[1:] if path.exists() else []:
+        try:
+            out.append(json.loads(line)["id"])
+        except ValueError:
+            pass  # a line cut by the kill
+    return out

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import invoke
+from cli_helpers import invoke, journal_ids
 
 from planner import study as st
 from planner.errors import InvalidInput
@@ -261,16 +261,6 @@ def _planner_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-c", "from planner.cli import main; main()"]
 
 
-def _journal_ids(path: Path) -> list[str]:
-    lines = path.read_text().splitlines()[1:] if path.exists() else []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line)["id"])
-        except ValueError:
-            pass  # a line cut by the kill
-    return out
-
 
 @pytest.mark.slow
 def test_killed_study_resumes_without_losing_a_finished_scenario(tmp_path, capsys):
@@ -282,7 +272,7 @@ def test_killed_study_resumes_without_losing_a_finished_scenario(tmp_path, capsy
     proc = subprocess.Popen(_planner_cmd() + ["study", str(path), "--out", str(out), "--jobs", "1", "--batch", "1",
                                               "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while len(_journal_ids(journal)) < 4 and time.monotonic() < deadline and proc.poll() is None:
+    while len(journal_ids(journal)) < 4 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert proc.poll() is None, "the study finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import BIN, invoke
+from cli_helpers import BIN, invoke, journal_ids
 
 from planner import api
 from planner import study as st
@@ -65,15 +65,6 @@ def test_sensitivity_moves_run_on_the_engine_as_here():
     assert run_moves(tasks, jobs=2) == [_replan(t) for t in tasks]
 
 
-def _journal_ids(path: Path) -> list[str]:
-    out = []
-    for line in path.read_text().splitlines()[1:] if path.exists() else []:  # after the header
-        try:
-            out.append(json.loads(line)["id"])
-        except ValueError:
-            pass  # a line cut by the kill
-    return out
-
 
 @pytest.mark.slow
 def test_killed_sweep_resumes_without_losing_a_finished_point(tmp_path, capsys):
@@ -85,7 +76,7 @@ def test_killed_sweep_resumes_without_losing_a_finished_point(tmp_path, capsys):
     proc = subprocess.Popen([str(BIN / "planner"), *args, "--jobs", "1"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
-    while len(_journal_ids(journal)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+    while len(journal_ids(journal)) < 3 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert proc.poll() is None, "the sweep finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
@@ -99,7 +90,7 @@ def test_killed_sweep_resumes_without_losing_a_finished_point(tmp_path, capsys):
     assert f"{len(before)} finished point(s) kept" in err and f"solving the other {12 - len(before)}" in err
     after = journal.read_text().splitlines()
     assert after[1:len(before) + 1] == before  # kept as it was
-    ids = _journal_ids(journal)
+    ids = journal_ids(journal)
     assert len(ids) == len(set(ids)) == 12  # nothing planned twice, nothing missing
     settings = json.loads(lines[0])["settings"]
     assert set(ids) == {point_id("h100", c, settings) for c in compute_grid(1e19, 1e23, 12)}

@@ -963,6 +963,15 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
 
+    def decided(found: tuple) -> SearchResult:
+        """The answer from the first count whose `_decide_count` found a layout: optimal, or the time limit's best."""
+        layout, status, bound, stage = found
+        if status == "optimal":
+            return result("optimal", layout)
+        gap = None if bound is None else max(0.0, 1.0 - bound / max(_step_of(hw, wl, layout, options), 1e-300))
+        return result("feasible", layout, gap=gap, bound=bound, stage=stage,
+                      notes=[f"time limit {clock.limit:g} s reached before CP-SAT proved the {stage} stage"])
+
     def cap_for(n: float) -> int | None:
         if deadline_s is None:
             return None
@@ -1006,12 +1015,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:
                 continue
-            layout, status, bound, stage = found
-            if status == "optimal":
-                return result("optimal", layout)
-            gap = None if bound is None else max(0.0, 1.0 - bound / max(_step_of(hw, wl, layout, options), 1e-300))
-            return result("feasible", layout, gap=gap, bound=bound, stage=stage,
-                          notes=[f"time limit {clock.limit:g} s reached before CP-SAT proved the {stage} stage"])
+            return decided(found)
         kept_t, kept_q = [], []
         for s0 in range(0, len(ii), slice_pairs):
             if clock.out:
@@ -1037,12 +1041,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:
                 continue  # CP-SAT proved that no layout on n GPUs meets the deadline
-            layout, status, bound, stage = found
-            if status == "optimal":
-                return result("optimal", layout)
-            gap = None if bound is None else max(0.0, 1.0 - bound / max(_step_of(hw, wl, layout, options), 1e-300))
-            return result("feasible", layout, gap=gap, bound=bound, stage=stage,
-                          notes=[f"time limit {clock.limit:g} s reached before CP-SAT proved the {stage} stage"])
+            return decided(found)
     if clock.out:
         return _timed_out(result, clock, None, n_max, deadline_s)
     return result("infeasible", None)
