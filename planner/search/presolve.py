@@ -314,31 +314,3 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
     })
     return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap, hw.profile)], axis=0)
 
-
-def _least_latency(hw: Hardware, degree: int, of_factors) -> float:
-    """min over every placement of `degree` of of_factors(factor vectors (k, H), latencies (H,)) -> (k,) seconds;
-    0 for degree 1 (no communication), inf when the degree cannot be placed on the levels."""
-    if degree == 1:
-        return 0.0
-    opts = factor_options(hw, degree)
-    if len(opts) == 0:
-        return math.inf
-    return float(of_factors(opts, T.level_latencies(hw)).min())
-
-
-def min_allreduce_latency_s(hw: Hardware, degree: int) -> float:
-    """Least latency of one all-reduce over `degree` ranks, over every placement of the degree on the levels."""
-    from planner.cost import network as net
-
-    return _least_latency(hw, degree, net.allreduce_latency_s)
-
-
-def min_routing_latency_s(hw: Hardware, ep: int) -> float:
-    """Least one-way latency of an expert-routing hop (at or above the top level N_EP spans)."""
-    from planner.cost import network as net
-
-    def routing(opts: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        suffix_min = np.minimum.accumulate(lat[::-1])[::-1]
-        return suffix_min[net.top_level(opts) - 1]
-
-    return _least_latency(hw, ep, routing)
