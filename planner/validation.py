@@ -152,7 +152,9 @@ MAX_UNKNOWN_LAYOUTS = 4096
 def _candidates(run: PublishedRun, field: str) -> tuple[object, ...]:
     """The values an unknown field can take for this run: the whole interleaving degrees its layers allow (at least
     one layer per virtual stage, at most 16 stages per rank), the micro-batch sizes that divide a data-parallel
-    rank's sequences, sequence parallelism only with tp > 1."""
+    rank's sequences, sequence parallelism only with tp > 1, the interleaved schedule's microbatches per virtual stage
+    from a rank's sequences down to 1 (the Llama 3 paper's N may be fewer than the stages; Megatron's own range is
+    [N_PP, m])."""
     if field == "vpp":
         if run.pp == 1:
             return (1,)
@@ -160,6 +162,11 @@ def _candidates(run: PublishedRun, field: str) -> tuple[object, ...]:
     if field == "micro_batch":
         per_rank = run.global_batch_sequences // run.dp
         return tuple(m for m in range(1, min(per_rank, 64) + 1) if per_rank % m == 0) or (1,)
+    if field == "pipeline_microbatch_group":  # largest first: among equally fast variants the least change
+        if run.pp == 1 or run.vpp == 1:
+            return (None,)
+        per_rank = run.global_batch_sequences // run.dp
+        return tuple(range(per_rank, 0, -1))
     if field == "sp" and run.tp == 1:
         return (False,)
     return UNKNOWN_CHOICES[field]
@@ -281,6 +288,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
         prof = prof.model_copy(update={"recompute_norm_act": True})
     if run.activation_offload_layers:
         prof = prof.model_copy(update={"activation_offload_layers": run.activation_offload_layers})
+    if run.pipeline_microbatch_group is not None:
+        prof = prof.model_copy(update={"pipeline_microbatch_group": run.pipeline_microbatch_group})
     name = wl.recipe_name
     if run.bf16_layers is not None and name is not None and name in prof.recipes:
         if run.bf16_layers >= run.layers:

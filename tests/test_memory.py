@@ -18,7 +18,7 @@ from planner.hardware import get_hardware, with_profile
 from planner.parallel.placement import greedy_placement
 from planner.profile import get_profile, parse_profile
 from planner.schema import Hardware, Layout, MemoryBreakdown
-from planner.validation import load_runs, validate
+from planner.validation import layout_of, load_runs, validate, workload_of
 from planner.workload.scaling import load_model_preset, transformer_workload
 
 MiB = 2**20
@@ -469,6 +469,47 @@ def test_layer_microbatches_in_flight_per_pipeline_rank_by_hand():
             lm(rank=7.0, first=10.0, last=10.0, **args)) == (72, 70, 10)
     # Full ends at rank 0: the paper's bound, (N_PP (i + 1) - 1) / i stages of i c layers: (16 x 5 - 1) x 2 = 158.
     assert lm(pp=16.0, interleave=4.0, microbatches=384.0, rank=0.0, c=2.0, first=2.0, last=2.0) == 158
+
+
+def test_microbatch_group_per_virtual_stage_by_hand():
+    from planner.cost.memory import layer_microbatches_in_flight as lm
+
+    # Llama 3 405B on 16K GPUs (pp 16 x vp 8, 1 layer a chunk, the first chunk empty, 16 microbatches) with N = 14
+    # microbatches per virtual stage. Rank 1 warms up 2 x 14 + 7 x 14 = 126 chunk forwards and runs one more: 127
+    # (of 128) layer-microbatches, against 128 with N = N_PP = 16. Rank 0: 2 x 15 + 98 + 1 = 129, capped at 128; the
+    # k-th is on chunk (k // 14) mod 8, so the empty chunk gets k = 0-13 and 112-125 (28): 128 - 28 = 100.
+    args = dict(pp=16.0, interleave=8.0, c=1.0)
+    assert lm(microbatches=16.0, rank=1.0, first=1.0, last=1.0, group=14, **args) == 127
+    assert lm(microbatches=16.0, rank=0.0, first=0.0, last=1.0, group=14, **args) == 100
+    # The 8K-GPU row (32 microbatches): N = 16 warms rank 1 up to 2 x 14 + 7 x 16 + 1 = 141, N = 14 to 127.
+    assert lm(microbatches=32.0, rank=1.0, first=1.0, last=1.0, **args) == 141
+    assert lm(microbatches=32.0, rank=1.0, first=1.0, last=1.0, group=14, **args) == 127
+    # Depth-first (N = 1): rank 1 holds 2 x 14 + 7 + 1 = 36. A group above m is m: N = 40 on 16 microbatches is
+    # N = 16 = N_PP, the default.
+    assert lm(microbatches=32.0, rank=1.0, first=1.0, last=1.0, group=1, **args) == 36
+    assert (lm(microbatches=16.0, rank=0.0, first=0.0, last=1.0, group=40, **args)
+            == lm(microbatches=16.0, rank=0.0, first=0.0, last=1.0, **args) == 112)
+
+
+def test_llama3_8k_rows_fit_with_a_searched_microbatch_group():
+    # The Llama 3 paper (Sec. 3.3.2) does not give its schedule's N; the records mark it unknown and validate takes
+    # the largest N under which the run fits (no recomputation at 8K tokens, as the paper says).
+    runs = {r.id: r for r in load_runs()}
+    for rid in ("llama3-405b-8k-gpus-8k-seq", "llama3-405b-16k-gpus-8k-seq"):
+        run = runs[rid]
+        assert "pipeline_microbatch_group" in run.unknown and run.recompute == "none"
+        row = validate([run], REALISTIC)[0]
+        assert row.fits and "pipeline_microbatch_group=" in row.assumed
+        n = int(row.assumed.split("pipeline_microbatch_group=")[1].split(",")[0])
+        assert 1 <= n < run.pp  # N_PP (Megatron's default) does not fit: that was the misfit
+    # On the 16K-GPU row rank 1 holds 128 layer-microbatches at N = 16 and 127 at N = 14 (by hand above), nothing on
+    # top without recomputation: its activations drop by exactly 1/128.
+    run = runs["llama3-405b-16k-gpus-8k-seq"].model_copy(update={"unknown": [], "sp": True, "micro_batch": 1})
+    acts = {}
+    for n in (16, 14):
+        h = on(REALISTIC.for_framework(run.framework).model_copy(update={"pipeline_microbatch_group": n}))
+        acts[n] = evaluate(h, workload_of(run), layout_of(run, h)).memory.activations_bytes
+    assert acts[16] - acts[14] == pytest.approx(acts[16] / 128, rel=1e-9)
 
 
 def test_per_stage_memory_prices_the_second_rank_of_the_405b_gb200_run():
