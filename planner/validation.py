@@ -253,6 +253,8 @@ def _run_layout_text(run: PublishedRun) -> str:
             f"{given('micro_batch', f'mbs{run.micro_batch or 1}')} {given('sp', 'sp' if run.sp else 'nosp')} "
             f"{given('recompute', run.recompute)} {given('zero', f'zero{run.zero}')}"
             + (" ?tp-overlap" if "tp_comm_overlap" in run.unknown else " tp-overlap" if run.tp_comm_overlap else "")
+            + (" ?mb-group" if "pipeline_microbatch_group" in run.unknown
+               else f" mb-group{run.pipeline_microbatch_group}" if run.pipeline_microbatch_group is not None else "")
             + (f" etp{run.etp}" if run.etp is not None else "")
             + (f" ends{run.first_stage_layers},{run.last_stage_layers}"
                if run.first_stage_layers is not None or run.last_stage_layers is not None else ""))
@@ -516,9 +518,10 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "give are recorded (each record's notes quote where), and the remaining unknowns rarely move a row by more "
         "than a few per cent (ZeRO-1 against ZeRO-3 on the NeMo dense runs: under 4 %). Recording what the recipes "
         "ran also turned up memory over-counts: the Megatron-Bridge GB200 row of Llama 3 70B run as recorded (no "
-        "recomputation, 40 layers' activations offloaded) is priced 0.7 % over the device less its headroom, and "
-        "Llama 3 405B's 8K-sequence rows without recomputation need Meta's unpublished pipeline schedule (its "
-        "tunable microbatches per round) to fit as they did. Then come torchtitan's long-context ring attention at "
+        "recomputation, 40 layers' activations offloaded) is priced 0.7 % over the device less its headroom and "
+        "MPT 1B on A100-40GB 2 % over; Llama 3 405B's 8K-sequence rows without recomputation fit only with Meta's "
+        "schedule's unpublished microbatches per virtual stage searched (N = 14 of their 16 stages; the bubbles "
+        "of an N below the stages are not priced). Then come torchtitan's long-context ring attention at "
         "128K-256K tokens (over-predicted 1.1-1.45x, growing faster than the attention FLOPs from CP 2 to CP 8) "
         "and DeepSpeed's 2021 ZeRO-3 at 1,536-2,240 GPUs. Dense 16-bit runs of Megatron-style frameworks are where "
         "the profile is most accurate; the rest is reported, not hidden.", ""]

@@ -550,17 +550,9 @@ DOES_NOT_FIT_YET = {
     "mosaic-mpt-1b-a100-40gb-128gpu-s2048": "41.4 GB of 42.5 usable fits, but not with the profile's 2 GB headroom: "
                                             "Korthikanti's 32 s b h bytes per layer (no dropout) at 20,480 tokens "
                                             "and flash-attn's fused cross-entropy leave 1.1 GB",
-    "llama3-405b-8k-gpus-8k-seq": "no recomputation (Llama 3 §3.3.2): priced per rank as Megatron schedules it (vpp 8, "
-                                  "first and last chunk empty, 32 microbatches), the second rank holds 141 "
-                                  "layer-microbatches of 65 KB a token at 8192 tokens (75 GB); Meta's schedule with "
-                                  "its tunable N (microbatches per round, not published) and its early freeing of "
-                                  "tensors are not modelled",
     "mbridge260401-llama3-70b-64gpu-fp8-gb200": "197.6 GB of 198.2 fits, but not with the 2 GB headroom: the recipe's "
                                                 "40 offloaded layers and no recomputation leave 40 layers' FP8 sets "
                                                 "(3.6 GB each) and 8 % fragmentation on the device",
-    "llama3-405b-16k-gpus-8k-seq": "as llama3-405b-8k-gpus-8k-seq, with 16 microbatches: the second rank runs all "
-                                   "128 chunk forwards before its first backward (68 GB of activations), 83.2 GB "
-                                   "against 83.1 usable with the 2 GB headroom",
 }
 """Trained runs the realistic profile still calls too big, each with what the model or the record lacks (strict
 xfail: a fix that makes one fit fails its xfail, so the list only shrinks)."""

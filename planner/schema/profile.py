@@ -266,9 +266,10 @@ class ExecutionProfile(BaseModel):
                                      "'layernorm' and 'moe_act', for models whose every MLP is a mixture of experts). "
                                      "Memory only: the rebuild is element-wise work the pricing does not add.")
     pipeline_microbatch_group: int | None = Field(None, ge=1, description="Microbatches an interleaved pipeline "
-                                                  "runs contiguously on each virtual stage before moving to the next "
-                                                  "(Megatron's microbatch_group_size_per_vp_stage, the N of the Llama 3 "
-                                                  "paper's schedule; None: N_PP, Megatron's default). A rank warms up "
+                                                  "runs contiguously on each virtual stage before moving to the "
+                                                  "next (Megatron's microbatch_group_size_per_vp_stage, the N of the "
+                                                  "Llama 3 paper's schedule; None: N_PP, Megatron's default). A rank "
+                                                  "warms up "
                                                   "2 (N_PP - rank - 1) + (i - 1) N chunk forwards, so a smaller N "
                                                   "holds fewer in flight. Memory only: the dependency bubbles of "
                                                   "N < N_PP are not priced.")
