@@ -271,8 +271,8 @@ class ExecutionProfile(BaseModel):
                                                   "Llama 3 paper's schedule; None: N_PP, Megatron's default). A rank "
                                                   "warms up "
                                                   "2 (N_PP - rank - 1) + (i - 1) N chunk forwards, so a smaller N "
-                                                  "holds fewer in flight. Memory only: the dependency bubbles of "
-                                                  "N < N_PP are not priced.")
+                                                  "holds fewer in flight; a group smaller than N_PP stalls at each "
+                                                  "move to the next virtual stage (pipeline.bubble_fraction_1f1b).")
     activation_offload_layers: int = Field(0, ge=0, description="Layers whose kept activations go to host memory in "
                                            "the forward pass and come back for the backward pass (Megatron "
                                            "--cpu-offloading-num-layers; no pipeline parallelism): at its peak the "

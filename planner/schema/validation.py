@@ -42,8 +42,8 @@ class PublishedRun(BaseModel):
     pipeline_microbatch_group: int | None = Field(None, ge=1, description="Microbatches run contiguously per "
                                                   "virtual stage under the interleaved schedule (Megatron "
                                                   "microbatch_group_size_per_vp_stage; the Llama 3 paper's tunable "
-                                                  "N): how many microbatches a rank holds in flight; None: N_PP. "
-                                                  "Memory only.")
+                                                  "N): how many microbatches a rank holds in flight, and below N_PP "
+                                                  "the schedule's dependency stalls; None: N_PP.")
     bf16_layers: int | None = Field(None, ge=0, description="Layers a low-precision run keeps entirely in 16-bit "
                                     "(Megatron first_last_layers_bf16 with num_layers_at_start_in_bf16 + "
                                     "num_layers_at_end_in_bf16); None: the recipe's kept_layer_fraction.")
