@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
-from planner.economics import facility_power_MW, fmt_MW, get_facility, max_gpus_within_power, plan_economics
+from planner.economics import facility_power_MW, fmt_MW, fmt_pct, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
@@ -229,7 +229,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
-               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               f"compute at {fmt_pct(doc.goodput.goodput if doc.goodput else 1.0)} goodput), more than the {days:g} "
                "days asked")
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
@@ -774,7 +774,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         proven = "proven fastest" if result.status == "optimal" else "fastest found (not proven)"
         took = (f"{ev.training_days:.4g} days" if fm is None else
                 f"{doc.wall_clock_days:.4g} wall-clock days ({ev.training_days:.4g} of compute at goodput "
-                f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
+                f"{fmt_pct(doc.goodput.goodput)})" if doc.goodput else "")
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,

@@ -37,6 +37,7 @@ from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
+from planner.economics import fmt_pct
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
@@ -594,7 +595,8 @@ def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureM
         f"checkpoint storage per GPU (failure model '{failures.name}'), no cluster of {hw.name} trains this model in "
         f"{days:g} wall-clock days",
         f"the job is interrupted every 1/(lambda N) hours, so goodput falls as the cluster grows: the most useful "
-        f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput {at.goodput:.1%}), "
+        f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput "
+        f"{fmt_pct(at.goodput)}), "
         f"where even at peak FLOP/s training takes at least {fastest:,.1f} wall-clock days",
         f"feasible instead: at least {fastest:,.0f} days on that cluster, or a lower interruption rate, faster "
         f"restarts or faster checkpoints (--set goodput.interruptions_per_gpu_hour=..., goodput.restart_minutes=..., "
@@ -646,9 +648,17 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
             return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
         least = transformer_least_memory(hw, wl, options, n, space)
         if least is None:
+            usable = UsableCounts(hw, wl, options)
+            near = [f"{k:,}" for k in (usable.below(n), usable.above(n)) if k is not None]
+            counts = (f"the nearest GPU counts with a layout are {' and '.join(near)}" if near
+                      else "no nearby GPU count has a layout either")
+            batches = batches_that_split(hw, wl, options, n, usable)
+            batch = (f"; or keep {n:,} GPUs and make the global batch {' or '.join(f'{b:,}' for b in batches)} "
+                     f"sequences (--batch-sequences N), which the data-parallel degree of a {n:,}-GPU layout divides"
+                     if batches else "")
             return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
                     f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
-                    f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
+                    f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)\n{counts}{batch}")
         t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
@@ -809,6 +819,35 @@ class UsableCounts:
 
         k = bisect.bisect_right(self.counts, n)
         return next((c for c in self.counts[k:] if levels_allow(self.hw, c)), None)
+
+
+BATCHES_TRIED = 6
+"""Candidate global batches `batches_that_split` checks by building their search space (each a few tenths of a
+second): the nearest to the workload's on either side."""
+
+
+def batches_that_split(hw: Hardware, wl: Workload, options: SearchOptions, n: int, usable: UsableCounts) -> list[int]:
+    """Global batches, in sequences, next to the transformer's own (at most one below and one above), with which some
+    degree tuple uses exactly n GPUs: when the model-parallel degrees can make up part of n, the rest is the
+    data-parallel degree, which must divide the batch. Each candidate is a multiple of such a rest and is checked on
+    its own search space (UsableCounts), so only batches that really split are named. Empty when the batch is not
+    what stands in the way (no model-parallel size divides n, or no candidate splits)."""
+    if wl.transformer is None or not levels_allow(hw, n):
+        return []
+    seqs = wl.batch_tokens // wl.seq_len
+    rests = sorted({n // m for m in usable.mp_sizes if n % m == 0})
+    candidates = {c for r in rests for c in (seqs // r * r, -(-seqs // r) * r) if c > 0 and c != seqs}
+    found: list[int] = []
+    for side in (sorted((c for c in candidates if c < seqs), reverse=True), sorted(c for c in candidates if c > seqs)):
+        for c in side[:BATCHES_TRIED // 2]:
+            try:
+                other = Workload(**{**wl.model_dump(), "batch_tokens": c * wl.seq_len})
+            except ValueError:  # pydantic's ValidationError: this batch is not a valid workload
+                continue
+            if UsableCounts(hw, other, options).splits(n):
+                found.append(c)
+                break
+    return sorted(found)
 
 
 def between_text(usable: UsableCounts, lo: int | None, hi: int) -> str:

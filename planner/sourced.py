@@ -126,6 +126,31 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
     # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
-    doc = apply(_shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what), overrides,
-                target)
-    return parse(doc, f"{name or path} with --set", name is not None)
+    original = _shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what)
+    doc = apply(original, overrides, target)
+    origin = f"{name or path} with --set"
+    try:
+        return parse(doc, origin, name is not None)
+    except InvalidInput as exc:
+        raise InvalidInput(blame(str(exc), origin, original, [o for o in overrides if o.target == target])) from None
+
+
+def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[Any]) -> str:
+    """A parser's error about an overridden file, said of the --set that gave the bad value ('--set gpu.hbm_GB=-1:
+    should be greater than 0') rather than of the file's internal field path ('levels[0].bw_bidir_GBps'); an error
+    about a field no override set is returned as it was."""
+    from planner.overrides import fields_of
+
+    rest = message.removeprefix(f"{origin}: ")
+    for o in reversed(overrides):  # the last override of a field is the one in effect
+        for field in fields_of(doc, o):
+            tail = rest[len(field):]
+            if not rest.startswith(field) or not tail.startswith((":", " ", ".")):
+                continue
+            if tail.startswith(" ") or ": " not in tail:  # a sentence that names the field itself
+                return f"--set {o.text}: {rest}"
+            detail = tail.split(": ", 1)[1].removeprefix("Value error, ")
+            if detail.startswith("Input should be "):  # pydantic's wording, about the value the user typed
+                detail = "the value should be " + detail.removeprefix("Input should be ")
+            return f"--set {o.text}: {detail}"
+    return message

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from planner import api
 from planner.cost.terms import gemm_peak_fraction
+from planner.economics import fmt_pct
 from planner.errors import Infeasible, InvalidInput
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
@@ -131,18 +132,18 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     # the raw points' first dip, when it is materially (> 1.5x) earlier than the trend's crossing
     dip = first if first is not None and (end is None or first < end / 1.5) else None
     if dip is not None:
-        notes.append(f"the MFU points first dip below {threshold:.1%} near {dip:.3g} FLOP, but the trend (the "
+        notes.append(f"the MFU points first dip below {fmt_pct(threshold)} near {dip:.3g} FLOP, but the trend (the "
                      "non-increasing fit) crosses "
                      + (f"at {end:.3g} FLOP" if end is not None else "nowhere in the feasible grid"))
     if feas and end is not None and end == feas[0][0]:
-        notes.append(f"MFU is already below {threshold:.1%} at the first feasible point {end:.3g} FLOP: linear "
+        notes.append(f"MFU is already below {fmt_pct(threshold)} at the first feasible point {end:.3g} FLOP: linear "
                      "scaling ends at or before it")
     last = feas[-1][0] if feas else None
     if not feas:
         notes.append("no point of the grid has a plan; each point's explanation says why (e.g. past the latency "
                      "wall: lower --from/--to or raise --days)")
     if end is None and feas:
-        notes.append(f"MFU stays >= {threshold:.1%} up to the last feasible point {last:.3g} FLOP: linear scaling "
+        notes.append(f"MFU stays >= {fmt_pct(threshold)} up to the last feasible point {last:.3g} FLOP: linear scaling "
                      "ends at the feasibility wall or beyond the grid")
     unproven = sum(_unproven(p) for p in plans)
     if unproven:
