@@ -172,13 +172,13 @@ def fmt_g3(x: float) -> str:
 def fmt_pct(x: float | None) -> str:
     """A fraction as a percentage, one rule for every one printed: one decimal below 100 % (0.452 -> '45.2%', 0.46 ->
     '46.0%'), whole percents from 100 % on (1.0 -> '100%', 2.5 -> '250%'), and two significant figures below 0.05 %
-    rather than a misleading '0.0%' (0.00047 -> '0.047%'); None -> '—'."""
+    rather than a misleading '0.0%' (0.00047 -> '0.047%'; exactly 0 is '0.0%'); None -> '—'."""
     if x is None:
         return "—"
     p = x * 100
-    if not math.isfinite(p) or p == 0:
+    if not math.isfinite(p):
         return f"{p:g}%"
-    if abs(p) < 0.05:
+    if 0 < abs(p) < 0.05:
         return f"{p:.2g}%"
     return f"{p:,.0f}%" if abs(round(p, 1)) >= 100 else f"{p:.1f}%"
 
