@@ -390,8 +390,9 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         except Infeasible:
             lo = mid
     mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
-    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (the search found "
-                 f"none within the limit that finishes in {lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
+    lines.append(f"within the limit the fastest plan found takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (and no plan "
+                 f"within the limit finishes in {lo:.4g} days, so the fastest possible lies between the two): ask "
+                 f"--days {math.ceil(hi * 100) / 100:g}")
     return "; ".join(lines)
 
 
@@ -494,7 +495,13 @@ def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
     if tr.attention == "gqa" and lay.tp_ff > tr.kv_heads:
         notes.append(f"tp_ff={lay.tp_ff} exceeds kv_heads={tr.kv_heads}: each KV head is replicated on "
                      f"{lay.tp_ff // tr.kv_heads} tensor-parallel ranks")
-    if wl.experts > 1:
+    if wl.experts > 1 and lay.folded:  # Megatron's parallel folding: the expert degrees are etp and expert_ep
+        ep, etp = lay.expert_degrees
+        ranks = lay.dp * lay.cp * lay.tp_ff
+        notes.append(f"the expert layout is folded: the dense layers see dp = {lay.dp} data-parallel ranks, the "
+                     f"expert layers regroup each stage's dp x cp x tp = {ranks} ranks as expert-tp {etp} x ep {ep} "
+                     f"x expert-dp {ranks // (ep * etp)}")
+    elif wl.experts > 1:
         notes.append(f"expert parallelism is carved out of data parallelism: the dense layers see dp x ep = "
                      f"{lay.dp * lay.ep} data-parallel ranks (Megatron's data-parallel size), the expert layers "
                      f"regroup the same GPUs as expert-tp {lay.tp_ff} x ep {lay.ep} x expert-dp {lay.dp}")

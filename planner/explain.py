@@ -645,7 +645,7 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     if options.gpus is not None:
         n = options.gpus
         if not levels_allow(hw, n):
-            return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+            return f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
         least = transformer_least_memory(hw, wl, options, n, space)
         if least is None:
             usable = UsableCounts(hw, wl, options)
@@ -656,20 +656,20 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
             batch = (f"; or keep {n:,} GPUs and make the global batch {' or '.join(f'{b:,}' for b in batches)} "
                      f"sequences (--batch-sequences N), which the data-parallel degree of a {n:,}-GPU layout divides"
                      if batches else "")
-            return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
-                    f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
-                    f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)\n{counts}{batch}")
+            return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide the heads and "
+                    f"MLP widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
+                    f"{wl.batch_tokens // wl.seq_len:,} sequences (dp x ep x microbatches)\n{counts}{batch}")
         t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
-            return (f"the model does not fit in the memory of {n} GPUs of {hw.name}: the least any layout needs is "
+            return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
                     f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + "; use more "
                     "GPUs or a smaller batch (--batch-sequences)")
-        return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
-                "tuple fits in memory, but no placement fills the network levels)")
+        return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space (a "
+                "degree tuple fits in memory, but no placement fills the network levels)")
     # The least critical path of any layout, latency path included (floor_bound, read from the cost terms).
     fb = floor_bound(hw, wl, options)
     return (f"no layout trains this model within {_fmt_days(days or 0.0)} on {hw.name}: every step takes at least "
@@ -680,24 +680,24 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
 
 def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, result: SearchResult) -> str:
     if not levels_allow(hw, n):
-        return (f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
+        return (f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
                 f"{_nearby_text(hw, wl, options, n)}")
     if not divisors_allow(wl, n):
         missing = _missing_factor(wl, n)
-        return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide d_ff={wl.d_ff}, "
+        return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide d_ff={wl.d_ff}, "
                 f"d_model={wl.d_model}, L={wl.layers}, E={wl.experts} and b/E={wl.batch_tokens // wl.experts}, and "
                 f"together they lack the factor {missing} of {n}\n{_nearby_text(hw, wl, options, n)}")
     fit = min_memory_on(hw, wl, options, n)
     if fit is None:
-        return (f"no layout with the {options.schedule} schedule uses exactly {n} GPUs (zb-h2 needs microbatches "
+        return (f"no layout with the {options.schedule} schedule uses exactly {n:,} GPUs (zb-h2 needs microbatches "
                 f">= 2 pp - 1)\n{_nearby_text(hw, wl, options, n)}")
     if fit.total_bytes > mem.usable_bytes(hw):
         return _memory_line(hw, wl, options, n, fit)
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on "
-                f"{n} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} needs "
-                f"{fit.total_bytes / GB:,.1f} GB per GPU); {time_advice(result)}")
-    return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space, although "
+                f"{n:,} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} "
+                f"needs {fit.total_bytes / GB:,.1f} GB per GPU); {time_advice(result)}")
+    return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space, although "
             f"the degree tuple {fit.tuple_text} fits in memory ({fit.total_bytes / GB:,.1f} GB per GPU): no valid "
             f"placement on the network levels\n{_nearby_text(hw, wl, options, n)}")
 

@@ -290,7 +290,8 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         return 2  # typer has already printed the help
     except click_exc.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        return _fail(argv, "usage", 2, f"{exc.format_message()}{hint}")
+        # typer converts choices through pydantic, whose message starts 'Value error, ' (not words for a person)
+        return _fail(argv, "usage", 2, f"{exc.format_message().replace('Value error, ', '')}{hint}")
     except click_exc.ClickException as exc:
         return _fail(argv, "usage", 2, exc.format_message())
     except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
