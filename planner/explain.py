@@ -527,7 +527,7 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
         return "no nearby GPU count can be formed either"
     parts = []
     for k in found:
-        parts.append(f"{k}" if fits_memory_on(hw, wl, options, k) else f"{k} (too little memory for this model)")
+        parts.append(f"{k:,}" if fits_memory_on(hw, wl, options, k) else f"{k:,} (too little memory for this model)")
     text = f"the nearest usable counts are {' and '.join(parts)}"
     if all("memory" in p for p in parts):
         scan = fit_search(hw, wl, options)
@@ -686,7 +686,7 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, r
         missing = _missing_factor(wl, n)
         return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide d_ff={wl.d_ff}, "
                 f"d_model={wl.d_model}, L={wl.layers}, E={wl.experts} and b/E={wl.batch_tokens // wl.experts}, and "
-                f"together they lack the factor {missing} of {n}\n{_nearby_text(hw, wl, options, n)}")
+                f"together they lack the factor {missing:,} of {n:,}\n{_nearby_text(hw, wl, options, n)}")
     fit = min_memory_on(hw, wl, options, n)
     if fit is None:
         return (f"no layout with the {options.schedule} schedule uses exactly {n:,} GPUs (zb-h2 needs microbatches "

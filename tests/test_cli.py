@@ -590,7 +590,7 @@ def test_unusable_gpu_count_names_the_nearest_counts_on_both_sides(capsys):
     # from those divisors; 884,736 = 2^15 x 27 lies 115,267 below 1,000,003, and 1,048,576 = 2^20 lies above.
     code, out, err = invoke(capsys, ["plan", "--compute", "1e28", "--gpus", "1000003"])
     assert code == 1
-    assert "the nearest usable counts are 884736 and 1048576" in err
+    assert "the nearest usable counts are 884,736 and 1,048,576" in err
 
 
 def test_plan_trains_the_compute_asked_for_and_paper_budget_keeps_the_paper_rounding(capsys):
