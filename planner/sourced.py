@@ -138,7 +138,8 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
 def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[Any]) -> str:
     """A parser's error about an overridden file, said of the --set that gave the bad value ('--set gpu.hbm_GB=-1:
     should be greater than 0') rather than of the file's internal field path ('levels[0].bw_bidir_GBps'); an error
-    about a field no override set is returned as it was."""
+    about a field no override set names the overrides ('h100 with --set levels.NVLink.size=3: gpus_per_node = 8 does
+    not fit ...')."""
     from planner.overrides import fields_of
 
     rest = message.removeprefix(f"{origin}: ")
@@ -153,4 +154,6 @@ def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[An
             if detail.startswith("Input should be "):  # pydantic's wording, about the value the user typed
                 detail = "the value should be " + detail.removeprefix("Input should be ")
             return f"--set {o.text}: {detail}"
+    if message.startswith(f"{origin}: ") and overrides:  # about another field: name the overrides that led there
+        return f"{origin} {', '.join(o.text for o in overrides)}: {rest}"
     return message

@@ -47,6 +47,14 @@ def test_the_last_of_two_overrides_of_a_field_is_blamed(capsys):
     assert code == 2 and err.startswith("error: --bw NVLink=-1: ")
 
 
+def test_an_error_about_another_field_names_the_overrides_that_led_to_it(capsys):
+    # NVLink groups of 3 on h100: the parser objects to gpus_per_node = 8 (not overridden); the line says which --set
+    code, _, err = invoke(capsys, [*MAIN, "--set", "levels.NVLink.size=3"], plan_app, "plan")
+    assert code == 2
+    assert err.startswith("error: h100 with --set levels.NVLink.size=3: gpus_per_node = 8 does not fit the lowest "
+                          "network level (NVLink, groups of 3 GPUs)")
+
+
 def test_evaluate_names_the_flag_too(capsys):
     code, _, err = invoke(capsys, ["evaluate", *TINY, "--dp", "8", "--bw", "NVLink=0"])
     assert code == 2 and err == "error: --bw NVLink=0: the value should be greater than 0\n"
