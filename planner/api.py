@@ -212,7 +212,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     fits = ev.memory.fits
     room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
-        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
                      f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
@@ -224,7 +224,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     why = ""
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
-        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
                f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"

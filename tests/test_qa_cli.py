@@ -149,6 +149,7 @@ def test_a_count_the_batch_cannot_split_names_counts_and_batches(capsys):
     doc = json.loads(out)
     facts = doc["infeasibility"]
     why = doc["explanation"]
+    assert why.startswith("no layout can split this model over exactly 2,496 GPUs")
     assert f"the nearest GPU counts with a layout are {facts['nearest_gpus_below']:,} and " \
            f"{facts['nearest_gpus_above']:,}" in why
     m = re.search(r"keep 2,496 GPUs and make the global batch ([\d,]+) or ([\d,]+) sequences \(--batch-sequences N\)",
@@ -161,3 +162,42 @@ def test_a_count_the_batch_cannot_split_names_counts_and_batches(capsys):
         code, out, err = invoke(capsys, [*argv, "--batch-sequences", str(b), "--json"], plan_app, "plan")
         assert code == 0, err
         assert json.loads(out)["gpus"] == 2496
+
+
+# --------------------------------------------------------------------------------------------------
+# Fresh-eyes QA: what a capacity planner reads
+# --------------------------------------------------------------------------------------------------
+
+def test_a_bad_choice_reads_without_pydantics_prefix(capsys):
+    code, _, err = invoke(capsys, [*MAIN, "--schedule", "foo"], plan_app, "plan")
+    assert code == 2
+    assert err == "error: Invalid value for '--schedule': 'foo' is not one of 'auto', '1f1b', 'zb-h2'. (see 'plan --help')\n"
+
+
+def test_sweep_range_error_without_pythons_exponent_plus(capsys):
+    code, _, err = invoke(capsys, ["sweep", "--from", "1e26", "--to", "1e24"])
+    assert code == 2 and err == "error: --to (1e24) must not be below --from (1e26)\n"
+
+
+def test_a_folded_expert_layout_note_names_etp_and_expert_ep(capsys):
+    """DeepSeek-V3 as Megatron-Bridge folds it (README): tp 2 x dp 64 = 128 ranks per stage regrouped as etp 1 x
+    ep 64 x expert-dp 2; the note used to say 'expert-tp 2 x ep 1 x expert-dp 64', the unfolded layout's words."""
+    argv = ["evaluate", "--model", "deepseek-v3", "--tp", "2", "--pp", "8", "--vpp", "4", "--dp", "64", "--ep", "64",
+            "--etp", "1", "--first-stage-layers", "1", "--last-stage-layers", "0", "--gbs", "8192", "--mbs", "1",
+            "--sp", "on", "--placement", "dp=4,16;tp_ff=2,1;pp=1,8", "--json"]
+    code, out, err = invoke(capsys, argv)
+    assert code in (0, 1), err
+    notes = json.loads(out)["notes"]
+    assert any("regroup each stage's dp x cp x tp = 128 ranks as expert-tp 1 x ep 64 x expert-dp 2" in n
+               for n in notes), notes
+    assert not any("expert-tp 2 x ep 1" in n for n in notes)
+
+
+def test_big_numbers_have_separators(capsys):
+    # the toy model of 1e24 FLOP on one TP-8 node: b = 5,242,880 tokens in one nanobatch, 20,790 GB per GPU
+    code, out, err = invoke(capsys, ["evaluate", "--compute", "1e24", "--gpu", "h100", "--tp-ff", "8"])
+    assert code == 1
+    assert re.search(r"nanobatch b / \(E N_DP m\)\s+│ 5,242,880 tokens", out), out
+    assert re.match(r"infeasible: the layout needs 20,7\d\d\.\d\d GB per GPU", err), err
+    code, out, _ = invoke(capsys, ["models", "show", "deepseek-v3"])
+    assert code == 0 and re.search(r"d_model\s+│ 7,168 ", out) and re.search(r"seq_len\s+│ 4,096 tokens", out)

@@ -117,6 +117,11 @@ def fmt_days(days: float | None) -> str:
     return f"{days:.3g} days ({fmt_time(days * 86400.0)})"
 
 
+def _tokens(x: float) -> str:
+    """A token count: whole ones with separators (5,242,880, never 5.24288e+06), a fraction to six figures."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.6g}"
+
+
 def _share(part: float, whole: float | None) -> str:
     if not whole or not math.isfinite(part) or not math.isfinite(whole):
         return ""
@@ -453,8 +458,8 @@ def schedule_table(plan: Plan) -> Table:
         ("interleave i", str(lay.interleave)),
         *extra,
         ("microbatches m (per DP rank)", str(lay.microbatches)),
-        (("microbatch b / (N_DP N_EP N_CP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
-         else ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens")),
+        (("microbatch b / (N_DP N_EP N_CP m)", f"{_tokens(lay.nanobatch_tokens)} tokens") if plan.workload.transformer
+         else ("nanobatch b / (E N_DP m)", f"{_tokens(lay.nanobatch_tokens)} tokens")),
     ])
 
 
