@@ -171,7 +171,8 @@ def test_a_count_the_batch_cannot_split_names_counts_and_batches(capsys):
 def test_a_bad_choice_reads_without_pydantics_prefix(capsys):
     code, _, err = invoke(capsys, [*MAIN, "--schedule", "foo"], plan_app, "plan")
     assert code == 2
-    assert err == "error: Invalid value for '--schedule': 'foo' is not one of 'auto', '1f1b', 'zb-h2'. (see 'plan --help')\n"
+    assert err == ("error: Invalid value for '--schedule': 'foo' is not one of 'auto', '1f1b', 'zb-h2'. "
+                   "(see 'plan --help')\n")
 
 
 def test_sweep_range_error_without_pythons_exponent_plus(capsys):
