@@ -202,3 +202,23 @@ def test_big_numbers_have_separators(capsys):
     assert re.match(r"infeasible: the layout needs 20,7\d\d\.\d\d GB per GPU", err), err
     code, out, _ = invoke(capsys, ["models", "show", "deepseek-v3"])
     assert code == 0 and re.search(r"d_model\s+│ 7,168 ", out) and re.search(r"seq_len\s+│ 4,096 tokens", out)
+
+
+def test_a_tornado_bar_of_a_field_that_moves_nothing_names_both_ends():
+    """A study field whose values all give the same GPUs (hbm on a small plan): the bar is empty, and its ends are
+    labelled with the first and last values, not the first twice ('[]' and '[]' in the figure before)."""
+    from planner.study import parse_study, tornado_families
+
+    study = parse_study({"study": {"name": "t"}, "base": {"profile": "paper"},
+                         "grid": {"gpu": ["h100"], "compute_flop": [1e20, 1e21],
+                                  "set": [[], ["gpu.hbm_GB=96"]]}})
+    # scenario k: compute index k // 2, set index k % 2 (the first field varies slowest); GPUs by hand
+    rows = [{"scenario": k, "in_gpu": "h100", "in_compute_flop": c, "in_set": s, "gpus": g}
+            for k, (c, s, g) in enumerate([(1e20, "[]", 2), (1e20, '["gpu.hbm_GB=96"]', 2),
+                                           (1e21, "[]", 24), (1e21, '["gpu.hbm_GB=96"]', 24)])]
+    (label, mid, bars), = tornado_families(study, rows)
+    assert label == "gpu=h100" and mid == 2
+    by_field = {b.field: b for b in bars}
+    assert (by_field["compute_flop"].low, by_field["compute_flop"].high) == (2, 24)
+    flat = by_field["set"]
+    assert flat.low == flat.high == 2 and (flat.low_label, flat.high_label) == ("[]", '["gpu.hbm_GB=96"]')
