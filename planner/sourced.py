@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
-from planner.overrides import apply
+from planner.overrides import apply, fields_of
 from planner.schema.profile import SHAPES, Spread
 
 
@@ -136,12 +136,10 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
 
 
 def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[Any]) -> str:
-    """A parser's error about an overridden file, said of the --set that gave the bad value ('--set gpu.hbm_GB=-1:
-    should be greater than 0') rather than of the file's internal field path ('levels[0].bw_bidir_GBps'); an error
-    about a field no override set names the overrides ('h100 with --set levels.NVLink.size=3: gpus_per_node = 8 does
-    not fit ...')."""
-    from planner.overrides import fields_of
-
+    """A parser's error about an overridden file, said of the --set that gave the bad value ('--set gpu.hbm_GB=-1: the
+    value should be greater than 0') rather than of the file's internal field path ('levels[0].bw_bidir_GBps'); an
+    error about a field no override set names the overrides ('h100 with --set levels.NVLink.size=3: gpus_per_node =
+    8 does not fit ...')."""
     rest = message.removeprefix(f"{origin}: ")
     for o in reversed(overrides):  # the last override of a field is the one in effect
         for field in fields_of(doc, o):
