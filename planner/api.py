@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
-from planner.economics import facility_power_MW, fmt_MW, get_facility, max_gpus_within_power, plan_economics
+from planner.economics import facility_power_MW, fmt_MW, fmt_pct, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
 from planner.hardware import get_hardware, with_profile
@@ -212,7 +212,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     fits = ev.memory.fits
     room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
-        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
                      f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
@@ -224,12 +224,12 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     why = ""
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
-        why = (f"the layout needs {ev.memory.total_bytes / 1e9:.2f} GB per GPU but {hw.name} has "
+        why = (f"the layout needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
                f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
-               f"compute at {doc.goodput.goodput if doc.goodput else 1.0:.1%} goodput), more than the {days:g} "
+               f"compute at {fmt_pct(doc.goodput.goodput if doc.goodput else 1.0)} goodput), more than the {days:g} "
                "days asked")
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
@@ -390,8 +390,9 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
         except Infeasible:
             lo = mid
     mw = f", {fmt_MW(fast.facility_power_MW)}" if fast.facility_power_MW else ""
-    lines.append(f"within the limit the fastest plan takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (the search found "
-                 f"none within the limit that finishes in {lo:.4g} days): ask --days {math.ceil(hi * 100) / 100:g}")
+    lines.append(f"within the limit the fastest plan found takes {hi:.4g} days on {fast.gpus:,} GPUs{mw} (and no plan "
+                 f"within the limit finishes in {lo:.4g} days, so the fastest possible lies between the two): ask "
+                 f"--days {math.ceil(hi * 100) / 100:g}")
     return "; ".join(lines)
 
 
@@ -494,7 +495,13 @@ def _transformer_notes(wl: Workload, lay: Layout) -> list[str]:
     if tr.attention == "gqa" and lay.tp_ff > tr.kv_heads:
         notes.append(f"tp_ff={lay.tp_ff} exceeds kv_heads={tr.kv_heads}: each KV head is replicated on "
                      f"{lay.tp_ff // tr.kv_heads} tensor-parallel ranks")
-    if wl.experts > 1:
+    if wl.experts > 1 and lay.folded:  # Megatron's parallel folding: the expert degrees are etp and expert_ep
+        ep, etp = lay.expert_degrees
+        ranks = lay.dp * lay.cp * lay.tp_ff
+        notes.append(f"the expert layout is folded: the dense layers see dp = {lay.dp} data-parallel ranks, the "
+                     f"expert layers regroup each stage's dp x cp x tp = {ranks} ranks as expert-tp {etp} x ep {ep} "
+                     f"x expert-dp {ranks // (ep * etp)}")
+    elif wl.experts > 1:
         notes.append(f"expert parallelism is carved out of data parallelism: the dense layers see dp x ep = "
                      f"{lay.dp * lay.ep} data-parallel ranks (Megatron's data-parallel size), the expert layers "
                      f"regroup the same GPUs as expert-tp {lay.tp_ff} x ep {lay.ep} x expert-dp {lay.dp}")
@@ -774,7 +781,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         proven = "proven fastest" if result.status == "optimal" else "fastest found (not proven)"
         took = (f"{ev.training_days:.4g} days" if fm is None else
                 f"{doc.wall_clock_days:.4g} wall-clock days ({ev.training_days:.4g} of compute at goodput "
-                f"{doc.goodput.goodput:.1%})" if doc.goodput else "")
+                f"{fmt_pct(doc.goodput.goodput)})" if doc.goodput else "")
         explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,

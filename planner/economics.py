@@ -169,10 +169,24 @@ def fmt_g3(x: float) -> str:
     return f"{r:,.0f}" if abs(r) >= 1e3 else f"{r:.3g}"
 
 
+def fmt_pct(x: float | None) -> str:
+    """A fraction as a percentage, one rule for every one printed: one decimal below 100 % (0.452 -> '45.2%', 0.46 ->
+    '46.0%'), whole percents from 100 % on (1.0 -> '100%', 2.5 -> '250%'), and two significant figures below 0.05 %
+    rather than a misleading '0.0%' (0.00047 -> '0.047%'; exactly 0 is '0.0%'); None -> '—'."""
+    if x is None:
+        return "—"
+    p = x * 100
+    if not math.isfinite(p):
+        return f"{p:g}%"
+    if 0 < abs(p) < 0.05:
+        return f"{p:.2g}%"
+    return f"{p:,.0f}%" if abs(round(p, 1)) >= 100 else f"{p:.1f}%"
+
+
 def fmt_MW(mw: float) -> str:
     """1234.5 -> '1.23 GW', 12.3 -> '12.3 MW', 3.25e9 -> '3.25e6 GW'."""
     return f"{fmt_g3(mw / 1e3)} GW" if mw >= 1e3 else f"{fmt_g3(mw)} MW"
 
 
 __all__ = ["facility_names", "facility_power_MW", "get_facility", "it_power_W", "max_gpus_within_power",
-           "fmt_MW", "fmt_g3", "parse_facility", "plan_economics", "plausibility_warnings", "price_of"]
+           "fmt_MW", "fmt_g3", "fmt_pct", "parse_facility", "plan_economics", "plausibility_warnings", "price_of"]

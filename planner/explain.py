@@ -37,6 +37,7 @@ from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.step import SECONDS_PER_DAY
+from planner.economics import fmt_pct
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
@@ -526,7 +527,7 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
         return "no nearby GPU count can be formed either"
     parts = []
     for k in found:
-        parts.append(f"{k}" if fits_memory_on(hw, wl, options, k) else f"{k} (too little memory for this model)")
+        parts.append(f"{k:,}" if fits_memory_on(hw, wl, options, k) else f"{k:,} (too little memory for this model)")
     text = f"the nearest usable counts are {' and '.join(parts)}"
     if all("memory" in p for p in parts):
         scan = fit_search(hw, wl, options)
@@ -594,7 +595,8 @@ def _explain_goodput(hw: Hardware, wl: Workload, days: float, failures: FailureM
         f"checkpoint storage per GPU (failure model '{failures.name}'), no cluster of {hw.name} trains this model in "
         f"{days:g} wall-clock days",
         f"the job is interrupted every 1/(lambda N) hours, so goodput falls as the cluster grows: the most useful "
-        f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput {at.goodput:.1%}), "
+        f"cluster is about {best:,.0f} GPUs (interrupted every {at.mtbf_s / 60:.3g} min, goodput "
+        f"{fmt_pct(at.goodput)}), "
         f"where even at peak FLOP/s training takes at least {fastest:,.1f} wall-clock days",
         f"feasible instead: at least {fastest:,.0f} days on that cluster, or a lower interruption rate, faster "
         f"restarts or faster checkpoints (--set goodput.interruptions_per_gpu_hour=..., goodput.restart_minutes=..., "
@@ -643,23 +645,31 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     if options.gpus is not None:
         n = options.gpus
         if not levels_allow(hw, n):
-            return f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+            return f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
         least = transformer_least_memory(hw, wl, options, n, space)
         if least is None:
-            return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide the heads and MLP "
-                    f"widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
-                    f"{wl.batch_tokens // wl.seq_len} sequences (dp x ep x microbatches)")
+            usable = UsableCounts(hw, wl, options)
+            near = [f"{k:,}" for k in (usable.below(n), usable.above(n)) if k is not None]
+            counts = (f"the nearest GPU counts with a layout are {' and '.join(near)}" if near
+                      else "no nearby GPU count has a layout either")
+            batches = batches_that_split(hw, wl, options, n, usable)
+            batch = (f"; or keep {n:,} GPUs and make the global batch {' or '.join(f'{b:,}' for b in batches)} "
+                     f"sequences (--batch-sequences N), which the data-parallel degree of a {n:,}-GPU layout divides"
+                     if batches else "")
+            return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide the heads and "
+                    f"MLP widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
+                    f"{wl.batch_tokens // wl.seq_len:,} sequences (dp x ep x microbatches)\n{counts}{batch}")
         t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
-            return (f"the model does not fit in the memory of {n} GPUs of {hw.name}: the least any layout needs is "
+            return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
                     f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + "; use more "
                     "GPUs or a smaller batch (--batch-sequences)")
-        return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space (a degree "
-                "tuple fits in memory, but no placement fills the network levels)")
+        return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space (a "
+                "degree tuple fits in memory, but no placement fills the network levels)")
     # The least critical path of any layout, latency path included (floor_bound, read from the cost terms).
     fb = floor_bound(hw, wl, options)
     return (f"no layout trains this model within {_fmt_days(days or 0.0)} on {hw.name}: every step takes at least "
@@ -670,24 +680,24 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
 
 def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, result: SearchResult) -> str:
     if not levels_allow(hw, n):
-        return (f"{n} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
+        return (f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
                 f"{_nearby_text(hw, wl, options, n)}")
     if not divisors_allow(wl, n):
         missing = _missing_factor(wl, n)
-        return (f"no layout can split this model over exactly {n} GPUs: the degrees must divide d_ff={wl.d_ff}, "
+        return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide d_ff={wl.d_ff}, "
                 f"d_model={wl.d_model}, L={wl.layers}, E={wl.experts} and b/E={wl.batch_tokens // wl.experts}, and "
-                f"together they lack the factor {missing} of {n}\n{_nearby_text(hw, wl, options, n)}")
+                f"together they lack the factor {missing:,} of {n:,}\n{_nearby_text(hw, wl, options, n)}")
     fit = min_memory_on(hw, wl, options, n)
     if fit is None:
-        return (f"no layout with the {options.schedule} schedule uses exactly {n} GPUs (zb-h2 needs microbatches "
+        return (f"no layout with the {options.schedule} schedule uses exactly {n:,} GPUs (zb-h2 needs microbatches "
                 f">= 2 pp - 1)\n{_nearby_text(hw, wl, options, n)}")
     if fit.total_bytes > mem.usable_bytes(hw):
         return _memory_line(hw, wl, options, n, fit)
     if result.status == "unknown":
         return (f"the search stopped at its time limit (after {result.wall_s:.1f} s) before finding any layout on "
-                f"{n} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} needs "
-                f"{fit.total_bytes / GB:,.1f} GB per GPU); {time_advice(result)}")
-    return (f"no layout of this model on {n} GPUs of {hw.name} satisfies every rule of the search space, although "
+                f"{n:,} GPUs; this was NOT proven infeasible: a layout fitting in memory exists ({fit.tuple_text} "
+                f"needs {fit.total_bytes / GB:,.1f} GB per GPU); {time_advice(result)}")
+    return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space, although "
             f"the degree tuple {fit.tuple_text} fits in memory ({fit.total_bytes / GB:,.1f} GB per GPU): no valid "
             f"placement on the network levels\n{_nearby_text(hw, wl, options, n)}")
 
@@ -809,6 +819,35 @@ class UsableCounts:
 
         k = bisect.bisect_right(self.counts, n)
         return next((c for c in self.counts[k:] if levels_allow(self.hw, c)), None)
+
+
+BATCHES_TRIED = 6
+"""Candidate global batches `batches_that_split` checks by building their search space (each a few tenths of a
+second): the nearest to the workload's on either side."""
+
+
+def batches_that_split(hw: Hardware, wl: Workload, options: SearchOptions, n: int, usable: UsableCounts) -> list[int]:
+    """Global batches, in sequences, next to the transformer's own (at most one below and one above), with which some
+    degree tuple uses exactly n GPUs: when the model-parallel degrees can make up part of n, the rest is the
+    data-parallel degree, which must divide the batch. Each candidate is a multiple of such a rest and is checked on
+    its own search space (UsableCounts), so only batches that really split are named. Empty when the batch is not
+    what stands in the way (no model-parallel size divides n, or no candidate splits)."""
+    if wl.transformer is None or not levels_allow(hw, n):
+        return []
+    seqs = wl.batch_tokens // wl.seq_len
+    rests = sorted({n // m for m in usable.mp_sizes if n % m == 0})
+    candidates = {c for r in rests for c in (seqs // r * r, -(-seqs // r) * r) if c > 0 and c != seqs}
+    found: list[int] = []
+    for side in (sorted((c for c in candidates if c < seqs), reverse=True), sorted(c for c in candidates if c > seqs)):
+        for c in side[:BATCHES_TRIED // 2]:
+            try:
+                other = Workload(**{**wl.model_dump(), "batch_tokens": c * wl.seq_len})
+            except ValueError:  # pydantic's ValidationError: this batch is not a valid workload
+                continue
+            if UsableCounts(hw, other, options).splits(n):
+                found.append(c)
+                break
+    return sorted(found)
 
 
 def between_text(usable: UsableCounts, lo: int | None, hi: int) -> str:

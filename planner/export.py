@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from planner.economics import fmt_pct
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, DIMENSIONS
 from planner.schema import LAYOUT_EXTRA, Hardware, LaunchDocument, Layout, Plan, Workload
@@ -282,7 +283,7 @@ def prediction_lines(plan: Plan) -> list[str]:
     proof = {"optimal": "proven optimal", "feasible": "not proven optimal", "infeasible": "INFEASIBLE",
              "unknown": "unknown"}[plan.status] if plan.solver.name != "none" else "evaluated, not searched"
     lines = [f"predicted by planner ({plan.profile} profile, {proof}): step {plan.step_time_s:.4g} s, MFU "
-             f"{plan.mfu * 100:.3g}% of peak {plan.peak_flops / 1e12:.4g} TFLOP/s per GPU{days}",
+             f"{fmt_pct(plan.mfu)} of peak {plan.peak_flops / 1e12:.4g} TFLOP/s per GPU{days}",
              f"predicted memory per GPU: {m.total_bytes / 1e9:.4g} GB of {m.capacity / 1e9:.4g} GB usable HBM "
              f"({m.total_bytes / 2**30:.4g} of {m.capacity / 2**30:.4g} GiB)"
              + (f" (+ {m.headroom_bytes / 1e9:.3g} GB headroom kept free)" if m.headroom_bytes else "")

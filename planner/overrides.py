@@ -90,6 +90,30 @@ def shortcuts(bw: Sequence[str] = (), latency_us: float | None = None) -> list[s
     return out
 
 
+def level_indices(levels: Sequence[Any], o: Override) -> list[int]:
+    """The indices of the hardware levels a `levels.NAME|INDEX|*.KEY` override names (InvalidInput: none)."""
+    if len(o.keys) != 3:
+        raise InvalidInput(f"--set {o.text}: a level field is levels.NAME.KEY (or levels.INDEX.KEY)")
+    names = [str(lv.get("name", "")) if isinstance(lv, dict) else "" for lv in levels]
+    sel = o.keys[1]
+    if sel == "*":
+        return list(range(len(levels)))
+    if sel.isdigit() and int(sel) < len(levels):
+        return [int(sel)]
+    if sel.lower() in [n.lower() for n in names]:
+        return [[n.lower() for n in names].index(sel.lower())]
+    raise InvalidInput(f"--set {o.text}: no network level '{sel}'; this hardware has "
+                       f"{', '.join(names)} (or use an index 0..{len(levels) - 1}, or *)")
+
+
+def fields_of(doc: dict[str, Any], o: Override) -> list[str]:
+    """The field paths an override sets, as a file's parser names them in its errors (levels[1].lat_us, gpu.hbm_GB,
+    overlap.tp): how an error about a value is traced back to the --set that gave it."""
+    if o.keys[0] == "levels" and o.target == "hardware":
+        return [f"levels[{k}].{o.keys[2]}" for k in level_indices(doc.get("levels", []), o)]
+    return [".".join(o.keys)]
+
+
 def _set(doc: dict[str, Any], keys: tuple[str, ...], value: Any, text: str, what: str) -> None:
     """doc[keys...] = value, keeping the file's value-with-source form."""
     node: Any = doc
@@ -116,20 +140,7 @@ def apply(doc: dict[str, Any], overrides: Sequence[Override], target: str) -> di
             continue
         if target == "hardware" and o.keys[0] == "levels":
             levels = doc.get("levels", [])
-            if len(o.keys) != 3:
-                raise InvalidInput(f"--set {o.text}: a level field is levels.NAME.KEY (or levels.INDEX.KEY)")
-            names = [str(lv.get("name", "")) for lv in levels]
-            sel = o.keys[1]
-            if sel == "*":
-                hit = list(range(len(levels)))
-            elif sel.isdigit() and int(sel) < len(levels):
-                hit = [int(sel)]
-            elif sel.lower() in [n.lower() for n in names]:
-                hit = [[n.lower() for n in names].index(sel.lower())]
-            else:
-                raise InvalidInput(f"--set {o.text}: no network level '{sel}'; this hardware has "
-                                   f"{', '.join(names)} (or use an index 0..{len(levels) - 1}, or *)")
-            for k in hit:
+            for k in level_indices(levels, o):
                 _set(levels[k], o.keys[2:], o.value, o.text, what)
             continue
         if target == "hardware" and o.keys[0] == "name":
@@ -138,4 +149,4 @@ def apply(doc: dict[str, Any], overrides: Sequence[Override], target: str) -> di
     return doc
 
 
-__all__ = ["Override", "TARGETS", "apply", "parse_overrides", "shortcuts"]
+__all__ = ["Override", "TARGETS", "apply", "fields_of", "level_indices", "parse_overrides", "shortcuts"]

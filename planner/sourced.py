@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
-from planner.overrides import apply
+from planner.overrides import apply, fields_of
 from planner.schema.profile import SHAPES, Spread
 
 
@@ -126,6 +126,32 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     if not any(o.target == target for o in overrides):
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
     # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
-    doc = apply(_shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what), overrides,
-                target)
-    return parse(doc, f"{name or path} with --set", name is not None)
+    original = _shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what)
+    doc = apply(original, overrides, target)
+    origin = f"{name or path} with --set"
+    try:
+        return parse(doc, origin, name is not None)
+    except InvalidInput as exc:
+        raise InvalidInput(blame(str(exc), origin, original, [o for o in overrides if o.target == target])) from None
+
+
+def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[Any]) -> str:
+    """A parser's error about an overridden file, said of the --set that gave the bad value ('--set gpu.hbm_GB=-1: the
+    value should be greater than 0') rather than of the file's internal field path ('levels[0].bw_bidir_GBps'); an
+    error about a field no override set names the overrides ('h100 with --set levels.NVLink.size=3: gpus_per_node =
+    8 does not fit ...')."""
+    rest = message.removeprefix(f"{origin}: ")
+    for o in reversed(overrides):  # the last override of a field is the one in effect
+        for field in fields_of(doc, o):
+            tail = rest[len(field):]
+            if not rest.startswith(field) or not tail.startswith((":", " ", ".")):
+                continue
+            if tail.startswith(" ") or ": " not in tail:  # a sentence that names the field itself
+                return f"--set {o.text}: {rest}"
+            detail = tail.split(": ", 1)[1].removeprefix("Value error, ")
+            if detail.startswith("Input should be "):  # pydantic's wording, about the value the user typed
+                detail = "the value should be " + detail.removeprefix("Input should be ")
+            return f"--set {o.text}: {detail}"
+    if message.startswith(f"{origin}: ") and overrides:  # about another field: name the overrides that led there
+        return f"{origin} {', '.join(o.text for o in overrides)}: {rest}"
+    return message

@@ -468,7 +468,7 @@ def tornado_families(study: StudyFile, rows: Sequence[Row], outcome: str = "gpus
             if not line:
                 continue
             lo = min(line, key=lambda r: r[outcome])
-            hi = max(line, key=lambda r: r[outcome])
+            hi = max(reversed(line), key=lambda r: r[outcome])  # on a tie the ends are the first and last values
             bars.append(TornadoBar(name, float(lo[outcome]), float(hi[outcome]), str(lo[f"in_{name}"]),
                                    str(hi[f"in_{name}"])))
         bars.sort(key=lambda b: -(b.high / b.low if b.low > 0 else math.inf))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from planner import api
 from planner.cost.terms import gemm_peak_fraction
+from planner.economics import fmt_g3, fmt_pct
 from planner.errors import Infeasible, InvalidInput
 from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
@@ -64,7 +65,7 @@ def compute_grid(compute_from: float, compute_to: float, points: int) -> list[fl
     if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
         raise InvalidInput(f"--points must be a whole number from 1 to {MAX_POINTS}, got {points!r}")
     if compute_to < compute_from:
-        raise InvalidInput(f"--to ({compute_to:g}) must not be below --from ({compute_from:g})")
+        raise InvalidInput(f"--to ({fmt_g3(compute_to)}) must not be below --from ({fmt_g3(compute_from)})")
     if points == 1:
         if compute_to != compute_from:
             raise InvalidInput(f"--points 1 gives one point, but --from ({compute_from:g}) and --to ({compute_to:g}) "
@@ -131,19 +132,19 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     # the raw points' first dip, when it is materially (> 1.5x) earlier than the trend's crossing
     dip = first if first is not None and (end is None or first < end / 1.5) else None
     if dip is not None:
-        notes.append(f"the MFU points first dip below {threshold:.1%} near {dip:.3g} FLOP, but the trend (the "
+        notes.append(f"the MFU points first dip below {fmt_pct(threshold)} near {fmt_g3(dip)} FLOP, but the trend (the "
                      "non-increasing fit) crosses "
-                     + (f"at {end:.3g} FLOP" if end is not None else "nowhere in the feasible grid"))
+                     + (f"at {fmt_g3(end)} FLOP" if end is not None else "nowhere in the feasible grid"))
     if feas and end is not None and end == feas[0][0]:
-        notes.append(f"MFU is already below {threshold:.1%} at the first feasible point {end:.3g} FLOP: linear "
-                     "scaling ends at or before it")
+        notes.append(f"MFU is already below {fmt_pct(threshold)} at the first feasible point {fmt_g3(end)} FLOP: "
+                     "linear scaling ends at or before it")
     last = feas[-1][0] if feas else None
     if not feas:
         notes.append("no point of the grid has a plan; each point's explanation says why (e.g. past the latency "
                      "wall: lower --from/--to or raise --days)")
     if end is None and feas:
-        notes.append(f"MFU stays >= {threshold:.1%} up to the last feasible point {last:.3g} FLOP: linear scaling "
-                     "ends at the feasibility wall or beyond the grid")
+        notes.append(f"MFU stays >= {fmt_pct(threshold)} up to the last feasible point {fmt_g3(feas[-1][0])} FLOP: "
+                     "linear scaling ends at the feasibility wall or beyond the grid")
     unproven = sum(_unproven(p) for p in plans)
     if unproven:
         notes.append(f"{unproven} point(s) hit the solver time limit (not proven optimal/infeasible)")
@@ -151,7 +152,7 @@ def summarise(hw: Hardware, grid: Sequence[float], plans: Sequence[Plan]) -> Har
     gaps = [c for c, p in zip(grid, plans, strict=True)
             if p.status in ("infeasible", "unknown") and last is not None and c < last]
     if gaps:
-        notes.append("no plan found below the last feasible point at " + ", ".join(f"{c:.3g}" for c in gaps)
+        notes.append("no plan found below the last feasible point at " + ", ".join(fmt_g3(c) for c in gaps)
                      + " FLOP (interpolated over)")
     return HardwareSummary(
         hardware=hw.name, ceiling_mfu=ceiling, threshold_mfu=threshold, end_of_linear_scaling_flop=end,

@@ -234,4 +234,4 @@ def test_readme_python_example_is_true(capsys):
     exec(compile(block.group(1), "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "optimal ['beyond any announced build:" in out and "5 GW" in out
-    assert "the deadline needs 61,440 GPUs" in out and "within the limit the fastest plan takes" in out
+    assert "the deadline needs 61,440 GPUs" in out and "within the limit the fastest plan found takes" in out

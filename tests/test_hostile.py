@@ -93,8 +93,10 @@ def _check(code: int, out: str, err: str, argv: list[str], wall: float) -> None:
     assert code in DOCUMENTED_EXITS, (argv, code, err)
     assert "Traceback" not in out + err and "internal error" not in err, (argv, err)
     assert wall <= CASE_LIMIT_S, (argv, wall)
-    if code == 2:
+    if code == 2 and "--json" not in argv:
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), (argv, err)
+    if code in (1, 2) and "--json" in argv:  # the JSON contract: the document on stdout, nothing on stderr
+        assert err == "", (argv, err)
     if "--json" in argv and argv[0] not in ("hardware", "schema", "limits", "sweep"):
         doc = json.loads(out)  # one document, whatever happened
         assert isinstance(doc, dict) and "status" in doc, (argv, out[:200])

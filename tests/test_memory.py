@@ -351,7 +351,8 @@ def test_memory_headroom_flag_decides_the_verdict(capsys):
     assert (code, ok, bad) == (0, 0, 1)
     assert json.loads(out)["memory"]["headroom_bytes"] == pytest.approx((room + 0.01) * 1e9, abs=1e3)
     code, out, err = invoke(capsys, [*base, "--memory-headroom", "-1"])
-    assert code == 2 and "Traceback" not in err and len((err or out).strip().splitlines()) == 1
+    assert code == 2 and err == ""  # --json: the ErrorDocument on stdout names the flag, nothing on stderr
+    assert json.loads(out)["error"]["message"] == "--memory-headroom must be a finite number of GB >= 0, got -1.0"
 
 
 def test_memory_section_parses_units_and_rejects_unknown_keys():

@@ -251,7 +251,8 @@ def test_evaluate_cli_accepts_deepseek_v3_megatron_layout(capsys):
     # Without the custom stages 61 layers cannot sit on 32 virtual stages of 2: one line, exit 2.
     k = argv.index("--first-stage-layers")
     code, out, err = invoke(capsys, argv[:k] + argv[k + 4:])
-    assert code == 2 and "virtual stages cannot hold 61 layers" in err and "Traceback" not in err
+    # --json: the error is the ErrorDocument on stdout, nothing on stderr
+    assert code == 2 and err == "" and "virtual stages cannot hold 61 layers" in json.loads(out)["error"]["message"]
 
 
 def test_evaluate_cli_accepts_qwen3_235b_folded_layout(capsys, tmp_path):
@@ -271,4 +272,4 @@ def test_evaluate_cli_accepts_qwen3_235b_folded_layout(capsys, tmp_path):
     assert (lay["dp"], lay["ep"], lay["expert_ep"], lay["etp"]) == (16, 1, 32, 1)
     k = argv.index("--etp")
     code, out, err = invoke(capsys, argv[:k] + argv[k + 2:])  # unfolded, ep must come out of dp
-    assert code == 2 and "multiple of --ep 32" in err
+    assert code == 2 and err == "" and "multiple of --ep 32" in json.loads(out)["error"]["message"]

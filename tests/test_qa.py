@@ -192,9 +192,9 @@ def test_sweep_text_prints_mfu_as_percent_within_80_columns(capsys, monkeypatch)
     assert code == 0, err
     assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
     for p in doc["plans"]:
-        assert f"{p['mfu'] * 100:.3g}%" in text
+        assert f"{p['mfu'] * 100:.1f}%" in text
     s = doc["summaries"][0]
-    assert f"{s['ceiling_mfu'] * 100:.3g}%" in text
+    assert f"{s['ceiling_mfu'] * 100:.1f}%" in text
     assert all(f"h100: {note}"[:60] in " ".join(text.split()) for note in s["notes"])
 
 
@@ -289,7 +289,7 @@ def test_confidence_headline_names_the_probability(capsys):
     code, text, err = invoke(capsys, argv)
     assert code == 0, err
     first = " ".join(text.split("Model")[0].split())
-    assert first.startswith(f"Plan at P=0.9 (meets 30 days in {c['met']:.0%} of samples; point estimate "
+    assert first.startswith(f"Plan at P=0.9 (meets 30 days in {c['met']:.1%} of samples; point estimate "
                             f"{c['point_gpus']:,} GPUs): {c['gpus']:,} x H100")
 
 

@@ -87,8 +87,9 @@ def test_power_limited_explanation_brackets_the_fastest():
     with pytest.raises(Infeasible) as exc:
         api.plan(1e21, "h100", 1, power_mw=0.04)
     text = exc.value.explanation
-    m = re.search(r"fastest plan takes ([\d.]+) days on ([\d,]+) GPUs, ([\d.]+) MW \(the search found none within the "
-                  r"limit that finishes in ([\d.]+) days\): ask --days ([\d.]+)", text)
+    m = re.search(r"fastest plan found takes ([\d.]+) days on ([\d,]+) GPUs, ([\d.]+) MW \(and no plan within the "
+                  r"limit finishes in ([\d.]+) days, so the fastest possible lies between the two\): ask --days "
+                  r"([\d.]+)", text)
     assert m, text
     took, gpus, mw, bound, ask = float(m[1]), int(m[2].replace(",", "")), float(m[3]), float(m[4]), float(m[5])
     assert bound < took <= ask and gpus <= 23

@@ -12,7 +12,9 @@ document on stdout) or a given layout that does not fit in memory or misses --da
 `error: ...` on stderr naming the bad value: unknown GPU, non-positive or non-finite numbers, malformed TOML or JSON,
 impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
 `internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
-is ever printed. `--json` writes exactly one JSON document on stdout.
+is ever printed. `--json` writes exactly one JSON document on stdout and no error line on stderr, whatever happens:
+the result (a Plan, with status 'infeasible' or 'unknown' and its explanation when there is none), or an
+ErrorDocument `{"status": "error", "error": {"code", "message", "exit_code"}}`; the exit code is as above.
 
 The commands run through `run()` with click's standalone mode off, so that usage errors, library errors and
 bugs all end up in the one place that turns them into one-line messages and exit codes.
@@ -102,9 +104,12 @@ def _json_error(argv: Sequence[str], code: str, exit_code: int, message: str) ->
 
 
 def _fail(argv: Sequence[str], code: str, exit_code: int, message: str, prefix: str = "error") -> int:
-    """One line on stderr and, with --json, one ErrorDocument on stdout. Returns the exit code."""
-    sys.stderr.write(f"{prefix}: {_one_line(message)}\n")
-    _json_error(argv, code, exit_code, message)
+    """One line on stderr or, with --json, one ErrorDocument on stdout and nothing on stderr (a script reads one
+    stream). Returns the exit code."""
+    if _wants_json(argv):
+        _json_error(argv, code, exit_code, message)
+    else:
+        sys.stderr.write(f"{prefix}: {_one_line(message)}\n")
     return exit_code
 
 
@@ -285,7 +290,8 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
         return 2  # typer has already printed the help
     except click_exc.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        return _fail(argv, "usage", 2, f"{exc.format_message()}{hint}")
+        # typer converts choices through pydantic, whose message starts 'Value error, ' (not words for a person)
+        return _fail(argv, "usage", 2, f"{exc.format_message().replace('Value error, ', '')}{hint}")
     except click_exc.ClickException as exc:
         return _fail(argv, "usage", 2, exc.format_message())
     except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
@@ -301,12 +307,15 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
             rest = len(text.splitlines()) - 1
             text = text.splitlines()[0] + (f" (and {rest} more line{'s' if rest > 1 else ''} in the report on "
                                            "stdout)" if rest else "")
-        sys.stderr.write(f"{kind}: {text}\n")
-        if doc is None:  # commands print their infeasible Plan themselves; without one, say it in JSON
+        if not _wants_json(argv):
+            sys.stderr.write(f"{kind}: {text}\n")
+        elif doc is None:  # commands print their infeasible Plan themselves; without one, say it in JSON
             _json_error(argv, "infeasible", 1, str(exc.explanation or exc))
         return 1
     except (InvalidInput, PlannerError) as exc:
-        return _fail(argv, "bad_input", 2, str(exc))
+        from planner.cli.options import as_typed
+
+        return _fail(argv, "bad_input", 2, as_typed(str(exc), argv))
     except BrokenPipeError:
         # The reader went away (`plan --json | head`): nothing left to say; keep the interpreter from complaining.
         devnull = os.open(os.devnull, os.O_WRONLY)

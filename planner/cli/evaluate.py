@@ -290,5 +290,6 @@ def evaluate_command(
     else:
         print_plan(stdout_console(), doc, evaluated=True)
     if why:
-        sys.stderr.write(f"infeasible: {why}\n")
+        if not json_out:  # with --json the document's explanation says it
+            sys.stderr.write(f"infeasible: {why}\n")
         raise typer.Exit(1)

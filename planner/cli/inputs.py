@@ -84,8 +84,8 @@ def with_training(wl: Workload | None, seq_len: int | None, precision: Precision
         if seq_len < 1:
             raise InvalidInput(f"--seq-len must be a whole number >= 1, got {seq_len}")
         if wl.batch_tokens % seq_len:
-            raise InvalidInput(f"--seq-len {seq_len} does not divide the batch of {wl.batch_tokens} tokens into whole "
-                               "sequences; give --batch-sequences too")
+            raise InvalidInput(f"--seq-len {seq_len} does not divide the batch of {wl.batch_tokens:,} tokens into "
+                               "whole sequences; give --batch-sequences too")
         update["seq_len"] = seq_len
     if precision is not None:
         update["precision"], update["recipe"] = precision.precision_and_recipe

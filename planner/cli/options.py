@@ -4,7 +4,7 @@ so a flag reads the same in `plan` and `evaluate`; `sweep` shares the number par
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -115,7 +115,9 @@ GpuOpt = Annotated[str, typer.Option(
     "--gpu", help="Hardware name (see `planner hardware list`) or a path to a hardware TOML file; for `plan`, several "
     "comma-separated (e.g. h100,b200) or 'all' plan each and rank them (--objective).",
     metavar="NAME|FILE.toml")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout.",
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a Plan) and nothing else on stdout; "
+                                       "a failure is a JSON document too (an infeasible Plan, or {\"status\": "
+                                       "\"error\", ...}), nothing on stderr, and a non-zero exit code.",
                                        rich_help_panel=OUTPUT_PANEL)]
 PriceOpt = Annotated[float | None, number_option(
     "--price-per-gpu-hour", help="Price in USD per GPU-hour (at most 1,000), in place of the hardware file's dated "
@@ -176,6 +178,24 @@ def overrides_of(sets: list[str] | None, bw: list[str] | None, latency: float | 
         raise InvalidInput(f"--memory-headroom must be a finite number of GB >= 0, got {memory_headroom!r}")
     extra = [] if memory_headroom is None else [f"profile.memory.headroom_GB={memory_headroom!r}"]
     return list(sets or []) + shortcuts(bw or [], latency) + extra
+
+
+def as_typed(message: str, argv: Sequence[str]) -> str:
+    """An error about a shortcut's expansion ('--set levels.NVLink.bw_bidir_GBps=0: ...') said of the flag the user
+    typed ('--bw NVLink=0: ...')."""
+    from planner.overrides import shortcuts
+
+    for k, arg in enumerate(argv):
+        value = arg.removeprefix("--bw=") if arg.startswith("--bw=") else (
+            argv[k + 1] if arg == "--bw" and k + 1 < len(argv) else None)
+        if value is None:
+            continue
+        try:
+            expanded = shortcuts([value])[0]
+        except InvalidInput:
+            continue
+        message = message.replace(f"--set {expanded}:", f"--bw {value}:")
+    return message
 
 
 def check_positive_flag(flag: str, value: float | None) -> None:

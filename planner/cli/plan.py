@@ -115,7 +115,9 @@ def plan_command(
         "what fits.", rich_help_panel=SEARCH_PANEL, show_default=False)] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document and nothing else on stdout: a Plan; with several accelerators a "
-        "Comparison, with --emit a LaunchDocument (`planner schema`; docs/api.md).", rich_help_panel=OUTPUT_PANEL)
+        "Comparison, with --emit a LaunchDocument (`planner schema`; docs/api.md). A failure too is one document (an "
+        "infeasible Plan, or {\"status\": \"error\", ...} for bad input), with nothing on stderr and a non-zero exit "
+        "code.", rich_help_panel=OUTPUT_PANEL)
     ] = False,
     d_model: DModelOpt = None,
     d_ff: DFfOpt = None,
@@ -295,8 +297,9 @@ def _compare(names: list[str], request: PlanRequest, objective: str, gpu_price: 
         for item in comparison_renderables(result, console.width):
             console.print(item)
     if not any(o.status in ("optimal", "feasible") for o in result.options):
-        sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option says "
-                         "why)\n")
+        if not json_out:  # with --json the Comparison says it (each option's status and why)
+            sys.stderr.write(f"infeasible: no accelerator of {', '.join(names)} meets the request (each option "
+                             "says why)\n")
         raise typer.Exit(1)
 
 

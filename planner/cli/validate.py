@@ -49,14 +49,16 @@ def validate_command(
     else:
         from rich.table import Table
 
+        from planner.economics import fmt_pct
+
         table = Table(title=f"Published runs: predicted ({prof.name} profile) vs reported", title_justify="left")
         for col in ("run", "split", "GPUs", "reported MFU", "predicted MFU", "ratio", "fits", "memory",
                     "peak GiB (pred. / rep.)"):
             table.add_column(col, justify="left" if col in ("run", "split") else "right")
         for r in rows:
             table.add_row(r.id, r.split, f"{r.gpus} {r.gpu}",
-                          "—" if r.reported_mfu is None else f"{r.reported_mfu:.1%}",
-                          "—" if r.predicted_mfu is None else f"{r.predicted_mfu:.1%}",
+                          fmt_pct(r.reported_mfu),
+                          fmt_pct(r.predicted_mfu),
                           "—" if r.ratio is None else f"{r.ratio:.2f}", {None: "—", True: "yes", False: "NO"}[r.fits],
                           "—" if r.memory_GB is None else f"{r.memory_GB:.1f} GB",
                           "—" if r.reported_peak_GiB is None or r.predicted_peak_GiB is None

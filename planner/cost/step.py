@@ -15,6 +15,7 @@ import numpy as np
 from planner.cost import memory as mem
 from planner.cost import terms
 from planner.cost.pipeline import microbatches_in_flight
+from planner.economics import fmt_pct
 from planner.parallel.dimensions import DEGREES
 from planner.parallel.space import Tuples
 from planner.schema import (
@@ -66,7 +67,7 @@ def bottleneck(row: dict[str, float]) -> str:
     step = row["step_s"]
     if row["floor_s"] > row["eq21_s"]:
         return (f"latency floor: one microbatch's serial path through all layers "
-                f"({row['critical_path_s'] / step:.0%} of the step) exceeds the pipelined time")
+                f"({fmt_pct(row['critical_path_s'] / step)} of the step) exceeds the pipelined time")
     comm = row["tp_s"] + row["pp_ep_s"] + row.get("zero_s", 0.0)
     name = ("overlapped ZeRO-2/3 reduce-scatter / all-gather traffic" if row.get("zero_s", 0.0) > comm / 2
             else "overlapped TP/PP/EP network bandwidth")
@@ -84,7 +85,7 @@ def bottleneck(row: dict[str, float]) -> str:
         "serial network latency": row["latency_s"],
     }
     name = max(shares, key=shares.__getitem__)
-    return f"{name} ({shares[name] / step:.0%} of the step)"
+    return f"{name} ({fmt_pct(shares[name] / step)} of the step)"
 
 
 def nodes_for(hw: Hardware, gpus: int) -> int:

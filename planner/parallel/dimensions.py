@@ -209,7 +209,7 @@ def divisibility_problems(wl: Workload, values: dict[str, int]) -> list[str]:
         if d.name == "dp":  # the nanobatch b / (E N_DP m) must be whole tokens
             denom = wl.experts * v
             if wl.batch_tokens % denom:
-                problems.append(f"batch {wl.batch_tokens} tokens is not divisible by experts({wl.experts}) * "
+                problems.append(f"batch {wl.batch_tokens:,} tokens is not divisible by experts({wl.experts}) * "
                                 f"dp({values['dp']}) * microbatches({values['microbatches']}) = {denom}: the "
                                 "nanobatch must be whole tokens")
             continue

@@ -62,7 +62,7 @@ def _models_table(presets: list[ModelPreset], dropped: list[str]) -> Table:
     for p in presets:
         wl = p.workload
         cells = (p.name, _kind(p), fmt_si(wl.params, 3), fmt_si(wl.active_params, 3), str(wl.layers),
-                 str(wl.d_model), str(wl.seq_len), fmt_si(wl.batch_tokens, 3), fmt_si(wl.tokens, 3), p.description)
+                 f"{wl.d_model:,}", f"{wl.seq_len:,}", fmt_si(wl.batch_tokens, 3), fmt_si(wl.tokens, 3), p.description)
         table.add_row(*(c for col, c in zip(cols, cells, strict=True) if col not in dropped))
     return table
 
@@ -77,8 +77,8 @@ def model_show_renderables(preset: ModelPreset) -> list[RenderableType]:
     rows: list[tuple[str, RenderableType]] = [
         ("description", preset.description or "—"),
         ("kind", _kind(preset)),
-        ("d_model", str(wl.d_model)), ("d_ff", str(wl.d_ff)), ("layers", str(wl.layers)),
-        ("experts", str(wl.experts)), ("seq_len", f"{wl.seq_len} tokens"),
+        ("d_model", f"{wl.d_model:,}"), ("d_ff", f"{wl.d_ff:,}"), ("layers", str(wl.layers)),
+        ("experts", str(wl.experts)), ("seq_len", f"{wl.seq_len:,} tokens"),
         ("batch", f"{wl.batch_tokens:,} tokens ({wl.batch_tokens // wl.seq_len:,} sequences)"),
         ("training tokens", f"{wl.tokens:.4g}"),
         ("parameters", f"{wl.params:.4g} (published: {_published(preset.published_params)})"),

@@ -16,7 +16,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from planner.economics import fmt_MW
+from planner.economics import fmt_MW, fmt_pct
 from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
 from planner.render.limits import fmt_sci, fmt_si
@@ -117,11 +117,9 @@ def fmt_days(days: float | None) -> str:
     return f"{days:.3g} days ({fmt_time(days * 86400.0)})"
 
 
-def fmt_pct(x: float | None) -> str:
-    """0.452 -> '45.2%'; 0.00047 -> '0.047%' (three significant figures, never a misleading 0.0%)."""
-    if x is None:
-        return "—"
-    return f"{x * 100:.3g}%"
+def _tokens(x: float) -> str:
+    """A token count: whole ones with separators (5,242,880, never 5.24288e+06), a fraction to six figures."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.6g}"
 
 
 def _share(part: float, whole: float | None) -> str:
@@ -160,7 +158,7 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
     c = plan.confidence
     if c is not None and c.gpus is not None and not evaluated:  # the cluster is the P-cluster, not the point answer
-        what = (f"Plan at P={c.probability:g} (meets {c.deadline_days:g} days in {c.met:.0%} of samples; point "
+        what = (f"Plan at P={c.probability:g} (meets {c.deadline_days:g} days in {fmt_pct(c.met)} of samples; point "
                 f"estimate {c.point_gpus or 0:,} GPUs)")
     if plan.warnings:  # optimal under the cost model, but not a cluster anyone has announced: never just "Optimal"
         what += " under the cost model, BEYOND ANY ANNOUNCED BUILD (see warnings)"
@@ -213,8 +211,8 @@ def sensitivity_table(plan: Plan) -> Table:
         return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
 
     for r in sens.rows:
-        swing = "infeasible" if r.swing == float("inf") else f"{r.swing:.1%}"
-        days = "infeasible" if r.days_swing == float("inf") else f"{r.days_swing:.1%}"
+        swing = "infeasible" if r.swing == float("inf") else fmt_pct(r.swing)
+        days = "infeasible" if r.days_swing == float("inf") else fmt_pct(r.days_swing)
         t.add_row(r.input, r.why, r.base, cell(r.low, r.gpus_low, r.days_low), cell(r.high, r.gpus_high, r.days_high),
                   swing, days)
     return t
@@ -229,7 +227,7 @@ def confidence_table(plan: Plan) -> Table:
     """--confidence P: the cluster that meets the deadline with probability P, its days' spread, what was sampled."""
     c = _part(plan.confidence, "confidence")
     gpus = "none of the samples' own counts reaches P" if c.gpus is None else (
-        f"{c.gpus:,} ({c.met:.0%} of samples meet {c.deadline_days:g} days; point estimate {c.point_gpus or 0:,})")
+        f"{c.gpus:,} ({fmt_pct(c.met)} of samples meet {c.deadline_days:g} days; point estimate {c.point_gpus or 0:,})")
 
     def count(n: int | None) -> str:
         return "none" if n is None else f"{n:,}"
@@ -292,7 +290,7 @@ def _transformer_model_table(plan: Plan) -> Table:
         ("training tokens D", fmt_count(wl.tokens)),
         ("optimizer steps D / b", fmt_count(wl.steps)),
         ("model FLOPs per token", f"{fmt_sci(wl.model_flop_per_token, 4)} (attention "
-         f"{wl.attention_flop_per_token / wl.model_flop_per_token:.1%}, not halved for the causal mask)"),
+         f"{fmt_pct(wl.attention_flop_per_token / wl.model_flop_per_token)}, not halved for the causal mask)"),
         ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP"),
     ]
     if wl.requested_compute_flop:
@@ -460,8 +458,8 @@ def schedule_table(plan: Plan) -> Table:
         ("interleave i", str(lay.interleave)),
         *extra,
         ("microbatches m (per DP rank)", str(lay.microbatches)),
-        (("microbatch b / (N_DP N_EP N_CP m)", f"{lay.nanobatch_tokens:,.6g} tokens") if plan.workload.transformer
-         else ("nanobatch b / (E N_DP m)", f"{lay.nanobatch_tokens:,.6g} tokens")),
+        (("microbatch b / (N_DP N_EP N_CP m)", f"{_tokens(lay.nanobatch_tokens)} tokens") if plan.workload.transformer
+         else ("nanobatch b / (E N_DP m)", f"{_tokens(lay.nanobatch_tokens)} tokens")),
     ])
 
 
@@ -561,7 +559,7 @@ def _decision_rows(s) -> list[tuple[str, str]]:
         ("CP-SAT chose among", f"{s.candidates:,} degree tuples and {s.candidate_pairs:,} placement choices "
                                "(every tuple no sound bound rules out)"),
         ("models solved", f"{s.models:,} ({s.evaluated:,} tuples and placement choices in all)"),
-        ("time in CP-SAT", f"{fmt_time(s.cpsat_s)} ({share:.0%} of the search; the rest is presolve and model "
+        ("time in CP-SAT", f"{fmt_time(s.cpsat_s)} ({fmt_pct(share)} of the search; the rest is presolve and model "
                            "building)"),
     ]
 

@@ -1063,7 +1063,7 @@ class ErrorDetail(_Frozen):
     code: Literal["bad_input", "usage", "infeasible", "interrupted", "internal"] = Field(
         description="Stable error code: bad_input and usage exit 2, infeasible 1, interrupted 130 (SIGINT) or 143 "
                     "(SIGTERM), internal 3.")
-    message: str = Field(description="The one line also written to stderr.")
+    message: str = Field(description="The one-line message; without --json it is the line written to stderr.")
     exit_code: int = Field(description="The process exit status (see code).")
 
 
