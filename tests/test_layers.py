@@ -32,7 +32,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
-    ("search", ("planner.search",)),  # CP-SAT and the exhaustive enumerator over the cost model's tables
+    # CP-SAT (its model and solve through OR-Tools' compiled helper: planner.search.satmodel) and the exhaustive
+    # enumerator over the cost model's tables
+    ("search", ("planner.search",)),
     # Services, bottom to top; a service calls only the ones below it.
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate

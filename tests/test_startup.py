@@ -64,6 +64,14 @@ def test_main_command_loads_only_what_it_uses():
                               "planner.reference", "typer.rich_utils")) == []
 
 
+def test_main_command_loads_no_pandas():
+    """CP-SAT is built and solved through OR-Tools' compiled helper (planner.search.satmodel), not through
+    `ortools.sat.python.cp_model`, which imports pandas and pyarrow at module level; the planner uses neither."""
+    modules = loaded("plan", "--compute", "1e28", "--gpu", "h100", "--days", "90")
+    assert {"planner.search.satmodel", "ortools.sat.python.cp_model_helper"} <= modules  # a real CP-SAT search ran
+    assert heavy_in(modules, ("pandas", "pyarrow", "ortools.sat.python.cp_model")) == []
+
+
 def test_every_document_builds_on_first_use():
     """Each pydantic model of the documents layer is declared `defer_build=True` (planner/schema/__init__.py), so
     that importing the documents does not build the validators of the ~45 models a command does not use."""
