@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from planner.search import satmodel as sat
 
 from planner.cost import terms as T
 from planner.cost.memory import usable_bytes
@@ -59,6 +58,7 @@ from planner.parallel.space import (
     space_size,
 )
 from planner.schema import Hardware, Layout, Workload
+from planner.search import satmodel as sat
 from planner.search.presolve import (
     LeastFeatures,
     LeastWork,

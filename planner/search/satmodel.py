@@ -44,14 +44,15 @@ class SatModel(cmh.CpBaseModel):
     def new_int_var(self, lb: int, ub: int, name: str) -> IntVar:
         return IntVar(self.model_proto).with_name(name).with_domain(Domain(lb, ub))
 
-    def add(self, ct: cmh.BoundedLinearExpression) -> cmh.Constraint:
-        """A linear constraint (`a == b`, `a >= b`, `a <= b` between expressions)."""
+    def add(self, ct: cmh.BoundedLinearExpression | bool) -> cmh.Constraint:
+        """A linear constraint (`a == b`, `a >= b`, `a <= b` between expressions; their stubs type them bool)."""
         if not isinstance(ct, cmh.BoundedLinearExpression):
             raise TypeError(f"not a linear constraint: {type(ct).__name__}")
-        return self._add_bounded_linear_expression(ct)
+        return self._add_bounded_linear_expression(ct)  # type: ignore[attr-defined]  # compiled, not in the stub
 
     def add_exactly_one(self, literals: Sequence[IntVar]) -> cmh.Constraint:
-        return self._add_bool_argument_constraint(cmh.BoolArgumentConstraint.exactly_one, literals)
+        kind = cmh.BoolArgumentConstraint.exactly_one
+        return self._add_bool_argument_constraint(kind, literals)  # type: ignore[attr-defined]  # not in the stub
 
     def minimize(self, obj: cmh.LinearExpr) -> None:
         """Minimise an integer linear expression (replaces any objective)."""
