@@ -19,6 +19,7 @@ from rich.text import Text
 from planner.economics import fmt_MW, fmt_pct
 from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
+from planner.render.light import fmt_flops, fmt_time
 from planner.render.limits import fmt_sci, fmt_si
 from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan, UncertainInput
 
@@ -52,26 +53,6 @@ def _part(value: T | None, what: str) -> T:
 # --------------------------------------------------------------------------------------------------
 
 
-def fmt_time(seconds: float | None) -> str:
-    """Four significant figures in a readable unit: 0.0001084 -> '108.4 µs'; 1.5 -> '1.5 s'; 7200 -> '2 h'."""
-    if seconds is None:
-        return "—"
-    if not math.isfinite(seconds):
-        return "∞" if seconds > 0 else str(seconds)
-    s = abs(seconds)
-    if s == 0:
-        return "0 s"
-    if s < 1e-6:
-        return f"{seconds * 1e9:.4g} ns"
-    if s < 1e-3:
-        return f"{seconds * 1e6:.4g} µs"
-    if s < 1:
-        return f"{seconds * 1e3:.4g} ms"
-    if s < 3600:
-        return f"{seconds:.4g} s"
-    return f"{seconds / 3600:.4g} h"
-
-
 def rack_scale(plan: Plan) -> bool:
     """Whether the plan's `racks` are racks: an NVLink domain over several nodes (GB200 / GB300 NVL72), or one held
     whole beyond the GPUs used. On DGX-style systems the NVLink domain is the 8-GPU node: text calls it a node."""
@@ -88,12 +69,6 @@ def fmt_gb(n_bytes: float | None) -> str:
     gb = n_bytes / 1e9
     # '.4g' turns 12,430 into '1.243e+04': whole GB with separators from 10,000 on (a checkpoint of a large model)
     return f"{gb:,.0f} GB" if 1e4 <= abs(gb) < 1e15 else f"{gb:,.4g} GB"
-
-
-def fmt_flops(flops: float) -> str:
-    if flops >= 1e15:
-        return f"{flops / 1e15:.4g} PFLOP/s"
-    return f"{flops / 1e12:.4g} TFLOP/s"
 
 
 def fmt_count(x: float | None) -> str:
@@ -656,30 +631,6 @@ def print_plan(console: Console, plan: Plan, evaluated: bool = False) -> None:
 # --------------------------------------------------------------------------------------------------
 # Hardware
 # --------------------------------------------------------------------------------------------------
-
-
-def levels_summary(hw: Hardware) -> str:
-    """'NVLink 8 @ 900 GB/s, 1.13 µs | InfiniBand ∞ @ 100 GB/s, 1.13 µs' (bidirectional per-GPU bandwidth)."""
-    parts = []
-    for lvl in hw.levels:
-        size = "∞" if lvl.size is None else str(lvl.size)
-        bw = "∞" if not math.isfinite(lvl.bw_bidir_Bps) else f"{lvl.bw_bidir_Bps / 1e9:g} GB/s"
-        parts.append(f"{lvl.name} {size} @ {bw}, {fmt_time(lvl.lat_s)}")
-    return " | ".join(parts)
-
-
-def hardware_list_table(hardware: Iterable[Hardware]) -> Table:
-    table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
-                  title_justify="left")
-    table.add_column("name", style="bold", no_wrap=True)  # the name to type: never cut
-    table.add_column("GPU")
-    table.add_column("network levels, bottom-up")
-    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right", no_wrap=True)
-    table.add_column("HBM", justify="right", no_wrap=True)
-    for hw in hardware:
-        table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
-                      f"{hw.gpu.hbm_bytes / 1e9:g} GB")
-    return table
 
 
 def _file_value(value) -> str:
