@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
                  "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
-    ("cli", ("planner.cli",)),
+    ("cli", ("planner.cli", "planner.fastpath")),  # fastpath: the `planner` script, before typer
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
 )
 
