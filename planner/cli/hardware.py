@@ -31,7 +31,7 @@ def hardware_show(
 ) -> None:
     """Every field of one hardware spec, with its value and its source."""
     from planner.hardware import get_hardware
-    from planner.render.plan import hardware_show_renderables
+    from planner.render.light import hardware_show_renderables
 
     hw = get_hardware(name)
     show_document(hw, hardware_show_renderables, json_out)
