@@ -42,13 +42,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidInput
-from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
+from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, INT_FIELDS, LEVEL_KEYS
 from planner.overrides import Override
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Economics, Gpu, Hardware, NetworkLevel
 from planner.sourced import load_sourced, load_toml, spreads_of, unwrap
 
-INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes", "unit", "usable"}
 MAX_INT_FIELD = 2**40
 """Largest whole-number field (SM count, group size, ...) accepted; larger ones overflow the int64 search arrays."""
 MAX_LEVELS = 8

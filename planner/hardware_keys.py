@@ -36,3 +36,5 @@ ECONOMICS_KEYS: dict[str, tuple[str, float | None]] = {
     "board_W": ("board_W", 1),
     "node_overhead_W": ("node_overhead_W", 1),
 }
+INT_FIELDS = {"sms", "threads_per_sm", "size", "word_bytes", "unit", "usable"}
+"""Fields whose values are whole numbers (the file may write 8.0; the document holds 8)."""
