@@ -100,6 +100,7 @@ FIELDS: dict[str, str] = {
     "memory.selective_policy": "selective_policy",
     "memory.mla_recompute_up_proj": "mla_recompute_up_proj",
     "memory.activation_offload_layers": "activation_offload_layers",
+    "memory.pipeline_microbatch_group": "pipeline_microbatch_group",
     "memory.recompute_norm_act": "recompute_norm_act",
     "memory.compiled": "compiled",
     "memory.compiled_fuses": "compiled_fuses",

@@ -231,7 +231,8 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     for which, first_r, last_r, end, top in ranks:
         held = (i - 1.0) * c + first_r + last_r - c
         w, g, o = state(layer_dense * held + end, layer_expert * held, ix)
-        a = kept_mb * staged.apply(functools.partial(rank_layer_microbatches, wl, which=which)) + top
+        a = kept_mb * staged.apply(functools.partial(rank_layer_microbatches, wl, which=which,
+                                                     group=prof.pipeline_microbatch_group)) + top
         total = np.where(pp >= 3, w + g + o + a, -np.inf) if which == "second" else w + g + o + a
         more = total > best
         best = np.maximum(best, total)
@@ -245,12 +246,14 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     return result
 
 
-def rank_layer_microbatches(wl: Workload, cols: Mapping[str, np.ndarray], which: str) -> np.ndarray:
-    """`layer_microbatches_in_flight` of the first, the second or the last pipeline rank (`stage_ends` layers)."""
+def rank_layer_microbatches(wl: Workload, cols: Mapping[str, np.ndarray], which: str,
+                            group: int | None = None) -> np.ndarray:
+    """`layer_microbatches_in_flight` of the first, the second or the last pipeline rank (`stage_ends` layers;
+    group: the microbatches per virtual stage, None for N_PP)."""
     first, c, last = stage_ends(wl, cols)
     pp = np.asarray(cols["pp"], dtype=np.float64)
     rank, f_, l_ = {"first": (0.0, first, c), "second": (1.0, c, c), "last": (pp - 1.0, c, last)}[which]
-    return layer_microbatches_in_flight(pp, cols["interleave"], cols["microbatches"], rank, c, f_, l_)
+    return layer_microbatches_in_flight(pp, cols["interleave"], cols["microbatches"], rank, c, f_, l_, group)
 
 
 def stage_ends(wl: Workload, cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,24 +276,26 @@ def end_params(wl: Workload, cols: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.maximum(mo.embedding.shard_params(cols), mo.head.shard_params(cols))
 
 
-def layer_microbatches_in_flight(pp, interleave, microbatches, rank, c, first, last) -> np.ndarray:
+def layer_microbatches_in_flight(pp, interleave, microbatches, rank, c, first, last, group=None) -> np.ndarray:
     """Layer-microbatches whose kept tensors pipeline rank `rank` holds when its first backward pass starts, under
-    Megatron's 1F1B (interleaved: groups of N_PP microbatches per virtual stage, get_forward_backward_func).
+    Megatron's 1F1B (interleaved: groups of N microbatches per virtual stage, get_forward_backward_func; N = `group`,
+    at most m, N_PP when None: Megatron's microbatch_group_size_per_vp_stage default).
 
     1F1B: min(m, N_PP - rank) microbatches of the rank's layers. Interleaved: W = min(m i, 2 (N_PP - rank - 1) +
-    (i - 1) N_PP + 1) chunk forwards, the k-th on virtual stage (k // N_PP) mod i; virtual stage 0 holds `first`
-    layers, stage i - 1 `last`, the others c. At rank 0 with full ends this is the (N_PP (i + 1) - 1) / i stages of
-    microbatches_in_flight."""
+    (i - 1) N + 1) chunk forwards (Megatron's warm-up count plus the first steady-state forward), the k-th on virtual
+    stage (k // N) mod i; virtual stage 0 holds `first` layers, stage i - 1 `last`, the others c. At rank 0 with
+    full ends and N = N_PP this is the (N_PP (i + 1) - 1) / i stages of microbatches_in_flight."""
     pp = np.asarray(pp, dtype=np.float64)
     i = np.asarray(interleave, dtype=np.float64)
     m = np.asarray(microbatches, dtype=np.float64)
+    n = pp if group is None else np.minimum(float(group), m)
     plain = np.minimum(m, np.maximum(pp - rank, 1.0)) * (first + last - c)  # i = 1: the rank's one virtual stage
-    w = np.minimum(m * i, 2.0 * np.maximum(pp - rank - 1.0, 0.0) + (i - 1.0) * pp + 1.0)
-    cycle = pp * i
+    w = np.minimum(m * i, 2.0 * np.maximum(pp - rank - 1.0, 0.0) + (i - 1.0) * n + 1.0)
+    cycle = n * i
     full, rem = np.floor(w / cycle), w - np.floor(w / cycle) * cycle
 
     def on_stage(j):
-        return full * pp + np.clip(rem - j * pp, 0.0, pp)
+        return full * n + np.clip(rem - j * n, 0.0, n)
 
     inter = c * w + (first - c) * on_stage(0.0) + (last - c) * on_stage(i - 1.0)
     return np.where(i > 1, inter, plain)

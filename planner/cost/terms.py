@@ -578,7 +578,7 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
     if shape is None:
         shape = shape_times(hw, wl, cols, bn if wl.transformer is None else None)
     block_s, block_critical_s = shape["block_s"], shape["block_critical_s"]
-    f_b = bubble_fraction(pp, cols["interleave"], m, zb)
+    f_b = bubble_fraction(pp, cols["interleave"], m, zb, hw.profile.pipeline_microbatch_group)
     if wl.transformer is None:
         experts_here = wl.experts / ep
         # GEMMs: every microbatch, every layer of this stage, every expert on this GPU (App. 8.1.1).

@@ -265,6 +265,14 @@ class ExecutionProfile(BaseModel):
                                      "rebuilt in the backward pass instead of kept (Megatron recompute_modules "
                                      "'layernorm' and 'moe_act', for models whose every MLP is a mixture of experts). "
                                      "Memory only: the rebuild is element-wise work the pricing does not add.")
+    pipeline_microbatch_group: int | None = Field(None, ge=1, description="Microbatches an interleaved pipeline "
+                                                  "runs contiguously on each virtual stage before moving to the "
+                                                  "next (Megatron's microbatch_group_size_per_vp_stage, the N of the "
+                                                  "Llama 3 paper's schedule; None: N_PP, Megatron's default). A rank "
+                                                  "warms up "
+                                                  "2 (N_PP - rank - 1) + (i - 1) N chunk forwards, so a smaller N "
+                                                  "holds fewer in flight; a group smaller than N_PP stalls at each "
+                                                  "move to the next virtual stage (pipeline.bubble_fraction_1f1b).")
     activation_offload_layers: int = Field(0, ge=0, description="Layers whose kept activations go to host memory in "
                                            "the forward pass and come back for the backward pass (Megatron "
                                            "--cpu-offloading-num-layers; no pipeline parallelism): at its peak the "

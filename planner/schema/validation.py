@@ -39,13 +39,19 @@ class PublishedRun(BaseModel):
                                                   "offloads to host memory (Megatron --cpu-offloading-num-layers, "
                                                   "cpu_offloading_num_layers in Megatron-Bridge's recipes; pp 1 "
                                                   "only): memory only.")
+    pipeline_microbatch_group: int | None = Field(None, ge=1, description="Microbatches run contiguously per "
+                                                  "virtual stage under the interleaved schedule (Megatron "
+                                                  "microbatch_group_size_per_vp_stage; the Llama 3 paper's tunable "
+                                                  "N): how many microbatches a rank holds in flight, and below N_PP "
+                                                  "the schedule's dependency stalls; None: N_PP.")
     bf16_layers: int | None = Field(None, ge=0, description="Layers a low-precision run keeps entirely in 16-bit "
                                     "(Megatron first_last_layers_bf16 with num_layers_at_start_in_bf16 + "
                                     "num_layers_at_end_in_bf16); None: the recipe's kept_layer_fraction.")
     optimizer_state_bytes_per_param: float | None = Field(None, gt=0, description="Optimizer state bytes per "
                                                           "parameter when the run's differ from the profile's 12 "
                                                           "(fp32 master + Adam m, v): memory only.")
-    unknown: list[Literal["vpp", "sp", "recompute", "micro_batch", "zero", "tp_comm_overlap"]] = Field(
+    unknown: list[Literal["vpp", "sp", "recompute", "micro_batch", "zero", "tp_comm_overlap",
+                       "pipeline_microbatch_group"]] = Field(
         default_factory=list, description="Layout fields the source does not give: validation prices the best "
         "feasible value over them with the planner's own search and says which it took.")
     peak_memory_GiB: float | None = Field(None, gt=0, description="Peak GPU memory the source reports (GiB), "
