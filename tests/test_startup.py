@@ -59,6 +59,9 @@ def test_main_command_loads_only_what_it_uses():
     """The paper's main command plans and prints: no plots, sweeps, exports, studies, or typer's help renderer."""
     modules = loaded("plan", "--compute", "1e28", "--gpu", "h100", "--days", "90")
     assert {"planner.api", "planner.search.cpsat", "planner.render.plan"} <= modules  # the test sees a real plan
+    # OR-Tools' Python front end (ortools.sat.python.cp_model) imports pandas and pyarrow; the search builds its
+    # models through the compiled helper instead (planner.search.satmodel).
+    assert heavy_in(modules, ("pandas", "pyarrow", "ortools.sat.python.cp_model")) == []
     assert heavy_in(modules, ("matplotlib", "planner.sweep", "planner.render.sweep", "planner.export",
                               "planner.confidence", "planner.sensitivity", "planner.validation", "planner.compare",
                               "planner.reference", "typer.rich_utils")) == []

@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from planner.cost import terms as T
 from planner.cost.memory import usable_bytes
@@ -59,6 +58,7 @@ from planner.parallel.space import (
     space_size,
 )
 from planner.schema import Hardware, Layout, Workload
+from planner.search import satmodel as sat
 from planner.search.presolve import (
     LeastFeatures,
     LeastWork,
@@ -563,7 +563,7 @@ class Model:
                                                                           rank_order=rank_order)
         per_tuple = tuple_forms(hw, wl, q, dp_overlap)
         n = len(t)
-        m = cp_model.CpModel()
+        m = sat.SatModel()
         self.m = m
         # x[i]: degree tuple i is the chosen one.
         self.x = [m.new_bool_var(f"x{i}") for i in range(n)]
@@ -577,7 +577,7 @@ class Model:
             bounds = np.searchsorted(tab.tup[order], np.arange(n + 1))
             for i in range(n):
                 ks = order[bounds[i]:bounds[i + 1]]
-                m.add(cp_model.LinearExpr.sum([ys[k] for k in ks]) == self.x[i])
+                m.add(sat.LinearExpr.sum([ys[k] for k in ks]) == self.x[i])
 
         # Levels fill bottom-up: at every bounded level, the prime exponents of the chosen factors add up to those
         # of the required product (equal exponents for every prime = equal products; integer arithmetic only).
@@ -596,8 +596,8 @@ class Model:
                     lhs_vars += [self.y[g][k] for k in nz]
                     lhs_coef += [int(v) for v in e[nz]]
                 nzx = np.nonzero(need)[0]
-                m.add(cp_model.LinearExpr.weighted_sum(lhs_vars, lhs_coef)
-                      == cp_model.LinearExpr.weighted_sum([self.x[i] for i in nzx], [int(v) for v in need[nzx]]))
+                m.add(sat.LinearExpr.weighted_sum(lhs_vars, lhs_coef)
+                      == sat.LinearExpr.weighted_sum([self.x[i] for i in nzx], [int(v) for v in need[nzx]]))
 
         def expr(name: str):
             """One form as a linear expression: its tuple part on x, each group's part on y, rounded up."""
@@ -611,7 +611,7 @@ class Model:
                 nz = np.nonzero(qg)[0]
                 vs += [self.y[g][k] for k in nz]
                 cs += [int(v) for v in qg[nz]]
-            return cp_model.LinearExpr.weighted_sum(vs, cs)
+            return sat.LinearExpr.weighted_sum(vs, cs)
 
         # S: the step time in quanta, at least every branch (Eq. 21's and the floor).
         self.S = m.new_int_var(0, INT_MAX, "step_q")
@@ -626,15 +626,15 @@ class Model:
         net_max += sum(int(to_quanta(tab.forms[net_name]).max(initial=0)) for tab in self.tables.values())
         scale = int(rank.max(initial=0)) + 1
         if scale > 1 and (net_max + 1) * scale < INT_MAX:
-            self.tie_expr = self.net_expr * scale + cp_model.LinearExpr.weighted_sum(self.x, [int(r) for r in rank])
+            self.tie_expr = self.net_expr * scale + sat.LinearExpr.weighted_sum(self.x, [int(r) for r in rank])
         else:
             self.tie_expr = self.net_expr
         # A redundant cut: the step is at least the chosen tuple's bound (branch_bounds_q, or the placement-free one).
         if "lb_q" in q:
-            m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in q["lb_q"]]))
+            m.add(self.S >= sat.LinearExpr.weighted_sum(self.x, [int(v) for v in q["lb_q"]]))
         elif "step_lb" in q:
             lb = to_quanta_floor(q["step_lb"])
-            m.add(self.S >= cp_model.LinearExpr.weighted_sum(self.x, [int(v) for v in lb]))
+            m.add(self.S >= sat.LinearExpr.weighted_sum(self.x, [int(v) for v in lb]))
         self.pairs = sum(len(tab.tup) for tab in self.tables.values())
 
     def hint_layout(self, layout: Layout) -> None:
@@ -659,16 +659,10 @@ class Model:
 
     def solve(self, objective, time_limit_s: float, workers: int):
         self.m.minimize(objective)
-        s = cp_model.CpSolver()
-        s.parameters.num_workers = workers
-        s.parameters.max_time_in_seconds = max(time_limit_s, 0.05)
-        s.parameters.random_seed = 0
-        # CP-SAT's own SIGINT handler leaves SIGINT at its default action after a solve, so a later Ctrl-C killed
-        # the process without the one-line message and exit code 130 (planner.cli.run); Python's handler stays.
-        s.parameters.catch_sigint_signal = False
-        return s, s.solve(self.m)
+        s = sat.solve(self.m, time_limit_s=max(time_limit_s, 0.05), workers=workers)
+        return s, s.status
 
-    def decode(self, s: cp_model.CpSolver) -> Layout:
+    def decode(self, s: sat.Solution) -> Layout:
         i = next(k for k, v in enumerate(self.x) if s.boolean_value(v))
         placement: dict[str, np.ndarray] = {d: np.ones(len(self.hw.levels), dtype=np.int64) for d in DEGREES}
         for g, tab in self.tables.items():
@@ -678,8 +672,8 @@ class Model:
         return layout_from(self.t, i, placement)
 
 
-_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
-           cp_model.MODEL_INVALID: "MODEL_INVALID", cp_model.UNKNOWN: "UNKNOWN"}
+_STATUS = {sat.OPTIMAL: "OPTIMAL", sat.FEASIBLE: "FEASIBLE", sat.INFEASIBLE: "INFEASIBLE",
+           sat.MODEL_INVALID: "MODEL_INVALID", sat.UNKNOWN: "UNKNOWN"}
 
 
 def _status_name(status) -> str:
@@ -794,9 +788,9 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         probe.m.add(probe.S <= cap_q)
     s0, st0 = run(probe, probe.S, "probe")
     if expand is not None:
-        t, q = expand(s0.objective_value if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
+        t, q = expand(s0.objective_value if st0 in (sat.OPTIMAL, sat.FEASIBLE) else None)
         q = dict(q)
-    if st0 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if st0 in (sat.OPTIMAL, sat.FEASIBLE):
         live = np.nonzero(to_quanta_floor(q["step_lb"]) <= s0.objective_value)[0]
         t, q = t.take(live), {k: v[live] for k, v in q.items()}
     tables = build_pair_tables(hw, wl, t, q, dp_overlap, rank_order=rank_order)
@@ -829,10 +823,10 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         if cap_q is not None:
             mdl.m.add(mdl.S <= cap_q)
         s, st = run(mdl, mdl.S, "incumbent")
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if st in (sat.OPTIMAL, sat.FEASIBLE):
             incumbent, inc_q = mdl.decode(s), int(round(s.objective_value))
             break
-        if st != cp_model.INFEASIBLE:
+        if st != sat.INFEASIBLE:
             raise _TimeUp(None)
     if incumbent is None or clock.out:
         if incumbent is not None:
@@ -853,7 +847,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
         mdl = model_of(idx)
         mdl.m.add(mdl.S <= inc_q - 1)
         s, st = run(mdl, mdl.S, "improve")
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if st in (sat.OPTIMAL, sat.FEASIBLE):
             incumbent, inc_q = mdl.decode(s), int(round(s.objective_value))
     # b. The decision: every tuple whose bound does not exceed the incumbent's integer step.
     idx = np.nonzero(lb_q <= inc_q)[0]
@@ -862,20 +856,20 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     mdl.m.add(mdl.S <= inc_q)
     mdl.hint_layout(incumbent)
     s, st = run(mdl, mdl.S, "step")
-    if st != cp_model.OPTIMAL:
-        if st == cp_model.FEASIBLE:
+    if st != sat.OPTIMAL:
+        if st == sat.FEASIBLE:
             return mdl.decode(s), "feasible", from_quanta(s.best_objective_bound), "step"
         return incumbent, "feasible", None, "step"
     best = mdl.decode(s)
     mdl.m.add(mdl.S == int(round(s.objective_value)))
     mdl.hint_layout(best)
     s3, st3 = run(mdl, mdl.tie_expr, "network")
-    if st3 == cp_model.OPTIMAL:
+    if st3 == sat.OPTIMAL:
         # How far down the bound order CP-SAT's choice lies (0: the tuple with the least bound), for the report.
         chosen = next(k for k, v in enumerate(mdl.x) if s3.boolean_value(v))
         stats.bound_rank = int((lb_q[idx] < lb_q[idx][chosen]).sum())
         return mdl.decode(s3), "optimal", None, ""
-    return (mdl.decode(s3) if st3 == cp_model.FEASIBLE else best), "feasible", None, "network"
+    return (mdl.decode(s3) if st3 == sat.FEASIBLE else best), "feasible", None, "network"
 
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
