@@ -122,8 +122,10 @@ def _command(script: str, argv: tuple[str, ...], via_entry: bool = False) -> lis
     exe = Path(sys.executable).parent / script
     if exe.exists() and not via_entry:
         return [str(exe), *argv]
-    entry = "plan_main" if script == "plan" else "main"
-    return [sys.executable, "-c", f"from planner.cli import {entry}; {entry}()", *argv]
+    if script == "planner":  # the console script's entry: planner.fastpath.main, or planner.cli.main on older trees
+        return [sys.executable, "-c", "try:\n from planner.fastpath import main\nexcept ImportError:\n"
+                " from planner.cli import main\nmain()", *argv]
+    return [sys.executable, "-c", "from planner.cli import plan_main; plan_main()", *argv]
 
 
 def run_once(cmd: list[str], tree: Path | None = None) -> tuple[float, float, float]:
