@@ -25,10 +25,11 @@ machine.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -249,6 +250,35 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
 _LARGEST: dict[tuple[object, ...], float | None] = {}
 
 
+@functools.cache
+def _decades() -> tuple[float, ...]:
+    """The compute the bracket tries first: whole decades from the smallest accepted compute up to the largest,
+    each ten times the last (the same floats a walk up by tens reaches)."""
+    from planner.workload import MAX_COMPUTE_FLOP, MIN_COMPUTE_FLOP
+
+    out = [MIN_COMPUTE_FLOP]
+    while out[-1] * 10.0 <= MAX_COMPUTE_FLOP:
+        out.append(out[-1] * 10.0)
+    return tuple(out)
+
+
+def _first_decade_past(fits: Callable[[float], bool], decades: Sequence[float]) -> tuple[float, float] | None:
+    """(the last decade that fits, the first that does not) for a `fits` that holds at decades[0] and, from decade
+    to decade, holds up to some decade and not after it (the floor bound grows with compute: a decade's step
+    outweighs the shape rounding that makes it slightly non-monotone within one); None when the last decade fits.
+    A bisection over the decades' indices: about 5 floor bounds where a walk up from the first took up to 14."""
+    if fits(decades[-1]):
+        return None
+    i, j = 0, len(decades) - 1  # fits(decades[i]), not fits(decades[j])
+    while j - i > 1:
+        mid = (i + j) // 2
+        if fits(decades[mid]):
+            i = mid
+        else:
+            j = mid
+    return decades[i], decades[j]
+
+
 def _largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, options: SearchOptions | None,
                             budget: str) -> float | None:
     from planner.workload import MIN_COMPUTE_FLOP, infer_workload
@@ -257,14 +287,18 @@ def _largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str, o
         return floor_bound(hw, infer_workload(c, sparse=sparse, batch_scaling=law, budget=budget),
                            options).days <= days
 
-    lo = MIN_COMPUTE_FLOP
-    if not fits(lo):
+    if not fits(MIN_COMPUTE_FLOP):
         return None
-    hi = lo * 10.0
-    while fits(hi):
-        if hi >= 1e60:
-            return hi
-        lo, hi = hi, hi * 10.0
+    bracket = _first_decade_past(fits, _decades())
+    if bracket is None:  # past the accepted range: walk on by tens, as the bracket always did
+        lo = _decades()[-1]
+        hi = lo * 10.0
+        while fits(hi):
+            if hi >= 1e60:
+                return hi
+            lo, hi = hi, hi * 10.0
+    else:
+        lo, hi = bracket
     a, b = math.log(lo), math.log(hi)
     while b - a > 0.01:
         mid = 0.5 * (a + b)

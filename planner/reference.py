@@ -1,6 +1,6 @@
 """Reference pages for the input file formats, generated from the key tables and the pydantic models.
 
-Each format is read off the code that parses it: the TOML key -> field tables (`planner.hardware.GPU_KEYS` and
+Each format is read off the code that parses it: the TOML key -> field tables (`planner.hardware_keys.GPU_KEYS` and
 `LEVEL_KEYS`, `planner.workload.scaling.PRESET_KEYS`, `planner.profile.FIELDS` and `TABLES`,
 `planner.goodput.KEYS`) give the keys and their unit conversions, and the models' `Field(description=...)`,
 defaults and bounds give the rest. A field the tables do not map, or a key with no description anywhere, raises
@@ -237,7 +237,8 @@ lat_us = 1.125
 
 
 def hardware_page() -> str:
-    from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, INT_FIELDS, LEVEL_KEYS, MAX_INT_FIELD
+    from planner.hardware import MAX_INT_FIELD
+    from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, INT_FIELDS, LEVEL_KEYS
     from planner.schema import Economics, Gpu, Hardware, NetworkLevel
 
     top = [_row("name", Hardware, "name", 1, unit="text"),
@@ -252,7 +253,7 @@ def hardware_page() -> str:
         raise ValueError(f"Hardware field(s) {sorted(missing)} have no file key")
     whole = ", ".join(f"`{k}`" for k, (f, _) in {**GPU_KEYS, **LEVEL_KEYS}.items() if f in INT_FIELDS)
     return (
-        _HEADER.format(sources="planner/hardware.py (GPU_KEYS, LEVEL_KEYS) and planner/schema/__init__.py (Gpu, "
+        _HEADER.format(sources="planner/hardware_keys.py (GPU_KEYS, LEVEL_KEYS) and planner/schema/__init__.py (Gpu, "
                        "NetworkLevel, Hardware)")
         + "# Hardware file format\n\n"
         + "A hardware file describes one system: a GPU type and its network, bottom (fastest) level first. The "

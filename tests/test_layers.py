@@ -27,21 +27,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (and the goodput that prices it), the facility file (and the money and power of a cluster, planner.economics),
     # the step-time model's measured error (planner.uncertainty), the direction each estimated input moves every
     # layout (planner.monotone).
-    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.goodput",
-                 "planner.economics", "planner.uncertainty", "planner.monotone")),
+    ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.hardware_keys",
+                 "planner.goodput", "planner.economics", "planner.uncertainty", "planner.monotone")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
     ("cost", ("planner.cost",)),  # the cost model, one function per paper equation
-    # CP-SAT (its model and solve through OR-Tools' compiled helper: planner.search.satmodel) and the exhaustive
-    # enumerator over the cost model's tables
-    ("search", ("planner.search",)),
+    ("search", ("planner.search",)),  # CP-SAT and the exhaustive enumerator over the cost model's tables
     # Services, bottom to top; a service calls only the ones below it.
     ("analyses", ("planner.explain", "planner.export", "planner.limits", "planner.reference")),
     ("plan", ("planner.api",)),  # plan and evaluate
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
                  "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
-    ("cli", ("planner.cli",)),
+    ("cli", ("planner.cli", "planner.fastpath")),  # fastpath: the `planner` script, before typer
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
 )
 

@@ -351,3 +351,42 @@ def test_render_table(rows: dict[str, LimitsRow]) -> None:
     for fragment in ("h100-superpod", "26.4k", "5.86k", "16 (SRAM)", "590 (DRAM)", "3.96e15", "9.0e11", "1.9e28",
                      "d'", "b'", "T_critical", "T_limit", "91.31 days"):
         assert fragment in text, fragment
+
+
+def test_decade_bisection_finds_the_walks_bracket() -> None:
+    """The bracket of the latency wall (explain._first_decade_past) is the first decade a walk up by tens finds not
+    to fit, for every place the boundary can lie, in ceil(log2(n)) + 1 calls or fewer (n decades)."""
+    from planner.explain import _decades, _first_decade_past
+
+    decades = _decades()
+    assert decades[0] == 1e18 and len(decades) == 23  # 1e18 .. 1e40, each ten times the last
+    for boundary in range(1, len(decades) + 1):  # decades[:boundary] fit
+        calls: list[float] = []
+
+        def fits(c: float, boundary: int = boundary, calls: list[float] = calls) -> bool:
+            calls.append(c)
+            return decades.index(c) < boundary
+
+        walk = next(((decades[k - 1], decades[k]) for k in range(1, len(decades)) if not fits(decades[k])), None)
+        calls.clear()
+        assert _first_decade_past(fits, decades) == walk
+        assert len(calls) <= math.ceil(math.log2(len(decades))) + 1
+
+
+@pytest.mark.parametrize("name", ["v100", "h100"])
+def test_the_wall_is_where_a_walk_by_tens_puts_it(name: str) -> None:
+    """On real hardware the floor bound holds below the wall decade by decade, so the bisection's bracket and
+    therefore the wall are the walk's (the bracket the planner used before: every decade from 1e18 up)."""
+    from planner.explain import _decades, _first_decade_past, floor_bound
+    from planner.workload import infer_workload
+
+    hw = get_hardware(name)
+    days = THREE_MONTHS_S / 86400.0
+
+    def fits(c: float) -> bool:
+        return floor_bound(hw, infer_workload(c)).days <= days
+
+    verdicts = [fits(c) for c in _decades()]
+    k = verdicts.index(False)
+    assert all(verdicts[:k]) and not any(verdicts[k:])  # decade by decade, monotone
+    assert _first_decade_past(fits, _decades()) == (_decades()[k - 1], _decades()[k])

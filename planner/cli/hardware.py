@@ -15,7 +15,7 @@ def hardware_list(json_out: Annotated[bool, typer.Option("--json", help="Print a
                   = False) -> None:
     """The shipped systems: GPU, network levels, peak FLOP/s, HBM."""
     from planner.hardware import get_hardware, hardware_names
-    from planner.render.plan import hardware_list_table
+    from planner.render.light import hardware_list_table
 
     specs = [get_hardware(name) for name in hardware_names()]
     if json_out:
@@ -31,7 +31,7 @@ def hardware_show(
 ) -> None:
     """Every field of one hardware spec, with its value and its source."""
     from planner.hardware import get_hardware
-    from planner.render.plan import hardware_show_renderables
+    from planner.render.light import hardware_show_renderables
 
     hw = get_hardware(name)
     show_document(hw, hardware_show_renderables, json_out)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -26,10 +25,9 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "docs" / "plan.sch
 def stdout_console() -> Console:
     """Rich console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2)
     unless COLUMNS is set."""
-    from planner.render import StdoutConsole
+    from planner.render import stdout_console as console
 
-    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
-    return StdoutConsole(file=sys.stdout, width=width)
+    return console()
 
 
 def searching(enabled: bool):

@@ -9,7 +9,6 @@ TFLOP/s or PFLOP/s.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import TypeVar
 
 from rich.console import Console, RenderableType
@@ -17,10 +16,11 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.economics import fmt_MW, fmt_pct
-from planner.hardware import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 from planner.parallel.dimensions import BY_NAME
+from planner.render.light import fmt_flops, fmt_time
+from planner.render.light import kv_table as _kv_table
 from planner.render.limits import fmt_sci, fmt_si
-from planner.schema import DEGREES, OPTIMIZER_SHARDING, Hardware, Plan, UncertainInput
+from planner.schema import DEGREES, OPTIMIZER_SHARDING, Plan, UncertainInput
 
 T = TypeVar("T")
 
@@ -52,26 +52,6 @@ def _part(value: T | None, what: str) -> T:
 # --------------------------------------------------------------------------------------------------
 
 
-def fmt_time(seconds: float | None) -> str:
-    """Four significant figures in a readable unit: 0.0001084 -> '108.4 µs'; 1.5 -> '1.5 s'; 7200 -> '2 h'."""
-    if seconds is None:
-        return "—"
-    if not math.isfinite(seconds):
-        return "∞" if seconds > 0 else str(seconds)
-    s = abs(seconds)
-    if s == 0:
-        return "0 s"
-    if s < 1e-6:
-        return f"{seconds * 1e9:.4g} ns"
-    if s < 1e-3:
-        return f"{seconds * 1e6:.4g} µs"
-    if s < 1:
-        return f"{seconds * 1e3:.4g} ms"
-    if s < 3600:
-        return f"{seconds:.4g} s"
-    return f"{seconds / 3600:.4g} h"
-
-
 def rack_scale(plan: Plan) -> bool:
     """Whether the plan's `racks` are racks: an NVLink domain over several nodes (GB200 / GB300 NVL72), or one held
     whole beyond the GPUs used. On DGX-style systems the NVLink domain is the 8-GPU node: text calls it a node."""
@@ -88,12 +68,6 @@ def fmt_gb(n_bytes: float | None) -> str:
     gb = n_bytes / 1e9
     # '.4g' turns 12,430 into '1.243e+04': whole GB with separators from 10,000 on (a checkpoint of a large model)
     return f"{gb:,.0f} GB" if 1e4 <= abs(gb) < 1e15 else f"{gb:,.4g} GB"
-
-
-def fmt_flops(flops: float) -> str:
-    if flops >= 1e15:
-        return f"{flops / 1e15:.4g} PFLOP/s"
-    return f"{flops / 1e12:.4g} TFLOP/s"
 
 
 def fmt_count(x: float | None) -> str:
@@ -128,13 +102,6 @@ def _share(part: float, whole: float | None) -> str:
     return fmt_pct(part / whole)
 
 
-def _kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column("", style="bold")
-    table.add_column("", overflow="fold")  # a long URL breaks across lines instead of losing its end to "…"
-    for row in rows:
-        table.add_row(*row)
-    return table
 
 
 # --------------------------------------------------------------------------------------------------
@@ -658,90 +625,3 @@ def print_plan(console: Console, plan: Plan, evaluated: bool = False) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def levels_summary(hw: Hardware) -> str:
-    """'NVLink 8 @ 900 GB/s, 1.13 µs | InfiniBand ∞ @ 100 GB/s, 1.13 µs' (bidirectional per-GPU bandwidth)."""
-    parts = []
-    for lvl in hw.levels:
-        size = "∞" if lvl.size is None else str(lvl.size)
-        bw = "∞" if not math.isfinite(lvl.bw_bidir_Bps) else f"{lvl.bw_bidir_Bps / 1e9:g} GB/s"
-        parts.append(f"{lvl.name} {size} @ {bw}, {fmt_time(lvl.lat_s)}")
-    return " | ".join(parts)
-
-
-def hardware_list_table(hardware: Iterable[Hardware]) -> Table:
-    table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
-                  title_justify="left")
-    table.add_column("name", style="bold", no_wrap=True)  # the name to type: never cut
-    table.add_column("GPU")
-    table.add_column("network levels, bottom-up")
-    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right", no_wrap=True)
-    table.add_column("HBM", justify="right", no_wrap=True)
-    for hw in hardware:
-        table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
-                      f"{hw.gpu.hbm_bytes / 1e9:g} GB")
-    return table
-
-
-def _file_value(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        return "inf"
-    return f"{value:.10g}"
-
-
-def hardware_show_renderables(hw: Hardware) -> list[RenderableType]:
-    """Every field with its value in the file's units and where the number comes from."""
-    head = _kv_table(f"Hardware '{hw.name}'", [
-        ("description", hw.description or "—"),
-        ("GPUs per node", str(hw.gpus_per_node)),
-    ])
-    gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
-    gpu.add_column("field", style="bold")
-    gpu.add_column("value", justify="right", no_wrap=True)
-    gpu.add_column("source", overflow="fold")
-    for key, (field, scale) in GPU_KEYS.items():
-        raw = getattr(hw.gpu, field)
-        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
-            gpu.add_row(key, "none", hw.sources.get(f"gpu.{key}", "not in the file"))
-            continue
-        value = raw if scale in (None, 1) else raw / scale
-        gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
-    g = hw.gpu
-    gpu.add_section()
-    gpu.add_row("peak FLOP/s", fmt_flops(g.peak_flops), "derived: threads/SM x SMs x FLOP/clock/thread x max clock")
-    gpu.add_row("sustained FLOP/s", fmt_flops(g.sustained_flops), "derived: peak x sustained clock factor")
-    gpu.add_row("shared memory bandwidth", f"{g.shared_mem_Bps / 1e12:.4g} TB/s",
-                "derived: 32 banks x 4 B x SMs x sustained clock")
-    gpu.add_row("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)")
-    levels = Table(title="Network levels (bottom-up)", title_justify="left")
-    levels.add_column("level", style="bold")
-    levels.add_column("field")
-    levels.add_column("value", justify="right", no_wrap=True)
-    levels.add_column("source", overflow="fold")
-    for k, lvl in enumerate(hw.levels):
-        if k:
-            levels.add_section()
-        for key, (field, scale) in LEVEL_KEYS.items():
-            raw = getattr(lvl, field)
-            if raw is None and field in ("unit", "usable"):
-                if lvl.subdivided:  # the other one is set: this one takes its default
-                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
-                    levels.add_row(lvl.name, key, str(derived), "default (from the other of unit / usable)")
-                continue  # neither set: the level is filled exactly, nothing to show
-            if raw is None:
-                levels.add_row(lvl.name, key, "unbounded", "top level")
-                continue
-            value = raw if scale == 1 else raw / scale
-            levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
-    econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
-    econ.add_column("field", style="bold")
-    econ.add_column("value", justify="right", no_wrap=True)
-    econ.add_column("source", overflow="fold")
-    for key, (field, _) in ECONOMICS_KEYS.items():
-        raw = None if hw.economics is None else getattr(hw.economics, field)
-        econ.add_row(key, "none" if raw is None else _file_value(raw),
-                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default"))
-    return [head, gpu, levels, econ]

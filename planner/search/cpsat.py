@@ -657,12 +657,12 @@ class Model:
             for k in np.nonzero(hit)[0]:
                 self.m.add_hint(self.y[g][k], True)
 
-    def solve(self, objective, time_limit_s: float, workers: int) -> tuple[sat.Response, sat.cmh.CpSolverStatus]:
+    def solve(self, objective, time_limit_s: float, workers: int):
         self.m.minimize(objective)
-        r = sat.solve(self.m, sat.parameters(workers, max(time_limit_s, 0.05)))
-        return r, r.status
+        s = sat.solve(self.m, time_limit_s=max(time_limit_s, 0.05), workers=workers)
+        return s, s.status
 
-    def decode(self, s: sat.Response) -> Layout:
+    def decode(self, s: sat.Solution) -> Layout:
         i = next(k for k, v in enumerate(self.x) if s.boolean_value(v))
         placement: dict[str, np.ndarray] = {d: np.ones(len(self.hw.levels), dtype=np.int64) for d in DEGREES}
         for g, tab in self.tables.items():

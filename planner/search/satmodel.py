@@ -1,18 +1,12 @@
-"""The slice of CP-SAT the planner uses, through OR-Tools' compiled helper alone.
+"""The CP-SAT models the search builds, written through OR-Tools' compiled helper (`cp_model_helper`).
 
-`ortools.sat.python.cp_model` imports pandas (and, through it, pyarrow) at module level; the planner never uses
-either, and importing them cost a third of a second of every `plan` (docs/benchmarks.md, "Startup: CP-SAT without
-pandas"). Its model and solver classes are thin Python over `cp_model_helper` (a pybind11 module, OR-Tools 9.15):
-the proto, the variable and expression types, the linear-constraint and exactly-one builders, the parameters and
-the solve wrapper all live there. This module keeps only the calls the search makes (planner/search/cpsat.py):
-
-* `SatModel`: Boolean and integer variables, exactly-one, linear ==, >=, <= between weighted sums (the helper's own
-  expressions and its own normalisation into the proto), minimise, solution hints (clear, add).
-* `solve`: the same parameters the search sets, through `SolveWrapper`; a `Response` gives the status, the
-  objective value, the best objective bound and Boolean values.
-
-tests/test_satmodel.py builds the planner's real models both through this module and through `cp_model` and checks
-that the serialised protos are byte-identical, and that the solved answers agree.
+OR-Tools' Python front end, `ortools.sat.python.cp_model`, imports pandas (and with it pyarrow) at module level for
+its Series helpers, which the planner never uses: 0.3-0.4 s of every planning process (docs/benchmarks.md). The
+front end's model class is a thin layer over `cp_model_helper.CpBaseModel` (variables, linear constraints and
+exactly-one are built in C++ there; the objective and hints are written into the model proto), and its solver
+class is a thin layer over `cp_model_helper.SolveWrapper`. This module is the part of that layer the search uses
+and nothing else, so the proto CP-SAT receives is the one the front end would build for the same calls
+(tests/test_satmodel.py builds the planner's models both ways and compares the serialized protos byte for byte).
 """
 
 from __future__ import annotations
@@ -22,18 +16,19 @@ from collections.abc import Sequence
 from ortools.sat.python import cp_model_helper as cmh
 from ortools.util.python.sorted_interval_list import Domain
 
-LinearExpr = cmh.LinearExpr
-IntVar = cmh.IntVar
+OPTIMAL = cmh.OPTIMAL
+FEASIBLE = cmh.FEASIBLE
+INFEASIBLE = cmh.INFEASIBLE
+MODEL_INVALID = cmh.MODEL_INVALID
+UNKNOWN = cmh.UNKNOWN
 
-UNKNOWN = cmh.CpSolverStatus.UNKNOWN
-MODEL_INVALID = cmh.CpSolverStatus.MODEL_INVALID
-FEASIBLE = cmh.CpSolverStatus.FEASIBLE
-INFEASIBLE = cmh.CpSolverStatus.INFEASIBLE
-OPTIMAL = cmh.CpSolverStatus.OPTIMAL
+IntVar = cmh.IntVar
+LinearExpr = cmh.LinearExpr
+BoundedLinearExpression = cmh.BoundedLinearExpression
 
 
 class SatModel(cmh.CpBaseModel):
-    """A CP-SAT model proto, built through the helper's own builders (the ones `cp_model.CpModel` calls)."""
+    """A CP-SAT model: 0-1 and integer variables, linear constraints, exactly-one, one integer objective, hints."""
 
     def __init__(self) -> None:
         cmh.CpBaseModel.__init__(self, None)
@@ -44,51 +39,51 @@ class SatModel(cmh.CpBaseModel):
     def new_int_var(self, lb: int, ub: int, name: str) -> IntVar:
         return IntVar(self.model_proto).with_name(name).with_domain(Domain(lb, ub))
 
-    def add(self, ct: cmh.BoundedLinearExpression | bool) -> cmh.Constraint:
-        """A linear constraint (`a == b`, `a >= b`, `a <= b` between expressions; their stubs type them bool)."""
-        if not isinstance(ct, cmh.BoundedLinearExpression):
+    def add(self, ct: BoundedLinearExpression | bool) -> object:
+        """A linear constraint written with ==, <= or >= between linear expressions (the helper's type stubs say
+        such a comparison is a bool; at run time it is a BoundedLinearExpression, and nothing else is taken)."""
+        if not isinstance(ct, BoundedLinearExpression):
             raise TypeError(f"not a linear constraint: {type(ct).__name__}")
-        return self._add_bounded_linear_expression(ct)  # type: ignore[attr-defined]  # compiled, not in the stub
+        # the compiled base class's builders are not in OR-Tools' type stubs
+        return self._add_bounded_linear_expression(ct)  # type: ignore[attr-defined]
 
-    def add_exactly_one(self, literals: Sequence[IntVar]) -> cmh.Constraint:
+    def add_exactly_one(self, literals: Sequence[IntVar]) -> object:
         kind = cmh.BoolArgumentConstraint.exactly_one
-        return self._add_bool_argument_constraint(kind, literals)  # type: ignore[attr-defined]  # not in the stub
+        return self._add_bool_argument_constraint(kind, literals)  # type: ignore[attr-defined]
 
-    def minimize(self, obj: cmh.LinearExpr) -> None:
-        """Minimise an integer linear expression (replaces any objective)."""
-        if not obj.is_integer():
-            raise TypeError("the objective must be an integer linear expression")
+    def minimize(self, objective: LinearExpr) -> None:
+        """Minimise an integer linear expression (the only kind of objective the search states)."""
         proto = self.model_proto
         proto.clear_objective()
         proto.clear_floating_point_objective()
-        flat = cmh.FlatIntExpr(obj)
+        if not (isinstance(objective, LinearExpr) and objective.is_integer()):
+            raise TypeError(f"not an integer linear objective: {type(objective).__name__}")
+        flat = cmh.FlatIntExpr(objective)
         for var in flat.vars:
             proto.objective.vars.append(var.index)
         proto.objective.scaling_factor = 1.0
         proto.objective.offset = flat.offset
         proto.objective.coeffs.extend(flat.coeffs)
 
+    def add_hint(self, var: IntVar, value: bool | int) -> None:
+        hint = self.model_proto.solution_hint
+        if var.index >= 0:
+            hint.vars.append(var.index)
+            hint.values.append(int(value))
+        else:  # a negated literal: hint its variable the other way
+            hint.vars.append(-var.index - 1)
+            hint.values.append(int(not value))
+
     def clear_hints(self) -> None:
         self.model_proto.clear_solution_hint()
 
-    def add_hint(self, var: IntVar, value: bool | int) -> None:
-        if var.index >= 0:
-            self.model_proto.solution_hint.vars.append(var.index)
-            self.model_proto.solution_hint.values.append(int(value))
-        else:  # a negated literal
-            self.model_proto.solution_hint.vars.append(-var.index - 1)
-            self.model_proto.solution_hint.values.append(int(not value))
 
-
-class Response:
-    """What a solve returned: status, objective value and bound, Boolean values."""
+class Solution:
+    """What one solve returned: status, objective, bound and the literals' values."""
 
     def __init__(self, response: cmh.CpSolverResponse) -> None:
         self.response = response
-
-    @property
-    def status(self) -> cmh.CpSolverStatus:
-        return self.response.status
+        self.status = response.status
 
     @property
     def objective_value(self) -> float:
@@ -102,19 +97,15 @@ class Response:
         return cmh.ResponseHelper.boolean_value(self.response, literal)
 
 
-def parameters(workers: int, time_limit_s: float) -> cmh.SatParameters:
-    """The search's parameters: workers, a time limit, a fixed seed, and Python's own SIGINT handling."""
-    p = cmh.SatParameters()
-    p.num_workers = workers
-    p.max_time_in_seconds = time_limit_s
-    p.random_seed = 0
-    # CP-SAT's own SIGINT handler leaves SIGINT at its default action after a solve, so a later Ctrl-C killed the
-    # process without the one-line message and exit code 130 (planner.cli.run); Python's handler stays.
-    p.catch_sigint_signal = False
-    return p
-
-
-def solve(model: SatModel, params: cmh.SatParameters) -> Response:
+def solve(model: SatModel, *, time_limit_s: float, workers: int, seed: int = 0) -> Solution:
+    """Solve with the search's parameters. CP-SAT's own SIGINT handler is off: it leaves SIGINT at its default
+    action after a solve, so a later Ctrl-C would kill the process without the one-line message and exit code 130
+    (planner.cli.run); Python's handler stays."""
+    params = cmh.SatParameters()
+    params.num_workers = workers
+    params.max_time_in_seconds = time_limit_s
+    params.random_seed = seed
+    params.catch_sigint_signal = False
     wrapper = cmh.SolveWrapper()
     wrapper.set_parameters(params)
-    return Response(wrapper.solve(model.model_proto))
+    return Solution(wrapper.solve(model.model_proto))

@@ -1,0 +1,201 @@
+"""The console script `planner`: the few invocations that only print shipped data are answered here with the
+standard library and rich, before typer is imported (typer alone builds and converts a command's options for about
+as long as the rest of the command line takes to start); everything else goes to planner.cli.main.
+
+Fast invocations (argv exactly, nothing else):
+
+    planner reference              the checked-in docs/reference/*.md pages, when running from a source checkout
+    planner hardware list          the table, from the shipped hardware TOML files read with tomllib
+    planner hardware show NAME     NAME a shipped file's name as it is spelled (not a path, not another case)
+
+They print the same bytes as the full path (tests/test_fastpath.py compares them at several widths, with and
+without color, and fails when a page or a column changes on one side only). The files read here unvalidated are the
+shipped ones that the test suite validates (tests/test_fastpath.py loads each through the pydantic documents, and
+`planner reference --check` compares the pages with the code); anything unexpected in them (a key, a plain number
+without its source) falls through to the full path, which validates and words the error. Set PLANNER_FULL_PATH=1 to
+always take the full path (the tests do, to compare).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+FULL_PATH_ENV = "PLANNER_FULL_PATH"
+"""Set (to anything non-empty) to skip the fast path: the tests compare both."""
+
+REFERENCE_PAGES = ("hardware-format.md", "model-format.md", "profile-format.md", "failure-format.md")
+"""planner.reference.PAGES's file names, in its order (tests/test_fastpath.py checks they agree)."""
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Unexpected(Exception):
+    """Something the fast path does not handle: take the full path."""
+
+
+def _reference() -> str:
+    folder = _ROOT / "docs" / "reference"
+    if not (_ROOT / "pyproject.toml").is_file():  # an installed package: no docs/ beside it
+        raise _Unexpected
+    try:
+        return "\n".join((folder / name).read_text(encoding="utf-8") for name in REFERENCE_PAGES)
+    except (OSError, UnicodeDecodeError):
+        raise _Unexpected from None
+
+
+DEFAULTS: dict[str, Any] = {
+    "threads_per_sm": 128, "word_bytes": 2, "fp8_flop_per_clock_per_thread": None,
+    "fp4_flop_per_clock_per_thread": None,  # Gpu
+    "size": None, "unit": None, "usable": None, "switch_W_per_gpu": 0.0,  # NetworkLevel
+    "price_per_gpu_hour_usd": None, "board_W": None, "node_overhead_W": 0.0,  # Economics
+}
+"""The documents' defaults (planner.schema) for the fields a shipped file may leave out; tests/test_fastpath.py checks
+each against the model. A file that leaves out any other field takes the full path."""
+
+
+def _section(table: Any, keys: dict[str, tuple[str, float | None]], where: str,
+             sources: dict[str, str]) -> SimpleNamespace:
+    """One table of a shipped hardware file as planner.hardware converts it: sourced values (`{ value, source, note }`,
+    the source recorded under `where.key`), SI units, whole numbers as int, defaults for what is left out."""
+    from planner.hardware_keys import INT_FIELDS
+
+    if not isinstance(table, dict) or set(table) - set(keys) - {"name"}:
+        raise _Unexpected
+    out: dict[str, Any] = {"name": table["name"]} if "name" in table else {}
+    for key, (field, scale) in keys.items():
+        if key not in table:
+            if field not in DEFAULTS:
+                raise _Unexpected
+            out[field] = DEFAULTS[field]
+            continue
+        raw = table[key]
+        if not (isinstance(raw, dict) and "value" in raw and str(raw.get("source", "")).strip()
+                and not set(raw) - {"value", "source", "note", "spread"}):
+            raise _Unexpected
+        value = raw["value"]
+        sources[f"{where}.{key}"] = str(raw["source"]) + (f" ({raw['note']})" if raw.get("note") else "")
+        if scale is None:
+            if not isinstance(value, bool):
+                raise _Unexpected
+            out[field] = value
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Unexpected
+        elif field in INT_FIELDS:
+            if value != int(value):
+                raise _Unexpected
+            out[field] = int(value)
+        else:
+            out[field] = float(value) * scale
+    return SimpleNamespace(**out)
+
+
+def _hardware(doc: dict[str, Any]) -> SimpleNamespace:
+    """A shipped hardware file with the attributes the hardware tables read (planner/render/light.py), the derived
+    ones as planner.schema computes them."""
+    from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
+
+    if set(doc) - {"name", "description", "gpu", "levels", "gpus_per_node", "economics"}:
+        raise _Unexpected
+    sources: dict[str, str] = {}
+    gpu = _section(doc["gpu"], GPU_KEYS, "gpu", sources)
+    gpu.peak_flops = gpu.threads_per_sm * gpu.sms * gpu.flop_per_clock_per_thread * gpu.max_clock_Hz
+    gpu.sustained_flops = gpu.peak_flops * gpu.sustained_clock_factor
+    gpu.shared_mem_Bps = 32 * 4 * gpu.sms * (gpu.max_clock_Hz * gpu.sustained_clock_factor)
+    gpu.sram_bytes = gpu.l2_bytes + gpu.sms * (4 * gpu.register_file_per_block_bytes + gpu.l1_per_sm_bytes)
+    levels = []
+    for k, table in enumerate(doc["levels"]):
+        lvl = _section(table, LEVEL_KEYS, f"levels[{k}]", sources)
+        lvl.subdivided = lvl.unit is not None or lvl.usable is not None
+        lvl.unit_gpus = lvl.unit or 1
+        lvl.usable_gpus = lvl.usable if lvl.usable is not None else lvl.size
+        levels.append(lvl)
+    economics = None if "economics" not in doc else _section(doc["economics"], ECONOMICS_KEYS, "economics", sources)
+    gpus_per_node = doc.get("gpus_per_node", 8)
+    if type(gpus_per_node) is not int or not isinstance(doc.get("description", ""), str):
+        raise _Unexpected
+    return SimpleNamespace(name=str(doc["name"]), description=doc.get("description", ""), gpus_per_node=gpus_per_node,
+                           gpu=gpu, levels=levels, economics=economics, sources=sources)
+
+
+def _specs_folder() -> Path:
+    from importlib.util import find_spec
+
+    spec = find_spec("planner.hardware_specs")  # where planner.hardware reads them (importlib.resources: 6 ms more)
+    if spec is None or not spec.submodule_search_locations:
+        raise _Unexpected
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _read_hardware(path: Path) -> SimpleNamespace:
+    import tomllib
+
+    try:
+        return _hardware(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError,
+            AttributeError):
+        raise _Unexpected from None
+
+
+def _hardware_list() -> Any:
+    from planner.render.light import hardware_list_table
+
+    paths = sorted(_specs_folder().glob("*.toml"), key=lambda p: p.stem)  # hardware_names()'s order
+    return hardware_list_table([_read_hardware(p) for p in paths])
+
+
+def _hardware_show(name: str) -> list[Any]:
+    """A shipped name exactly as its file is named (h100, not H100 or a path: those take the full path)."""
+    folder = _specs_folder()
+    if name not in {p.stem for p in folder.glob("*.toml")}:
+        raise _Unexpected
+    from planner.render.light import hardware_show_renderables
+
+    return hardware_show_renderables(_read_hardware(folder / f"{name}.toml"))
+
+
+def fast(argv: Sequence[str]) -> int | None:
+    """The exit code after answering `argv` here, or None when it takes the full path (nothing printed)."""
+    args = list(argv)
+    try:
+        if args == ["reference"]:
+            text = _reference()
+
+            def show() -> None:
+                sys.stdout.write(text)
+        elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
+            items = [_hardware_list()] if args[1] == "list" else _hardware_show(args[2])
+
+            def show() -> None:
+                from planner.render import stdout_console
+
+                console = stdout_console()
+                for item in items:
+                    console.print(item)
+        else:
+            return None
+    except _Unexpected:
+        return None
+    try:
+        show()
+        sys.stdout.flush()
+    except BrokenPipeError:  # as planner.cli.app.run: the reader went away
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    return 0
+
+
+def main() -> None:
+    """Console script `planner`."""
+    if not os.environ.get(FULL_PATH_ENV):
+        code = fast(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    from planner.cli import main as full
+
+    full()
