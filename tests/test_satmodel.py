@@ -73,3 +73,94 @@ def test_satmodel_solves_a_small_model_by_hand():
     assert satmodel.solve(m, time_limit_s=5.0, workers=1).status == satmodel.INFEASIBLE
     with pytest.raises(TypeError):
         m.add(True)  # type: ignore[arg-type]
+
+
+# The same comparison, stricter on three counts: the protos as OR-Tools serialises them (binary, written by its own
+# CpSatHelper.write_model_to_file; the text above omits nothing either, but bytes leave no doubt about field order
+# and defaults), each model solved by cp_model's own CpSolver on the front end's side (so the answers do not come
+# through satmodel.solve both ways), and more search shapes: fixed clusters, zero-bubble and 1F1B schedules,
+# data-parallel overlap, MoE, three hardware presets, and an instance with no layout.
+
+
+class _FrontEndSolution:
+    """cp_model.CpSolver read the way cpsat.py reads a satmodel.Solution."""
+
+    def __init__(self, solver: cp_model.CpSolver, status) -> None:
+        self.solver, self.status = solver, status
+        self.objective_value = solver.objective_value
+        self.best_objective_bound = solver.best_objective_bound
+
+    def boolean_value(self, v) -> bool:
+        return self.solver.boolean_value(v)
+
+
+def _front_end_solve(model, *, time_limit_s: float, workers: int, seed: int = 0):
+    """What Model.solve did before satmodel (d491434): a CpSolver with these four parameters set on it."""
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = workers
+    s.parameters.max_time_in_seconds = time_limit_s
+    s.parameters.random_seed = seed
+    s.parameters.catch_sigint_signal = False
+    return _FrontEndSolution(s, s.solve(model))
+
+
+def _search_bytes(monkeypatch, tmp_path, front_end: bool, hw, wl, opts, deadline):
+    """One search (cpsat.solve_cpsat) through satmodel or the front end: its result and, per solve, the model's
+    serialised proto, the status and the objective value."""
+    import types
+
+    from ortools.sat.python import cp_model_helper as cmh
+
+    seen: list[tuple[bytes, int, float]] = []
+    solve = _front_end_solve if front_end else satmodel.solve
+
+    def recording(model, **kw):
+        path = tmp_path / f"{'front' if front_end else 'ours'}{len(seen)}.pb"
+        assert cmh.CpSatHelper.write_model_to_file(model.model_proto, str(path))
+        r = solve(model, **kw)
+        seen.append((path.read_bytes(), int(r.status), r.objective_value))
+        return r
+
+    backend = {**vars(satmodel), "solve": recording}
+    if front_end:
+        backend["SatModel"] = cp_model.CpModel
+    with monkeypatch.context() as mp:
+        mp.setattr(C, "sat", types.SimpleNamespace(**backend))
+        C._SHARED.clear()
+        res = C.solve_cpsat(hw, wl, opts, deadline, time_limit_s=60.0)
+    C._SHARED.clear()
+    return res, seen
+
+
+SEARCHES = [
+    # hardware, shape (d_model, d_ff, layers, experts, batch), deadline s, fixed GPUs, schedule, dp overlap
+    # (instances of tests/test_solver.py's CP-SAT = enumerator cases)
+    ("h100", (128, 512, 2, 4, 256), 6.2, None, "auto", False),
+    ("h100", (512, 2048, 2, 1, 2048), 2.63, None, "auto", True),
+    ("h100-global-nvlink", (512, 2048, 8, 4, 1024), 330.0, None, "1f1b", False),
+    ("h100-global-nvlink", (512, 2048, 8, 4, 1024), None, 32, "1f1b", True),
+    ("h100", (1024, 4096, 2, 1, 1024), None, 16, "auto", False),
+    ("h100", (1024, 4096, 2, 1, 1024), None, 8, "zb-h2", False),
+    ("h100-superpod", (256, 1024, 4, 2, 128), None, 64, "auto", False),
+    ("h100", (256, 1024, 2, 1, 512), 1.688, None, "auto", False),  # no layout
+]
+
+
+@pytest.mark.parametrize("hw_name,shape,deadline,gpus,schedule,overlap", SEARCHES)
+def test_same_proto_bytes_and_answers_as_the_front_end(monkeypatch, tmp_path, hw_name, shape, deadline, gpus,
+                                                       schedule, overlap):
+    from planner.hardware import get_hardware
+    from planner.parallel.space import SearchOptions
+    from planner.workload import workload_from_shape
+
+    hw, wl = get_hardware(hw_name), workload_from_shape(*shape)
+    opts = SearchOptions(schedule=schedule, gpus=gpus, dp_overlap=overlap)
+    ours, seen_ours = _search_bytes(monkeypatch, tmp_path, False, hw, wl, opts, deadline)
+    front, seen_front = _search_bytes(monkeypatch, tmp_path, True, hw, wl, opts, deadline)
+    assert len(seen_ours) == len(seen_front) >= ours.cpsat_models  # every model, each solve of it
+    if ours.status != "infeasible":
+        assert len(seen_ours) >= 2
+    for k, (a, b) in enumerate(zip(seen_ours, seen_front, strict=True)):
+        assert a[0] == b[0], f"model {k}: the serialised protos differ"
+        assert a[1:] == b[1:], f"model {k}: status/objective {a[1:]} vs {b[1:]}"
+    assert (ours.status, ours.layout, ours.cpsat_status) == (front.status, front.layout, front.cpsat_status)
