@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 API_DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 
 
+@pytest.mark.slow  # about 5 s: every example of docs/api.md, searches included
 def test_every_example_of_the_api_page_runs(tmp_path, monkeypatch, capsys):
     blocks = re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
     assert len(blocks) >= 7  # plan, plan --gpus, errors, evaluate, presets, hardware, profiles, sweep

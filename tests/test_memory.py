@@ -506,6 +506,7 @@ def test_dependency_bubble_of_microbatch_groups_smaller_than_the_pipeline_by_han
     assert fb(8, 2, 4, 8) == pytest.approx(fb(8, 2, 4)) == pytest.approx(11 / 19)
 
 
+@pytest.mark.slow  # about 6 s: two validation rows searched over the microbatch group
 def test_llama3_8k_rows_fit_with_a_searched_microbatch_group():
     # The Llama 3 paper (Sec. 3.3.2) does not give its schedule's N; the records mark it unknown and validate takes
     # the fastest N under which the run fits (no recomputation at 8K tokens, as the paper says), its dependency

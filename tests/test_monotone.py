@@ -155,7 +155,7 @@ def test_slows_reads_the_declared_direction():
 
 
 @pytest.mark.parametrize("field,factor,expect", [
-    ("profile.network.latency_us", 4.0, 8),
+    pytest.param("profile.network.latency_us", 4.0, 8, marks=pytest.mark.slow),  # about 5 s each
     pytest.param("profile.gemm.sustained_factor", 1.6, 16, marks=pytest.mark.slow),
     pytest.param("levels.*.bw_bidir_GBps", 4.0, 4, marks=pytest.mark.slow),
     pytest.param("profile.overlap.pp", 4.0, 4, marks=pytest.mark.slow)])
