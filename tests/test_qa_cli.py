@@ -222,3 +222,14 @@ def test_a_tornado_bar_of_a_field_that_moves_nothing_names_both_ends():
     assert (by_field["compute_flop"].low, by_field["compute_flop"].high) == (2, 24)
     flat = by_field["set"]
     assert flat.low == flat.high == 2 and (flat.low_label, flat.high_label) == ("[]", '["gpu.hbm_GB=96"]')
+
+
+@pytest.mark.parametrize("gpu", ["h100,", ",h100", "h100,,b200"])
+def test_an_empty_accelerator_name_is_refused(gpu):
+    """`--gpu "h100,"` once became a one-accelerator comparison without a word; a name left out is bad input."""
+    from planner.compare import accelerator_names
+    from planner.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="leaves a name empty"):
+        accelerator_names(gpu)
+    assert accelerator_names("h100, b200") == ["h100", "b200"]  # spaces around names are still fine

@@ -105,7 +105,7 @@ def _sweep_table(res: SweepResult, dropped: Sequence[str]) -> Table:
 def summary_table(res: SweepResult) -> Table:
     """One row of figures per hardware; its notes, sentences, follow the table (summary_notes)."""
     t = Table(title="Per hardware", title_justify="left")
-    for col in ("hardware", "MFU\nceiling", "80 %\nthreshold", "end of linear\nscaling (FLOP)",
+    for col in ("hardware", "MFU\nceiling", "80%\nthreshold", "end of linear\nscaling (FLOP)",
                 "last feasible\n(FLOP)"):
         t.add_column(col, no_wrap=True)
     for s in res.summaries:
@@ -270,7 +270,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
     # Threshold labels sit in the right margin, clear of the curves, spread apart when thresholds are close.
     levels = sorted(thresholds_drawn)
     for y, at in zip(levels, ceiling_label_positions(levels), strict=True):
-        ax.annotate(f"{y:.2f}: 80 % of\n{thresholds_drawn[y]:.2f} ceiling", (1.0, y), xytext=(1.01, at),
+        ax.annotate(f"{y:.2f}: 80% of\n{thresholds_drawn[y]:.2f} ceiling", (1.0, y), xytext=(1.01, at),
                     xycoords=("axes fraction", "data"), textcoords=("axes fraction", "data"), ha="left",
                     va="center", fontsize=7, color="grey", annotation_clip=False,
                     arrowprops=dict(arrowstyle="-", color="grey", lw=0.5) if abs(at - y) > 1e-9 else None)
@@ -287,7 +287,7 @@ def plot_mfu(curves: Sequence[tuple[str, SweepResult, str]], path: Path | str, t
     handles, labels = ax.get_legend_handles_labels()
     if seen["end"]:
         handles.append(Line2D([], [], color="k", ls="--", lw=0.9))
-        labels.append("end of linear scaling (MFU trend < 80 % of ceiling)")
+        labels.append("end of linear scaling (MFU trend < 80% of ceiling)")
     if seen["wall"]:
         handles.append(Line2D([], [], color="k", ls=":", lw=1.2))
         labels.append("last feasible compute")
