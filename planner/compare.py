@@ -39,8 +39,8 @@ def accelerator_names(text: str) -> list[str]:
     """'h100,h200' -> ['h100', 'h200']; 'all' -> every shipped system but the paper's hypothetical variants."""
     parts = [t.strip() for t in text.split(",")]
     if len(parts) > 1 and "" in parts:  # 'h100,' or 'h100,,b200': a name left out, not a one-accelerator ranking
-        raise InvalidInput(f"--gpu {text!r} leaves a name empty (a comma with no accelerator beside it); list them, e.g. "
-                           "--gpu h100,h200,b200")
+        raise InvalidInput(f"--gpu {text!r} leaves a name empty (a comma with no accelerator beside it); list "
+                           "them, e.g. --gpu h100,h200,b200")
     names = [t for t in parts if t]
     if names == ["all"]:
         return [n for n in hardware_names() if n not in PAPER_SCENARIOS]
