@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from planner.choices import BatchScaling, Budget, Precision
+from planner.cli.options import check_compute_flag
 from planner.errors import InvalidInput, read_text_file, validation_message
 from planner.hardware import hardware_names
 from planner.parallel.dimensions import DIMENSIONS
@@ -43,6 +44,7 @@ def workload_of_flags(compute: float | None, model: str | None, sparse: bool, ba
     if not sources:
         raise InvalidInput("no workload: give --compute FLOP, --model PRESET|FILE.toml, or an explicit shape "
                            "(--d-model --d-ff --layers --batch-tokens)")
+    check_compute_flag("--compute", compute)
     if compute is None and (sparse or batch_scaling is not None):
         used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
         raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling "
