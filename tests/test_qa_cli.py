@@ -249,3 +249,19 @@ def test_a_bad_compute_names_the_flag(capsys, argv, line):
     """The library says 'compute must be ...' (its argument); the command line names the flag typed."""
     code, out, err = invoke(capsys, argv)
     assert code == 2 and out == "" and err == line + "\n"
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_sweep_with_no_feasible_point_exits_1(capsys, json_out):
+    """As `plan` does when nothing is feasible: exit 1, one line on stderr (none under --json, whose document
+    carries each point's explanation); a sweep with a feasible point exits 0."""
+    argv = ["sweep", "--from", "1e30", "--to", "1e31", "--points", "2", "--gpu", "h100", "--days", "1"]
+    code, out, err = invoke(capsys, argv + (["--json"] if json_out else []))
+    assert code == 1
+    if json_out:
+        assert err == "" and {p["status"] for p in json.loads(out)["plans"]} == {"infeasible"}
+    else:
+        assert err == "infeasible: no point of the sweep has a layout that meets the 1-day deadline (the notes above " \
+                      "say why)\n"
+    code, _, _ = invoke(capsys, ["sweep", "--from", "1e22", "--to", "1e23", "--points", "2", "--gpu", "h100"])
+    assert code == 0

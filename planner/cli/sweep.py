@@ -121,8 +121,11 @@ def sweep_command(
     if csv_file is not None:
         write_csv(res, csv_file)
     written = write_plots(res, plot) if plot else []
+    none_feasible = bool(res.plans) and all(p.status == "infeasible" for p in res.plans)
     if json_out:
         sys.stdout.write(res.model_dump_json(indent=2) + "\n")
+        if none_feasible:  # the exit code says it; the document's plans carry their explanations
+            raise typer.Exit(1)
         return
     console = stdout_console()  # the terminal's width (COLUMNS when set); 140 columns when piped
     console.print(sweep_table(res, console.width))
@@ -131,6 +134,10 @@ def sweep_command(
         console.print(Text(line))
     for path in ([csv_file] if csv_file else []) + written:
         console.print(f"wrote {path}")
+    if none_feasible:  # exit 1, as `plan` does when nothing is feasible (planner.cli.app's exit codes)
+        sys.stderr.write(f"infeasible: no point of the sweep has a layout that meets the {days:g}-day deadline "
+                         "(the notes above say why)\n")
+        raise typer.Exit(1)
 
 
 def _run_sweep(gpu, compute_from, compute_to, points, days, sparse, batch_scaling, schedule, time_limit, jobs,
