@@ -10,8 +10,8 @@ Two console scripts share these commands:
 Exit codes, for scripts: 0 success; 1 infeasible (the explanation on stderr; with --json the infeasible Plan
 document on stdout) or a given layout that does not fit in memory or misses --days (a sweep: no point feasible);
 2 bad input (one line `error: ...` on stderr naming the bad value: unknown GPU, non-positive or non-finite numbers,
-malformed TOML or JSON, impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug: one line
-`internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
+malformed TOML or JSON, impossible layouts, contradictory flags, unparsable options); 3 an internal error (a bug:
+one line `internal error: ...`); 141 the reader of stdout went away (`plan | head -1`), as for a SIGPIPE. No traceback
 is ever printed. `--json` writes exactly one JSON document on stdout and no error line on stderr, whatever happens:
 the result (a Plan, with status 'infeasible' or 'unknown' and its explanation when there is none), or an
 ErrorDocument `{"status": "error", "error": {"code", "message", "exit_code"}}`; the exit code is as above.
