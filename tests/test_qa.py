@@ -8,6 +8,8 @@ import json
 import pytest
 from cli_helpers import invoke
 
+from planner.economics import fmt_pct
+
 CMP = ["plan", "--compute", "1e22", "--days", "30", "--gpu", "h100,gb200-nvl72", "--quiet"]
 
 
@@ -289,7 +291,7 @@ def test_confidence_headline_names_the_probability(capsys):
     code, text, err = invoke(capsys, argv)
     assert code == 0, err
     first = " ".join(text.split("Model")[0].split())
-    assert first.startswith(f"Plan at P=0.9 (meets 30 days in {c['met']:.1%} of samples; point estimate "
+    assert first.startswith(f"Plan at P=0.9 (meets 30 days in {fmt_pct(c['met'])} of samples; point estimate "
                             f"{c['point_gpus']:,} GPUs): {c['gpus']:,} x H100")
 
 
