@@ -197,6 +197,7 @@ def _without_timing(text: str) -> dict:
     return doc
 
 
+@pytest.mark.slow  # about 3 s: eight plans in eight processes
 def test_eight_identical_plans_at_once_agree():
     cmd = [str(BIN / "plan"), "--model", "llama3-8b", "--gpus", "64", "--json"]
     with ThreadPoolExecutor(8) as pool:

@@ -66,14 +66,14 @@ def _inst(hw, shape, *, deadline_s=None, gpus=None, schedule="auto", overlap=Fal
 INSTANCES = [
     # deadline mode: fewest GPUs, then step time, then network time
     _inst("h100", DENSE, deadline_s=32.0, expect=8),
-    _inst("h100", DENSE, deadline_s=30.0, schedule="1f1b", overlap=True, expect=8),
+    _inst("h100", DENSE, deadline_s=30.0, schedule="1f1b", overlap=True, expect=8, slow=True),  # ~3 s
     _inst("tri16", SPARSE, deadline_s=60.0, expect=4),
     _inst("tri16", DENSE, deadline_s=32.4, schedule="1f1b", overlap=True, expect=8, slow=True),  # ~14 s
     _inst("small-hbm", WIDE, deadline_s=1e6, expect=4),  # 1 and 2 GPUs do not fit in 2.02 GB
     # the whole space's best is 106.9 s; the oracle proves it by pricing all of it (~7 s)
     _inst("tri16", TINY, deadline_s=100.0, schedule="zb-h2", expect=None, slow=True),
     # fixed-cluster mode: least step time, then network time
-    _inst("h100", SPARSE, gpus=16, schedule="zb-h2", expect=16),
+    _inst("h100", SPARSE, gpus=16, schedule="zb-h2", expect=16, slow=True),  # ~3 s
     _inst("tri16", TINY, gpus=8, schedule="1f1b", overlap=True, expect=8),
     _inst("tri16", SPARSE, gpus=8, schedule="zb-h2", overlap=True, expect=8),
     _inst("h100", DENSE, gpus=12, expect=None),  # 12 GPUs cannot fill whole 8-GPU NVLink groups
