@@ -36,6 +36,7 @@ from planner.schema import Hardware, Plan, SolverReport
 from planner.schema.request import PlanRequest
 from planner.schema.sweep import HardwareSummary, SweepResult
 from planner.workers import worker_pool  # re-exported (its old home)
+from planner.workload.scaling import check_compute
 
 LINEAR_SCALING_FRACTION = 0.8
 """Linear scaling ends where MFU < 0.8 x the single-GPU ceiling (paper Tables 3 and 4)."""
@@ -60,8 +61,7 @@ def compute_grid(compute_from: float, compute_to: float, points: int) -> list[fl
     """`points` log-spaced values from compute_from to compute_to inclusive (rounded to 6 significant figures so
     the grid prints and serialises cleanly)."""
     for name, v in (("--from", compute_from), ("--to", compute_to)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise InvalidInput(f"{name} must be a positive finite number of FLOP, got {v!r}")
+        check_compute(v, name)
     if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
         raise InvalidInput(f"--points must be a whole number from 1 to {MAX_POINTS}, got {points!r}")
     if compute_to < compute_from:

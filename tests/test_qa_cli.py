@@ -237,13 +237,13 @@ def test_an_empty_accelerator_name_is_refused(gpu):
 
 @pytest.mark.parametrize("argv,line", [
     (["plan", "--compute", "-1", "--gpu", "h100", "--days", "30"],
-     "error: --compute must be a positive finite number of FLOP, got -1"),
+     "error: --compute must be a positive finite number of FLOP, got -1.0"),
     (["plan", "--compute", "1e50", "--gpu", "h100", "--days", "30"],
-     "error: --compute 1e+50 is outside the accepted range 1e+18 to 1e+40 FLOP"),
+     "error: --compute 1e+50 FLOP is outside the accepted range 1e+18 to 1e+40 FLOP"),
     (["sweep", "--from", "1e22", "--to", "1e60", "--gpu", "h100"],
-     "error: --to 1e+60 is outside the accepted range 1e+18 to 1e+40 FLOP"),
+     "error: --to 1e+60 FLOP is outside the accepted range 1e+18 to 1e+40 FLOP"),
     (["sweep", "--from", "0", "--to", "1e23", "--gpu", "h100"],
-     "error: --from must be a positive finite number of FLOP, got 0"),
+     "error: --from must be a positive finite number of FLOP, got 0.0"),
 ])
 def test_a_bad_compute_names_the_flag(capsys, argv, line):
     """The library says 'compute must be ...' (its argument); the command line names the flag typed."""

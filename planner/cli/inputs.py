@@ -9,7 +9,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from planner.choices import BatchScaling, Budget, Precision
-from planner.cli.options import check_compute_flag
 from planner.errors import InvalidInput, read_text_file, validation_message
 from planner.hardware import hardware_names
 from planner.parallel.dimensions import DIMENSIONS
@@ -18,6 +17,7 @@ from planner.parallel.space import check_layout
 from planner.schema import DEGREES, LAYOUT_EXTRA, Hardware, Layout, Plan, Workload
 from planner.workload import load_model_preset, workload_from_shape
 from planner.workload.families import workload_for_family
+from planner.workload.scaling import check_compute
 
 
 def workload_of_flags(compute: float | None, model: str | None, sparse: bool, batch_scaling: BatchScaling | None,
@@ -44,7 +44,8 @@ def workload_of_flags(compute: float | None, model: str | None, sparse: bool, ba
     if not sources:
         raise InvalidInput("no workload: give --compute FLOP, --model PRESET|FILE.toml, or an explicit shape "
                            "(--d-model --d-ff --layers --batch-tokens)")
-    check_compute_flag("--compute", compute)
+    if compute is not None:
+        check_compute(compute, "--compute")  # the library's rule, said of the flag typed
     if compute is None and (sparse or batch_scaling is not None):
         used = " and ".join(f for f, on in (("--sparse", sparse), ("--batch-scaling", batch_scaling is not None)) if on)
         raise InvalidInput(f"{used} {'apply' if ' and ' in used else 'applies'} only with --compute (the scaling "

@@ -198,20 +198,6 @@ def as_typed(message: str, argv: Sequence[str]) -> str:
     return message
 
 
-def check_compute_flag(flag: str, value: float | None) -> None:
-    """A compute budget typed on the command line (--compute, sweep's --from/--to): the library's rule (a positive
-    finite number of FLOP within the accepted range), said of the flag and the value typed."""
-    if value is None:
-        return
-    from planner.workload import MAX_COMPUTE_FLOP, MIN_COMPUTE_FLOP
-
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidInput(f"{flag} must be a positive finite number of FLOP, got {value:g}")
-    if not MIN_COMPUTE_FLOP <= value <= MAX_COMPUTE_FLOP:
-        raise InvalidInput(f"{flag} {value:g} is outside the accepted range {MIN_COMPUTE_FLOP:g} to "
-                           f"{MAX_COMPUTE_FLOP:g} FLOP")
-
-
 def check_positive_flag(flag: str, value: float | None) -> None:
     """CLI-only numbers (not validated by the library) get the same one-line rule."""
     if value is not None and not (math.isfinite(value) and value > 0):

@@ -12,7 +12,7 @@ import typer
 
 from planner.choices import BatchScaling, Budget, ScheduleChoice
 from planner.cli.app import app
-from planner.cli.options import RAY_HELP, check_compute_flag, parse_number, parse_whole
+from planner.cli.options import RAY_HELP, parse_number, parse_whole
 from planner.cli.output import stdout_console
 from planner.errors import InvalidInput
 
@@ -91,8 +91,6 @@ def sweep_command(
     from planner.schema.request import check_positive
     from planner.sweep import compute_grid, read_journal
 
-    check_compute_flag("--from", compute_from)
-    check_compute_flag("--to", compute_to)
     grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
     check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     sets = parse_overrides(list(set_ or []))

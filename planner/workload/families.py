@@ -38,9 +38,9 @@ from planner.schema import MAX_TRANSFORMER_LAYER_EXPERTS, MAX_TRANSFORMER_LAYERS
 from planner.schema.family import FamilyMember, ModelFamily
 from planner.workload.scaling import (
     BATCH_LAWS,
-    _check_compute,
     _preset_dir,
     batch_tokens_law,
+    check_compute,
     friendly_round,
     transformer_workload,
 )
@@ -340,7 +340,7 @@ def workload_for_family(name: str, compute_flop: float, batch_scaling: str = "pa
     4. the tokens: the whole number of batches nearest C / (FLOP per token), so the plan trains C.
     """
     fam = read_family(name)
-    c = _check_compute(compute_flop)
+    c = check_compute(compute_flop)
     if batch_scaling not in BATCH_LAWS:
         raise InvalidInput(f"unknown batch scaling law {batch_scaling!r}; accepted: {', '.join(BATCH_LAWS)}")
     (d, layers, offset), _ = _search(fam, compute_flop=c)

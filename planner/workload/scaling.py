@@ -123,15 +123,17 @@ def _non_negative_int(name: str, value: Any) -> int:
     return _positive_int(name, value)
 
 
-def _check_compute(compute_flop: Any) -> float:
+def check_compute(compute_flop: Any, name: str = "compute") -> float:
+    """A compute budget in FLOP within the accepted range; `name` is what the errors call it (the CLI passes the
+    flag typed, e.g. --compute or sweep's --from)."""
     if isinstance(compute_flop, bool) or not isinstance(compute_flop, (int, float)):
-        raise InvalidInput(f"compute must be a number of FLOP, got {compute_flop!r}")
+        raise InvalidInput(f"{name} must be a number of FLOP, got {compute_flop!r}")
     t = float(compute_flop)
     if not math.isfinite(t) or t <= 0:
-        raise InvalidInput(f"compute must be a positive finite number of FLOP, got {compute_flop!r}")
+        raise InvalidInput(f"{name} must be a positive finite number of FLOP, got {compute_flop!r}")
     if not MIN_COMPUTE_FLOP <= t <= MAX_COMPUTE_FLOP:
         raise InvalidInput(
-            f"compute {t:g} FLOP is outside the accepted range "
+            f"{name} {t:g} FLOP is outside the accepted range "
             f"{MIN_COMPUTE_FLOP:g} to {MAX_COMPUTE_FLOP:g} FLOP"
         )
     return t
@@ -238,7 +240,7 @@ def continuous_shape(compute_flop: float, sparse: bool = False) -> ContinuousSha
     T(d_model) is a strictly increasing power law (T ~ d_model^5.5 dense, ~ d_model^6.5 sparse), so bisection on
     log d_model converges to the unique root; it is run to float64 resolution.
     """
-    t = _check_compute(compute_flop)
+    t = check_compute(compute_flop)
     lo, hi = 0.0, math.log(1e12)  # d_model in [1, 1e12] covers the accepted compute range with a wide margin
     for _ in range(200):
         mid = 0.5 * (lo + hi)
@@ -274,7 +276,7 @@ def infer_workload(compute_flop: float, sparse: bool = False, batch_scaling: str
     and each rounding moves its value by at most a factor sqrt(6/5) (values >= 8), the dense actual/requested
     ratio lies within (6/5)^(+-3) ~= 1.73; sparse runs add E's rounding factor (<= sqrt(6/5) for E >= 8).
     """
-    t = _check_compute(compute_flop)
+    t = check_compute(compute_flop)
     if batch_scaling not in BATCH_LAWS:
         raise InvalidInput(f"unknown batch scaling law {batch_scaling!r}; accepted: {', '.join(BATCH_LAWS)}")
     if budget not in BUDGETS:
