@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import re
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 from cli_helpers import TINY, invoke
 
 from planner.cli.app import plan_app
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 # --------------------------------------------------------------------------------------------------
 # 1. --version --json: one JSON document, as every other --json output, from both console scripts
@@ -75,3 +78,43 @@ def test_toy_count_the_batch_cannot_split_names_batches_that_plan(capsys, argv, 
         assert code == 0 and doc["status"] == "optimal" and doc["gpus"] == gpus, err
         assert doc["workload"]["batch_tokens"] == b
         assert doc["workload"]["compute_flop"] == pytest.approx(compute, rel=1e-12)  # same N and D: same compute
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. README's DeepSeek-V3 example: evaluate and validate give one MFU for the record, and say what it counts
+# --------------------------------------------------------------------------------------------------
+
+def test_readme_deepseek_mfu_is_validates_for_the_record(capsys):
+    """validate prices mbridge2509-deepseek-v3-1024gpu-fp8 with the realistic profile's [framework.megatron-bridge]
+    overrides; the README's evaluate command gives them with --set, so both report the same MFU (both in model FLOPs
+    against the FP8 peak). Before, the README's command left them out and printed 12.9 % against validate's 16.2 %."""
+    import shlex
+
+    from test_readme import COMMANDS
+
+    from planner.profile import get_profile
+    from planner.validation import RUNS_PATH, load_runs, validate
+
+    run = next(r for r in load_runs(RUNS_PATH) if r.id == "mbridge2509-deepseek-v3-1024gpu-fp8")
+    row = validate([run], get_profile("realistic"))[0]
+    cmd = next(c for c in COMMANDS if c.startswith("planner evaluate --model deepseek-v3"))
+    code, out, err = invoke(capsys, [*shlex.split(cmd)[1:], "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert row.predicted_mfu is not None and doc["mfu"] == pytest.approx(row.predicted_mfu, rel=1e-9)
+    assert doc["peak_flops"] == pytest.approx(1.979e15, rel=0.01)  # H100 SXM5 dense FP8 (hardware_specs/h100.toml)
+    assert f"{doc['mfu'] * 100:.1f} % MFU" in " ".join(README.read_text(encoding="utf-8").split())
+
+
+def test_validate_says_what_its_mfu_counts(capsys, tmp_path):
+    from planner.validation import RUNS_PATH
+
+    blocks = RUNS_PATH.read_text(encoding="utf-8").split("[[run]]")
+    one = tmp_path / "one.toml"
+    one.write_text("[[run]]" + next(b for b in blocks if '"mbridge2509-deepseek-v3-1024gpu-fp8"' in b))
+    code, out, _ = invoke(capsys, ["validate", "--runs", str(one), "--json"])
+    assert code == 0
+    text = json.loads(out)["mfu_counts"]
+    code, out, _ = invoke(capsys, ["validate", "--runs", str(one)])
+    assert code == 0 and "MFU (both columns): model FLOPs per token" in " ".join(out.split())
+    assert "model FLOPs per token" in text and "megatron-bridge" in text and "--set" in text
