@@ -132,7 +132,7 @@ def test_halton_first_points_by_hand():
     ('[study]\nname = "x"\n[grid]\ngpu = ["h100", "nosuchgpu"]', "scenario 2 (gpu=nosuchgpu)"),
     ('[study]\nname = "x"\n[grid]\nset = [["gpu.bogus=1"]]', "scenario 1"),
     ('[study]\nname = "x"\n[grid]\nset = ["gpu.hbm_GB=1"]', "each value is a list"),
-    ("[study\n", "not valid TOML"),
+    ("[study\n", "malformed TOML in study file"),
 ])
 def test_bad_study_files_are_one_line_errors(tmp_path, capsys, text, words):
     if "[grid]" in text and "[base]" not in text:
