@@ -99,8 +99,15 @@ plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 _NO_ARGS_IS_HELP = getattr(click_exc, "NoArgsIsHelpError", ())  # click >= 8.2 signals "help printed" this way
 
 
+LONGEST_WORD = 200
+"""Characters of one word (no white space) an error line repeats whole: a longer one (a 5,000-digit --gpus, a
+megabyte-long --set value echoed back) is cut to its start and its length, so the line stays one line a person reads."""
+
+
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    words = str(text).split()
+    return " ".join(w if len(w) <= LONGEST_WORD else f"{w[:LONGEST_WORD // 2]}...({len(w):,} characters)"
+                    for w in words)
 
 
 class Terminated(Exception):
