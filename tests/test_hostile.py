@@ -398,3 +398,19 @@ def test_huge_command_line_values_give_one_short_line(capsys, argv, words):
         code, out, err = invoke(capsys, [*argv[1:], *json_flag], plan_app, "plan")
         line = json.loads(out)["error"]["message"] if json_flag else err
         assert code == 2 and words in line and len(line) < 600 and len(line.strip().splitlines()) == 1, line[:300]
+
+
+def test_reference_write_checks_every_page_before_writing_any(capsys, tmp_path):
+    """`reference --write --out DIR` writes several pages: a link planted at the last one used to be refused only
+    after the others were written; now every path is checked first and nothing is written."""
+    from planner.reference import pages
+
+    names = list(pages())
+    link, target = _planted(tmp_path, names[-1])
+    code, out, err = invoke(capsys, ["reference", "--write", "--out", str(tmp_path)])
+    assert code == 2 and "symbolic link" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names[-1], "victim.txt"])
+    assert target.read_text() == "keep me\n"
+    link.unlink()
+    code, out, err = invoke(capsys, ["reference", "--write", "--out", str(tmp_path)])
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "victim.txt"]), err
