@@ -414,3 +414,24 @@ def test_reference_write_checks_every_page_before_writing_any(capsys, tmp_path):
     link.unlink()
     code, out, err = invoke(capsys, ["reference", "--write", "--out", str(tmp_path)])
     assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "victim.txt"]), err
+
+
+def test_a_time_limit_spent_while_the_first_groups_are_expanded_is_unknown_not_an_internal_error(capsys,
+                                                                                                  monkeypatch):
+    """`plan --model deepseek-v3 --gpus 8192 --time-limit 2` was `internal error: _TimeUp: None` (exit 3) when the
+    limit ran out while a fixed cluster's first groups of degree tuples were expanded (cpsat._LazyCount.probe_tuples
+    ran outside the handler). Made deterministic: the clock runs out as that expansion starts, on a small case that
+    takes the same lazy path (llama3-8b on 64 GPUs)."""
+    from planner.search import cpsat
+
+    expand = cpsat._LazyCount._expand_to
+
+    def out_of_time(self, groups):
+        self.clock.limit = -1.0  # the clock is out from here on: the expansion's own check raises
+        return expand(self, groups)
+
+    monkeypatch.setattr(cpsat._LazyCount, "_expand_to", out_of_time)
+    code, out, err = invoke(capsys, ["--model", "llama3-8b", "--gpus", "64", "--json"], plan_app, "plan")
+    assert code == 1 and err == "", err
+    doc = json.loads(out)
+    assert doc["status"] == "unknown" and "NOT proven infeasible" in doc["explanation"]
