@@ -256,6 +256,24 @@ def test_journal_ignores_cut_and_foreign_lines(tmp_path):
     assert list(st.read_journal(path, head, scenarios)) == [scenarios[0].id]
 
 
+@pytest.mark.parametrize("change", [{"gpus": -5}, {"gpus": 0}, {"nodes": 0}, {"mfu": 1.5}, {"mfu": 0.0},
+                                    {"training_days": -1.0}, {"cost_usd": -3.0}, {"gap": -0.1}, {"met": -1.0}])
+def test_journal_drops_outcomes_no_plan_can_have(tmp_path, change):
+    """A journal line is a file anyone with write access to --out could edit: an outcome with a negative or zero GPU
+    count, an MFU outside (0, 1] or a negative amount was kept on --resume and written into results.csv (task qa3's
+    review); it is now planned again like any line that does not validate."""
+    study = st.load_study(write(tmp_path, GRID))
+    scenarios = st.expand(study)
+    head = st.header(study, scenarios)
+    sid, outcome = st.solve_batch(st.batches(scenarios[:1], 1)[0])[0]
+    assert outcome["gpus"] >= 1 and 0 < outcome["mfu"] <= 1
+    path = tmp_path / "journal.jsonl"
+    path.write_text(head.model_dump_json() + "\n" + st.journal_line(sid, {**outcome, **change}))
+    assert st.read_journal(path, head, scenarios) == {}
+    path.write_text(head.model_dump_json() + "\n" + st.journal_line(sid, outcome))
+    assert list(st.read_journal(path, head, scenarios)) == [sid]
+
+
 def _planner_cmd() -> list[str]:
     exe = Path(sys.executable).with_name("planner")
     return [str(exe)] if exe.exists() else [sys.executable, "-c", "from planner.cli import main; main()"]
