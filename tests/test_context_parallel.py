@@ -74,3 +74,25 @@ def test_one_rank_has_no_ring():
     assert float(terms._cp_words(hw, wl, cols)[0]) == 0.0
     assert float(np.asarray(terms.cp_hops(hw, cols))[0]) == 0.0
     assert not any(o.name == "ring attention merge" for o in evaluate(hw, wl, one).ops)
+
+
+def test_cpsat_matches_enumerator_under_torchtitans_ring():
+    """The search prices the expanded ring and the merge row the same way in CP-SAT and the enumerator, and picks the
+    same step time (a tiny long-context model on 8 GPUs, memory tight enough that context parallelism is in play)."""
+    from planner.parallel.space import SearchOptions
+    from planner.search.cpsat import solve_cpsat
+    from planner.search.exhaustive import solve_exhaustive
+    from planner.workload.scaling import transformer_workload
+
+    wl = transformer_workload(64, 128, 4, 1, 256, 16 * 256, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256,
+                                                                   "ffn": "swiglu"}, "tiny long")
+    prof = get_profile("realistic").for_framework("torchtitan")
+    assert prof.cp_kv_expanded and prof.cp_merge_bwd_bytes > 0
+    hw = with_profile(get_hardware("h100-96gb"), prof)
+    for opts in (SearchOptions(gpus=8), SearchOptions(gpus=8, fixed=(("cp", 4),))):
+        ex, cs = solve_exhaustive(hw, wl, opts, None), solve_cpsat(hw, wl, opts, None)
+        assert ex.status == cs.status == "optimal" and ex.space_size == cs.space_size
+        assert ex.layout is not None and cs.layout is not None
+        ee, ec = evaluate(hw, wl, ex.layout), evaluate(hw, wl, cs.layout)
+        assert abs(ec.step.step_s - ee.step.step_s) <= 1e-9
+    assert cs.layout.cp == 4 and any(o.name == "ring attention merge" and o.seconds > 0 for o in ec.ops)
