@@ -630,6 +630,35 @@ def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
     return _plan(request, min_gpus=min_gpus)
 
 
+def replan_answer(request: PlanRequest, min_gpus: int | None) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of `replan(request, min_gpus)`, (None, None) where it raises Infeasible: what a
+    sensitivity row reads, without the plan document, its notes and the explanation of an infeasible plan. The search
+    is the same call; with a proven `min_gpus` the critical-path shortcut (`_past_latency_wall`, which only turns a
+    search that would prove every count infeasible into an earlier 'infeasible') is left out. A request with a fixed
+    cluster or a power limit checks its answer against the document's figures: it takes the full path."""
+    if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
+        try:
+            p = replan(request, min_gpus)
+        except Infeasible:
+            return None, None
+        return p.gpus, p.wall_clock_days
+    try:
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True)
+    except _Answer as done:
+        return done.gpus, done.days
+    except Infeasible:
+        return None, None
+    return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
+
+
+class _Answer(Exception):
+    """A lean plan's answer (`replan_answer`): the GPUs and wall-clock days, None for both when infeasible."""
+
+    def __init__(self, gpus: int | None, days: float | None):
+        super().__init__(gpus, days)
+        self.gpus, self.days = gpus, days
+
+
 class _NoneBelow(Exception):
     """A certificate search (`fewest_below`) found no layout: args[0] is its search status."""
 
@@ -649,10 +678,11 @@ def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -
 
 
 def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None,
-          below_gpus: int | None = None) -> Plan:
+          below_gpus: int | None = None, lean: bool = False) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
     limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`; `below_gpus`:
-    see `fewest_below` (raises _NoneBelow when no layout is found below it)."""
+    see `fewest_below` (raises _NoneBelow when no layout is found below it); `lean`: see `replan_answer` (raises
+    _Answer once the count and the days are known; deadline mode without a fixed cluster or a power limit)."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -715,7 +745,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
                            f"precision {hw.gpu.instead_of(workload.precision)}")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
-    result = _past_latency_wall(hw, workload, options, deadline_s, solver)
+    result = None if lean and options.min_gpus is not None else _past_latency_wall(hw, workload, options, deadline_s,
+                                                                                   solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
@@ -726,6 +757,14 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if result.layout is not None and gpus is None and days is not None and below_gpus is None:
         result, rack_notes = _fewest_racks(hw, workload, options, result, days * SECONDS_PER_DAY, solver,
                                            time_limit_s, workers, fm)
+    if lean:
+        if result.layout is None:
+            raise _Answer(None, None)
+        ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
+        # The wall-clock days exactly as plan_from_evaluation writes them into the document.
+        good = None if fm is None else goodput_at(fm, ev.gpus, workload.params)
+        raise _Answer(ev.gpus, ev.training_days if good is None else
+                      (ev.training_days / good.goodput if good.goodput > 0 else math.inf))
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 

@@ -150,11 +150,7 @@ def _replan(task: tuple[PlanRequest, int | None]) -> tuple[int | None, float | N
     from planner import api
 
     request, min_gpus = task
-    try:
-        p = api.replan(request, min_gpus)
-    except Infeasible:
-        return None, None
-    return p.gpus, p.wall_clock_days
+    return api.replan_answer(request, min_gpus)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
