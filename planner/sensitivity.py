@@ -29,6 +29,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
+    from planner.api import SkipProof
     from planner.schema import Plan
     from planner.schema.request import PlanRequest
 
@@ -145,12 +146,12 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(task: tuple[PlanRequest, int | None]) -> tuple[int | None, float | None]:
-    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None)."""
+def _replan(task: tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None, skip proof or None)."""
     from planner import api
 
-    request, min_gpus = task
-    return api.replan_answer(request, min_gpus)
+    request, min_gpus, proof = task
+    return api.replan_answer(request, min_gpus, proof)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
@@ -259,8 +260,8 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[tuple[PlanRequest, int | None]], jobs: int | None = None, ray: str | None = None
-              ) -> list[tuple[int | None, float | None]]:
+def run_moves(tasks: Sequence[tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
+              ray: str | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
     1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`)."""
@@ -338,6 +339,38 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     return bound, False
 
 
+SKIP_MIN_MOVES = 2
+"""The runner-up search behind a skip proof (`_skip_proof`) is made for at least this many moves that can use it: it
+costs about one bounded re-plan."""
+
+
+def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, Any]]) -> SkipProof | None:
+    """The skip proof (api.SkipProof) shared by the re-plans in `members`: moves of the step family (rates,
+    latencies, overlaps) in their slowing direction, each bounded by the plan's count N (`least_gpus`).
+
+    Such a move never shortens any layout's step, in the float model and (each term, hence each rounded-up part) in
+    CP-SAT's integer reading, and changes neither which layouts fit (no memory term reads it) nor the goodput
+    (planner.monotone; tests/test_monotone.py checks both readings). So every layout but the plan's L keeps an integer
+    step of at least the runner-up step of the plan's own request on N (`api.runner_up_quanta`: CP-SAT's best on N
+    with L left out; a layout that misses the deadline there has a step above N's cap, and stays above it). A re-plan
+    whose L is still within the cap and below that runner-up is L on N, re-priced, without a search
+    (api.replan_answer). The plan's layout was CP-SAT's choice; the proof only shows that the move cannot change
+    it. None when too few moves can use it, or the runner-up search did not settle."""
+    from planner import api
+    from planner.export import layout_of
+
+    if len(members) < SKIP_MIN_MOVES or plan.layout is None or plan.gpus is None:
+        return None
+    if request.solver != "cpsat" or request.runs_on is not None:
+        return None
+    layout = layout_of(plan)
+    if layout.gpus != plan.gpus:
+        return None
+    base = request.model_copy(update={"workers": 1, "why_smaller": False})
+    runner_up = api.runner_up_quanta(base, layout)
+    return None if runner_up is None else api.SkipProof(layout, runner_up)
+
+
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
                 ray: str | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
@@ -369,7 +402,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
                 pending.append({"slot": len(results) - 1, "field": field, "text": text,
                                 "request": request.model_copy(update={"overrides": (*request.overrides, text),
                                                                       "workers": 1, "why_smaller": False}),
-                                "bound": bound,
+                                "bound": bound, "slows": bound is not None and _family(field) == "step",
                                 "speeds": _speeds(plan, request, field, value, after)})
     families: dict[str, list[dict[str, Any]]] = {}
     for p in pending:
@@ -396,10 +429,13 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
             group = group[1:]
-    tasks = [(p["request"], p["bound"]) for p in pending if results[p["slot"]] is None]
+    proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
+    tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
+             if results[p["slot"]] is None]
     if stats is not None:
-        stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b in tasks),
-                     certificates=certified, certified_repriced=repriced)
+        stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b, _ in tasks),
+                     certificates=certified, certified_repriced=repriced, skip_proofs=sum(
+                         p is not None for _, _, p in tasks))
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]
