@@ -229,30 +229,18 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     """(GPUs, wall-clock days) of the plan's own layout priced under the request with `sets`; None when it no longer
     fits or misses the deadline."""
     from planner import api
-    from planner.cost.step import evaluate
-    from planner.export import layout_of
     from planner.goodput import goodput_at
     from planner.overrides import parse_overrides
-    from planner.parallel.space import check_layout
-    from planner.workload import infer_workload
 
     if plan.gpus is None or plan.deadline_days is None or plan.layout is None:
         return None
-    parsed = parse_overrides(sets)
-    hw = api.resolve(request.gpu, request.profile or plan.profile, parsed)
-    if request.workload is not None:
-        wl = request.workload
-    elif request.compute_flop is not None:
-        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
-                            budget=request.budget)
-    else:
+    priced = _priced(plan, request, sets)
+    if priced is None:
         return None
-    layout = layout_of(plan)
-    if check_layout(hw, wl, layout):
-        return None
-    ev = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap)
+    ev, wl = priced
     if not ev.memory.fits:
         return None  # the move took this layout away: search
+    parsed = parse_overrides(sets)
     days = ev.training_days
     if plan.goodput is not None:
         g = goodput_at(api.failure_model(request.failures, parsed), plan.gpus, wl.params).goodput
@@ -282,23 +270,39 @@ CERTIFY_TRIES = 3
 def _layout_days(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> float:
     """The plan's layout's training days priced under `sets` (infinite when it no longer fits): how much a move
     speeds that one layout up, to order the moves of a certificate (`sensitivity`); not a bound."""
+    priced = _priced(plan, request, sets) if plan.layout is not None else None
+    return priced[0].training_days if priced is not None and priced[0].memory.fits else math.inf
+
+
+_PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
+"""`_priced`'s answers within one `sensitivity` call (cleared at its start), by (the plan's id, the --set texts)."""
+
+
+def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any, Any] | None:
+    """(the evaluation, the workload) of the plan's layout priced under the request with `sets`; None when it is no
+    layout of that hardware or the request names no workload. Shared by `_repriced` and `_layout_days`."""
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
     from planner.overrides import parse_overrides
+    from planner.parallel.space import check_layout
     from planner.workload import infer_workload
 
-    if plan.layout is None or request.compute_flop is None and request.workload is None:
-        return math.inf
+    key = (id(plan), tuple(sets))
+    if key in _PRICED:
+        return _PRICED[key]
     hw = api.resolve(request.gpu, request.profile or plan.profile, parse_overrides(sets))
     if request.workload is not None:
         wl = request.workload
-    else:
-        assert request.compute_flop is not None
+    elif request.compute_flop is not None:
         wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
                             budget=request.budget)
-    ev = evaluate(hw, wl, layout_of(plan), dp_overlap=plan.dp_overlap)
-    return ev.training_days if ev.memory.fits else math.inf
+    else:
+        return None
+    layout = layout_of(plan)
+    out = None if check_layout(hw, wl, layout) else (evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap), wl)
+    _PRICED[key] = out
+    return out
 
 
 def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
@@ -383,6 +387,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
 
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
+    _PRICED.clear()
     rows_in = candidates(request.gpu, request.profile or plan.profile, request.failures, plan)
     results: list[tuple[int | None, float | None] | None] = []
     pending: list[dict[str, Any]] = []  # the re-plans not re-priced: slot, field, text, request, bound
@@ -436,6 +441,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
         stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b, _ in tasks),
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
                          p is not None for _, _, p in tasks))
+    _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]
