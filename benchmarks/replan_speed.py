@@ -44,7 +44,8 @@ def main() -> None:
     searched, bounded = stats["searched"], stats["bounded"]
     print(f"plan: {one:.3f} s wall, {one_cpu:.3f} s CPU (median of {len(times)}); --sensitivity "
           f"({2 * len(sens.rows)} moved inputs, {len(sens.rows)} rows; {2 * len(sens.rows) - searched} re-priced, "
-          f"{searched} searched, {bounded} of them from a proven count, {stats['skip_proofs']} with a skip proof; "
+          f"{searched} searched, {bounded} of them from a proven count, {stats['skip_proofs']} with a skip proof, "
+          f"{stats['chained']} bounded by another failure move's answer; "
           f"{stats['certificates']} family certificates, which re-priced {stats['certified_repriced']}): "
           f"{many:.2f} s wall, {many_cpu:.2f} s CPU; "
           f"plan + sensitivity = {(one + many) / one:.1f}x one plan's wall time, {(one_cpu + many_cpu) / one_cpu:.1f}x "

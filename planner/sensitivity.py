@@ -343,6 +343,50 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     return bound, False
 
 
+def _failure_chain(plan: Plan, request: PlanRequest, pending: list[dict[str, Any]],
+                   results: list[tuple[int | None, float | None] | None]) -> int:
+    """Failure moves in their slowing direction, each bounded (`least_gpus`), re-planned one after another: the one
+    with the most goodput on the plan's count first, here (its answer goes into `results`), then each other starts at
+    that answer's count when it proves nothing smaller. Returns how many were bounded that way.
+
+    A failure input changes only the deadline cap each count N gets (deadline x g(N) of compute; the tuples, bounds
+    and models of N are the same), and the cap only grows with g. The first re-plan proves every count below its
+    answer n_a infeasible under its own g_a (below its bound by the bound, from it up by the search). So for another
+    move b with g_b(N) <= g_a(N) on every count from b's bound to n_a - 1, those counts are infeasible for b too (a
+    smaller cap), and b's fewest GPUs are at least n_a."""
+    import numpy as np
+
+    from planner import api
+    from planner.goodput import goodput_fraction
+    from planner.overrides import parse_overrides
+
+    members = [p for p in pending if results[p["slot"]] is None and p["bound"] is not None
+               and _family(p["field"]) == "goodput" and not p["speeds"]]
+    priced = _priced(plan, request, request.overrides) if plan.layout is not None else None
+    if len(members) < 2 or plan.goodput is None or plan.gpus is None or priced is None:
+        return 0
+    params = priced[1].params
+
+    def g(m: dict[str, Any]) -> Any:
+        return goodput_fraction(api.failure_model(request.failures, parse_overrides(m["request"].overrides)), params)
+
+    n0 = float(plan.gpus)
+    members.sort(key=lambda m: -float(g(m)(n0)))
+    first = members[0]
+    answer = api.replan_answer(first["request"], first["bound"])
+    results[first["slot"]] = answer
+    n_a = answer[0]
+    if n_a is None:
+        return 0
+    chained = 0
+    for m in members[1:]:
+        counts = np.arange(m["bound"], n_a, dtype=np.float64)
+        if len(counts) and np.all(g(m)(counts) <= g(first)(counts)):
+            m["bound"] = n_a
+            chained += 1
+    return chained
+
+
 SKIP_MIN_MOVES = 2
 """The runner-up search behind a skip proof (`_skip_proof`) is made for at least this many moves that can use it: it
 costs about one bounded re-plan."""
@@ -434,13 +478,14 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
             group = group[1:]
+    chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
     tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
              if results[p["slot"]] is None]
     if stats is not None:
         stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b, _ in tasks),
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
-                         p is not None for _, _, p in tasks))
+                         p is not None for _, _, p in tasks), chained=chained)
     _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)

@@ -521,3 +521,23 @@ def test_layout_quanta_is_cpsats_own_step():
     wl = infer_workload(1e23)
     s = layout_quanta(hw, wl, layout_of(plan), plan.dp_overlap)
     assert api.runner_up_quanta(PlanRequest(**kw), layout_of(plan)) >= s  # CP-SAT's best of the rest: no better
+
+
+@pytest.mark.slow
+def test_a_failure_chain_bound_is_the_searched_answer():
+    """sensitivity._failure_chain on the 1e26 FLOP H100 plan (30,720 GPUs, 90 days, realistic): the restart time and
+    the interruption rate doubled both miss the deadline on the plan's count; the first re-plan's count bounds the
+    second (its goodput is no higher on any count between), and that bounded re-plan gives what a re-plan searched
+    from the compute bound gives."""
+    kw = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic")
+    plan = api.plan(**kw)
+    assert plan.gpus == 30720
+    request = PlanRequest(**kw)
+    stats: dict[str, int] = {}
+    rows = {r.input: r for r in sens.sensitivity(plan, request, jobs=1, stats=stats).rows}
+    assert stats["chained"] == 1
+    for field in ("goodput.restart_minutes", "goodput.interruptions_per_gpu_hour"):
+        row = rows[field]
+        moved = request.model_copy(update={"overrides": [f"{field}={row.high}"], "workers": 1, "why_smaller": False})
+        assert api.replan_answer(moved, None) == (row.gpus_high, row.days_high)
+        assert row.gpus_high is not None and row.gpus_high > 30720
