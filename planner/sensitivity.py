@@ -344,10 +344,11 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
 
 
 def _failure_chain(plan: Plan, request: PlanRequest, pending: list[dict[str, Any]],
-                   results: list[tuple[int | None, float | None] | None]) -> int:
+                   results: list[tuple[int | None, float | None] | None]) -> tuple[int, int]:
     """Failure moves in their slowing direction, each bounded (`least_gpus`), re-planned one after another: the one
     with the most goodput on the plan's count first, here (its answer goes into `results`), then each other starts at
-    that answer's count when it proves nothing smaller. Returns how many were bounded that way.
+    that answer's count when it proves nothing smaller. Returns (re-plans searched here: 0 or 1, how many others were
+    bounded that way).
 
     A failure input changes only the deadline cap each count N gets (deadline x g(N) of compute; the tuples, bounds
     and models of N are the same), and the cap only grows with g. The first re-plan proves every count below its
@@ -364,7 +365,7 @@ def _failure_chain(plan: Plan, request: PlanRequest, pending: list[dict[str, Any
                and _family(p["field"]) == "goodput" and not p["speeds"]]
     priced = _priced(plan, request, request.overrides) if plan.layout is not None else None
     if len(members) < 2 or plan.goodput is None or plan.gpus is None or priced is None:
-        return 0
+        return 0, 0
     params = priced[1].params
 
     def g(m: dict[str, Any]) -> Any:
@@ -377,14 +378,14 @@ def _failure_chain(plan: Plan, request: PlanRequest, pending: list[dict[str, Any
     results[first["slot"]] = answer
     n_a = answer[0]
     if n_a is None:
-        return 0
+        return 1, 0
     chained = 0
     for m in members[1:]:
         counts = np.arange(m["bound"], n_a, dtype=np.float64)
         if len(counts) and np.all(g(m)(counts) <= g(first)(counts)):
             m["bound"] = n_a
             chained += 1
-    return chained
+    return 1, chained
 
 
 SKIP_MIN_MOVES = 2
@@ -478,12 +479,13 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
             group = group[1:]
-    chained = _failure_chain(plan, request, pending, results)
+    first, chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
     tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
              if results[p["slot"]] is None]
     if stats is not None:
-        stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b, _ in tasks),
+        stats.update(moved=len(results), searched=len(tasks) + first,
+                     bounded=sum(b is not None for _, b, _ in tasks) + first,
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
                          p is not None for _, _, p in tasks), chained=chained)
     _PRICED.clear()
