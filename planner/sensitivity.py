@@ -14,6 +14,12 @@ layouts up are bounded by one certificate per family (`_certify`): every such mo
 over the counts below the plan's only; a single move is never faster than that corner, so the corner's count bounds
 its re-plan, and for memory and failure inputs (which change which layouts fit, or the deadline a count gets, but no
 step time) the plan's layout re-priced is the answer when the certificate shows the count cannot move.
+
+A slowing move of a rate, latency or overlap may skip its search altogether (`_skip_proof`): when the plan's layout,
+priced under the move, still meets the deadline on the plan's count and is strictly faster than the plan's runner-up
+there, it is the re-plan's answer. Failure moves that push the plan past its deadline are re-planned in turn, the
+first one's count bounding the others (`_failure_chain`). Every re-plan that is searched returns only its GPUs and
+days (api.replan_answer).
 """
 
 from __future__ import annotations
