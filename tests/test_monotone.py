@@ -406,8 +406,9 @@ def test_a_slowing_step_move_never_lowers_an_integer_part_nor_a_memory_need(fiel
                 assert np.all(parts2[k] >= v), (text, k, int(np.min(parts2[k] - v)))
 
 
-RAISED_ON_TOY_DENSE = {"profile.elementwise.layer_overhead_us", "profile.network.latency_us", "profile.overlap.dp_exposed",
-                       "profile.gemm.sustained_factor", "profile.elementwise.hbm_fraction", "levels.*.bw_bidir_GBps",
+RAISED_ON_TOY_DENSE = {"profile.elementwise.layer_overhead_us", "profile.network.latency_us",
+                       "profile.overlap.dp_exposed", "profile.gemm.sustained_factor",
+                       "profile.elementwise.hbm_fraction", "levels.*.bw_bidir_GBps",
                        "profile.network.bus_bw_fraction", "profile.overlap.pp"}
 """The step inputs a toy dense workload's layouts read (GEMMs, element-wise work, data- and pipeline-parallel
 traffic); the MoE, context-parallel, expert, ZeRO and tensor-overlap inputs it has no term for."""
