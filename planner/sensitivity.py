@@ -542,12 +542,8 @@ def tornado_png(s: Sensitivity, path: str, title: str) -> str:
     ax.set_xlabel(f"GPUs (plan: {base:,}); blue = low value, orange = high value")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    from planner.files import write_atomic
-
-    try:  # a temporary file renamed over the path, which is checked again (docs/reliability.md, "Threat model")
-        write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=120), "--tornado", binary=True)
-    finally:
-        plt.close(fig)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
     return path
 
 

@@ -369,37 +369,6 @@ def test_validate_write_never_writes_through_a_link_planted_during_the_run(tmp_p
         [other] if other == "validation-mfu.png" else []))  # no temporary file left behind
 
 
-def test_tornado_never_writes_through_a_link_planted_during_the_run(tmp_path):
-    """`--tornado FILE.png` is checked before the re-plans, then was written with savefig(path), which follows a link
-    planted during them; now written as a temporary file renamed over the checked path."""
-    from planner.errors import InvalidInput
-    from planner.schema.sensitivity import Sensitivity
-    from planner.sensitivity import tornado_png
-
-    link, target = _planted(tmp_path, "t.png")
-    with pytest.raises(InvalidInput, match="symbolic link"):
-        tornado_png(Sensitivity(base_gpus=8, base_days=1.0, rows=[]), str(link), "t")
-    assert target.read_text() == "keep me\n" and sorted(p.name for p in tmp_path.iterdir()) == ["t.png",
-                                                                                                "victim.txt"]
-    fine = tornado_png(Sensitivity(base_gpus=8, base_days=1.0, rows=[]), str(tmp_path / "ok.png"), "t")
-    assert Path(fine).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.mark.parametrize("argv,words", [
-    # tomllib reads a --set value; int() of 5,000 digits raised a ValueError that was an internal error (exit 3)
-    (["plan", "--compute", "1e24", "--set", "gpu.hbm_GB=" + "9" * 5000], "has more digits than any field accepts"),
-    (["plan", "--compute", "1e24", "--set", "levels.0.size=[" + "9" * 5000 + "]"], "more digits"),
-    # a huge value echoed back whole made a 5,000-character error line; it is cut to its start and its length
-    (["plan", "--compute", "1e24", "--gpus", "9" * 5000], "...(5,002 characters)"),
-    (["plan", "--compute", "1e24", "--gpu", "x" * 100_000], "...(100,002 characters)"),  # the quotes count
-])
-def test_huge_command_line_values_give_one_short_line(capsys, argv, words):
-    for json_flag in ([], ["--json"]):
-        code, out, err = invoke(capsys, [*argv[1:], *json_flag], plan_app, "plan")
-        line = json.loads(out)["error"]["message"] if json_flag else err
-        assert code == 2 and words in line and len(line) < 600 and len(line.strip().splitlines()) == 1, line[:300]
-
-
 def test_reference_write_checks_every_page_before_writing_any(capsys, tmp_path):
     """`reference --write --out DIR` writes several pages: a link planted at the last one used to be refused only
     after the others were written; now every path is checked first and nothing is written."""
