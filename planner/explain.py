@@ -25,6 +25,7 @@ machine.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import itertools
@@ -337,16 +338,62 @@ def can_form(hw: Hardware, wl: Workload, n: int) -> bool:
     return levels_allow(hw, n) and divisors_allow(wl, n)
 
 
-def nearby_counts(hw: Hardware, wl: Workload, n: int, limit: int | None = None) -> tuple[int | None, int | None]:
-    """The nearest usable GPU counts below and above n (None when there is none within reach).
+MAX_SPLIT_DIVISORS = 1_000_000
+"""Most divisors of the split dimensions' product that `nearby_counts` lists; past it (dimensions with many distinct
+prime factors) it scans counts one by one instead, SCAN_REACH each way."""
 
-    The scan reaches `limit` counts each way: by default half of n (usable counts thin out as n grows), at least
-    100,000 and at most 1,000,000 (a count, not a time, so the answer is the same on every machine)."""
-    if limit is None:
-        limit = min(max(100_000, n // 2), 1_000_000)
-    below = next((k for k in range(n - 1, max(0, n - limit), -1) if can_form(hw, wl, k)), None)
-    top = n + limit if hw.max_gpus is None else min(hw.max_gpus, n + limit)
-    above = next((k for k in range(n + 1, top + 1) if can_form(hw, wl, k)), None)
+SCAN_REACH = 1_000_000
+"""How many counts each way the fallback scan of `nearby_counts` reaches (a count, not a time: the same answer on
+every machine)."""
+
+
+def _prime_powers(k: int) -> dict[int, int]:
+    """k's prime factorisation by trial division (the split dimensions are at most a few hundred million)."""
+    out: dict[int, int] = {}
+    p = 2
+    while p * p <= k:
+        while k % p == 0:
+            out[p] = out.get(p, 0) + 1
+            k //= p
+        p += 1 if p == 2 else 2
+    if k > 1:
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def split_divisors(wl: Workload) -> list[int] | None:
+    """Every GPU count the degrees can split (divisors_allow), ascending: the divisors of the product of the split
+    dimensions, since n splits prime by prime exactly when it divides that product. None when b / E is not whole
+    (nothing splits) or when there are more than MAX_SPLIT_DIVISORS."""
+    if wl.batch_tokens % wl.experts:
+        return []
+    powers: dict[int, int] = {}
+    for k in _split_dims(wl):
+        for p, e in _prime_powers(k).items():
+            powers[p] = powers.get(p, 0) + e
+    if math.prod(e + 1 for e in powers.values()) > MAX_SPLIT_DIVISORS:
+        return None
+    out = [1]
+    for p, e in powers.items():
+        out = [d * p**i for d in out for i in range(e + 1)]
+    return sorted(out)
+
+
+def nearby_counts(hw: Hardware, wl: Workload, n: int) -> tuple[int | None, int | None]:
+    """The nearest usable GPU counts below and above n (can_form; None when there is none).
+
+    The counts the degrees can split are the divisors of one number (split_divisors), so the nearest usable ones are
+    found among those however far from n they lie, in time that does not grow with n. For dimensions with too many
+    divisors to list, counts are scanned one by one, SCAN_REACH each way."""
+    top = hw.max_gpus
+    splits = split_divisors(wl)
+    if splits is None:
+        reach = n + SCAN_REACH if top is None else min(top, n + SCAN_REACH)
+        below = next((k for k in range(n - 1, max(0, n - SCAN_REACH), -1) if can_form(hw, wl, k)), None)
+        return below, next((k for k in range(n + 1, reach + 1) if can_form(hw, wl, k)), None)
+    i = bisect.bisect_left(splits, n)
+    below = next((k for k in reversed(splits[:i]) if levels_allow(hw, k)), None)
+    above = next((k for k in splits[i:] if k > n and (top is None or k <= top) and levels_allow(hw, k)), None)
     return below, above
 
 

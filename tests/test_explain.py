@@ -261,3 +261,42 @@ def test_floor_bound_where_a_level_is_faster_than_the_one_below():
     fb = explain.floor_bound(slow_bottom, wl)
     all_slow = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": 1e-4}) for lv in hw.levels)})
     assert explain.floor_bound(all_slow, wl).step_s >= fb.step_s
+
+
+@pytest.mark.parametrize("shape", [
+    dict(d_model=256, d_ff=1024, layers=4, experts=1, batch_tokens=4096),
+    dict(d_model=96, d_ff=360, layers=6, experts=1, batch_tokens=3000),  # factors 2, 3 and 5
+    dict(d_model=128, d_ff=512, layers=2, experts=4, batch_tokens=1024),  # MoE: E and b / E
+    dict(d_model=70, d_ff=210, layers=7, experts=1, batch_tokens=49),  # factors 2, 3, 5 and 7
+])
+@pytest.mark.parametrize("system", ["h100", "gb200-nvl72"])
+def test_nearby_counts_are_the_nearest_found_by_brute_force(shape, system):
+    """The counts the degrees can split are the divisors of the split dimensions' product (split_divisors, checked
+    here against divisors_allow count by count up to 100,000); the nearest usable counts from that list equal the
+    nearest of every count tried one by one with can_form, for every n up to 1,000 (the brute force reaches 4,000)."""
+    hw = get_hardware(system)
+    wl = workload_from_shape(tokens=1e9, **shape)
+    splits = explain.split_divisors(wl)
+    assert splits is not None
+    assert all(explain.divisors_allow(wl, k) for k in splits)
+    assert [k for k in range(1, 100_001) if explain.divisors_allow(wl, k)] == [k for k in splits if k <= 100_000]
+    usable = [k for k in range(1, 4001) if explain.can_form(hw, wl, k)]
+    for n in range(1, 1001):
+        if explain.can_form(hw, wl, n):
+            continue
+        below, above = explain.nearby_counts(hw, wl, n)
+        assert below == max((k for k in usable if k < n), default=None), n
+        ref_above = min((k for k in usable if k > n), default=None)
+        assert above == ref_above if ref_above is not None else (above is None or above > 4000), n
+
+
+def test_a_count_far_past_every_usable_one_is_answered_without_a_scan():
+    """999,999,999,999 GPUs of h100 for a 1e26-FLOP model: the counts the degrees can split divide b d_ff d_model L =
+    (2^21 x 5)(2^14 x 5)(2^12 x 5)(2^5 x 9) = 2^52 x 3^2 x 5^3, and the two such divisors nearest 1e12 are
+    2^32 x 3^2 x 5^2 = 966,367,641,600 and 2^36 x 3 x 5 = 1,030,792,151,040 (listed by hand: the next are 2^33 x 5^3
+    and 2^40), both multiples of 8. A scan of a million counts each way found neither and took seconds."""
+    wl = infer_workload(1e26)
+    hw = get_hardware("h100")
+    below, above = explain.nearby_counts(hw, wl, 999_999_999_999)
+    assert (below, above) == (2**32 * 3**2 * 5**2, 2**36 * 3 * 5)
+    assert explain.can_form(hw, wl, below) and explain.can_form(hw, wl, above)
