@@ -277,7 +277,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
     if run.tp_comm_overlap:
         prof = prof.model_copy(update={"overlap_tp": prof.overlap_tp_comm})
     if run.ep_comm_overlap:
-        prof = prof.model_copy(update={"overlap_ep": prof.overlap_ep_comm})
+        prof = prof.model_copy(update={"overlap_ep": prof.overlap_ep_comm,
+                                       "overlap_ep_stages": prof.overlap_ep_comm_stages})
     if run.compiled:
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
