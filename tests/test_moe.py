@@ -315,7 +315,7 @@ def test_ep_stage_times_split_the_layer_by_hand():
     # microbatch (4 layers x 2 microbatches); stage 3 their forward and weight gradient, twice that; stages 1 and 4
     # the attention side's forward and activation gradient: a third of q, kv, o and router each, plus the attention
     # kernel's forward (stage 1) and backward (stage 4).
-    hw = with_profile(_ideal_h100(), PAPER)
+    hw = with_profile(_ideal_h100(), PAPER.model_copy(update={"overlap_ep_stages": True}))
     wl = tiny_moe()
     lay = folded(8, 2, 16, 1, 2, _ones(dp=(4, 2), tp_ff=(2, 1)))
     ev = evaluate(hw, wl, lay)

@@ -530,8 +530,9 @@ def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> d
     head = _ops_s(r, mo.head, cols, n_d, n_r, 1.0, layer=False)
     out["embed_s"], out["embed_critical_s"] = embed["all"], embed["critical"]
     out["head_s"], out["head_critical_s"] = head["all"], head["critical"]
-    if has_ep_stages(wl):
-        stages = ep_stage_times(r, mo.layer, cols, n_d, n_r, wl.experts / expert_degrees(cols)[0])
+    if has_ep_stages(wl):  # read only by the stage-wise EP overlap's branches: zeros (not computed) without them
+        stages = (ep_stage_times(r, mo.layer, cols, n_d, n_r, wl.experts / expert_degrees(cols)[0])
+                  if hw.profile.overlap_ep_stages else (0.0,) * EP_STAGES)
         for key, t in zip(EP_STAGE_KEYS, stages, strict=True):
             out[key] = t + np.zeros_like(layer["all"])
     return out
