@@ -96,23 +96,24 @@ def _section(table: Any, keys: dict[str, tuple[str, float | None]], where: str,
 
 def _hardware(doc: dict[str, Any]) -> SimpleNamespace:
     """A shipped hardware file with the attributes the hardware tables read (planner/render/light.py), the derived
-    ones as planner.schema computes them."""
+    ones by the functions planner.schema's properties call (planner.derived)."""
+    from planner import derived
     from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
 
     if set(doc) - {"name", "description", "gpu", "levels", "gpus_per_node", "economics"}:
         raise _Unexpected
     sources: dict[str, str] = {}
     gpu = _section(doc["gpu"], GPU_KEYS, "gpu", sources)
-    gpu.peak_flops = gpu.threads_per_sm * gpu.sms * gpu.flop_per_clock_per_thread * gpu.max_clock_Hz
-    gpu.sustained_flops = gpu.peak_flops * gpu.sustained_clock_factor
-    gpu.shared_mem_Bps = 32 * 4 * gpu.sms * (gpu.max_clock_Hz * gpu.sustained_clock_factor)
-    gpu.sram_bytes = gpu.l2_bytes + gpu.sms * (4 * gpu.register_file_per_block_bytes + gpu.l1_per_sm_bytes)
+    gpu.peak_flops = derived.peak_flops(gpu)
+    gpu.sustained_flops = derived.sustained_flops(gpu)
+    gpu.shared_mem_Bps = derived.shared_mem_Bps(gpu)
+    gpu.sram_bytes = derived.sram_bytes(gpu)
     levels = []
     for k, table in enumerate(doc["levels"]):
         lvl = _section(table, LEVEL_KEYS, f"levels[{k}]", sources)
-        lvl.subdivided = lvl.unit is not None or lvl.usable is not None
-        lvl.unit_gpus = lvl.unit or 1
-        lvl.usable_gpus = lvl.usable if lvl.usable is not None else lvl.size
+        lvl.subdivided = derived.subdivided(lvl)
+        lvl.unit_gpus = derived.unit_gpus(lvl)
+        lvl.usable_gpus = derived.usable_gpus(lvl)
         levels.append(lvl)
     economics = None if "economics" not in doc else _section(doc["economics"], ECONOMICS_KEYS, "economics", sources)
     gpus_per_node = doc.get("gpus_per_node", 8)

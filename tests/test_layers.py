@@ -19,7 +19,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Vocabulary that documents and logic both use: typed errors and input limits, the CLI's choice enums, safe file
     # writing, the paper's units of time and usual values, the registry of parallel dimensions (names, ranges,
     # divisibility rules). Imports nothing above itself.
-    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.paper", "planner.parallel.dimensions")),
+    ("base", ("planner.errors", "planner.choices", "planner.files", "planner.paper", "planner.derived",
+              "planner.parallel.dimensions")),
     # Every pydantic model of a file read or a document written, and the types those models need (a workload's
     # operations). Imports only the base.
     ("documents", ("planner.schema",)),

@@ -133,3 +133,25 @@ def test_limits_states_its_assumptions_and_the_bound_plan_reports(capsys):
 def test_limits_without_the_inferred_bound(capsys):
     code, out, _ = invoke(capsys, ["limits", "--gpu", "h100", "--no-inferred", "--json"])
     assert code == 0 and json.loads(out)[0]["inferred"] is None
+
+
+def test_the_command_list_gives_each_summary_as_one_flowing_sentence(capsys, monkeypatch):
+    """Each command's first docstring paragraph wraps at 120 columns in the source; `planner --help` must not carry
+    those breaks into the listing (it did: 'deadlines, --set' then 'overrides, ...' on the next line, cut short). At
+    listing a summary continues on a second row only where the first row is nearly full (rich's wrap), never after a
+    short one (a line break carried over from the source)."""
+    from planner.cli import app
+
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = invoke(capsys, ["--help"])
+    assert code == 0
+    panel = out[out.index("Commands"):]
+    width = len(panel.splitlines()[0]) - 1  # the panel's top border, from the title on
+    rows = [line.strip("│").rstrip() for line in panel.splitlines()[1:] if line.startswith("│")]
+    names = [info.name for info in app.registered_commands] + ["hardware", "models"]
+    starts = [row.split()[0] for row in rows if not row.startswith("  ")]
+    assert sorted(starts) == sorted(names)
+    for before, row in zip(rows, rows[1:], strict=False):
+        if row.startswith("  "):  # a continuation: the row before it was filled to the panel's width
+            assert len(before) > width - 20, (before, row)  # 20: longer than any word of the summaries
+    assert any("deadlines, --set overrides, profiles" in row for row in rows)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from planner import derived
 from planner.errors import MAX_PRICE_PER_GPU_HOUR
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
 from planner.schema.goodput import FailureModel, Goodput
@@ -145,25 +146,25 @@ class Gpu(_Frozen):
     @property
     def peak_flops(self) -> float:
         """Peak dense FLOP/s at max clock; MFU is always reported against this."""
-        return self.threads_per_sm * self.sms * self.flop_per_clock_per_thread * self.max_clock_Hz
+        return derived.peak_flops(self)
 
     @property
     def sustained_clock_Hz(self) -> float:
-        return self.max_clock_Hz * self.sustained_clock_factor
+        return derived.sustained_clock_Hz(self)
 
     @property
     def sustained_flops(self) -> float:
-        return self.peak_flops * self.sustained_clock_factor
+        return derived.sustained_flops(self)
 
     @property
     def shared_mem_Bps(self) -> float:
         """32 banks x 4 bytes per clock per SM, at the sustained clock (hardware_specs/*.toml and their sources)."""
-        return 32 * 4 * self.sms * self.sustained_clock_Hz
+        return derived.shared_mem_Bps(self)
 
     @property
     def sram_bytes(self) -> float:
         """On-chip SRAM: L2 + register files + L1/shared memory (Table 2's S, per GPU)."""
-        return self.l2_bytes + self.sms * (4 * self.register_file_per_block_bytes + self.l1_per_sm_bytes)
+        return derived.sram_bytes(self)
 
 
 class NetworkLevel(_Frozen):
@@ -199,17 +200,17 @@ class NetworkLevel(_Frozen):
     @property
     def subdivided(self) -> bool:
         """Whether a job may use part of each group (in whole units, up to `usable`) instead of filling it."""
-        return self.unit is not None or self.usable is not None
+        return derived.subdivided(self)
 
     @property
     def unit_gpus(self) -> int:
         """GPUs a job takes whole in one group: `unit`, else 1."""
-        return self.unit or 1
+        return derived.unit_gpus(self)
 
     @property
     def usable_gpus(self) -> int | None:
         """The most GPUs a job uses in one group: `usable`, else the group size (None: unbounded)."""
-        return self.usable if self.usable is not None else self.size
+        return derived.usable_gpus(self)
 
     @field_validator("lat_s")
     @classmethod
