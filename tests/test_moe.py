@@ -284,7 +284,7 @@ def _stage_price(c, a2a, rest, u):
     assert len(forms) == 16
     values = {"stretch": 1.0, "ep_stage_share": 0.25, "ep_unpaired_stretch": u, "ep_unpaired_share": u / 4,
               "ep_rest_s": rest, "a2a_bw": a2a, "one": 1.0, "lat_share": 0.0, "optimizer_s": 0.0}
-    values.update({k: v for k, v in zip(T.EP_STAGE_KEYS, c, strict=True)})
+    values.update({k: v for k, v in zip(T.EP_STAGE_TOTALS, c, strict=True)})
     for t in T.group_terms(wl, prof):
         values.setdefault(t.name, 0.0)
     return max(float(T.combine(b, values)) for b in forms)
@@ -362,3 +362,31 @@ def test_ep_stages_cpsat_matches_enumerator(gpus):
     assert steps[1] >= steps[0] - 1e-15  # hiding by stages never hides more than the whole overlap
     if gpus == 8:
         assert steps[1] > steps[0] * 1.05
+
+
+def test_ep_stages_step_by_hand():
+    # The tiny MoE on the ideal GPU behind links 1000x slower than H100's (dp 8, expert_ep 8, 2 microbatches): one
+    # layout's step under the stage-wise
+    # overlap, rebuilt by hand from its parts. Stage computes c_k = m x layers x the per-layer stage time (m = 2,
+    # 4 layers, pp 1), the all-to-all A (pp_ep_s: no pipeline, so no point-to-point), the unpaired share u = 1 / m
+    # (the first forward, the last backward), the rest the GEMM time outside the stages:
+    # step = DP + latency + rest + (1 - u) sum_k max(c_k, A / 4) + u (sum_k c_k + A).
+    ideal = _ideal_h100()
+    slow = ideal.model_copy(update={"levels": [lv.model_copy(update={"bw_bidir_Bps": lv.bw_bidir_Bps * 1e-3})
+                                               for lv in ideal.levels]})
+    hw = with_profile(slow, PAPER.model_copy(update={"overlap_ep_stages": True}))
+    wl = tiny_moe()
+    lay = folded(8, 1, 8, 1, 2, _ones(dp=(4, 2)))  # no tensor parallelism: no all-reduce in the network branch
+    ev = evaluate(hw, wl, lay)
+    assert ev.step.tp_s == 0.0
+    shape = T.shape_times(hw, wl, Tuples.from_layouts([lay]))
+    c = [2 * 4 * float(shape[k][0]) for k in T.EP_STAGE_KEYS]
+    a2a, u = ev.step.pp_ep_s, 0.5
+    rest = ev.step.matmul_s - sum(c)
+    assert rest > 0 and max(c) < a2a / 4  # every stage is all-to-all-bound here
+    staged = rest + (1 - u) * sum(max(ck, a2a / 4) for ck in c) + u * (sum(c) + a2a)
+    assert ev.step.step_s == pytest.approx(ev.step.dp_s + ev.step.latency_s + staged, rel=1e-9)
+    # Without the stages the all-to-all hides whole: max(GEMMs, all-to-all) instead.
+    flat = evaluate(with_profile(slow, PAPER), wl, lay)
+    assert flat.step.step_s == pytest.approx(flat.step.dp_s + flat.step.latency_s + max(flat.step.matmul_s, a2a),
+                                             rel=1e-9)

@@ -488,6 +488,9 @@ LAYER_KEYS = ("block_s", "block_critical_s", "block_fwd_s", "block_core_fwd_s", 
 
 
 EP_STAGE_KEYS = tuple(f"ep_stage{k + 1}_s" for k in range(EP_STAGES))
+"""`shape_times`' keys: one MoE layer's compute per stage for one microbatch."""
+EP_STAGE_TOTALS = tuple(f"ep_stage{k + 1}_total_s" for k in range(EP_STAGES))
+"""`tuple_quantities`' keys: each stage's compute on the busiest device for the whole step (the branches read these)."""
 
 
 def has_ep_stages(wl: Workload) -> bool:
@@ -680,7 +683,7 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
             # priced as an MoE layer, as the all-to-all's words are), the rest (the attention's weight gradient,
             # recomputation, per-layer overhead, the ends), and each all-to-all's coefficient (a quarter, stretched).
             stages = [m * device_layers(wl, cols) * shape[k] for k in EP_STAGE_KEYS]
-            for k, v in zip(EP_STAGE_KEYS, stages, strict=True):
+            for k, v in zip(EP_STAGE_TOTALS, stages, strict=True):
                 transformer[k] = v
             transformer["ep_rest_s"] = np.maximum(matmul_s - sum(stages, np.zeros_like(matmul_s)), 0.0)
     return {
@@ -1171,8 +1174,8 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER, 
         for mask in range(2 ** EP_STAGES):
             parts: tuple[tuple[str, str], ...] = ()
             for k in range(EP_STAGES):
-                parts += ((("stretch", EP_STAGE_KEYS[k]), ("ep_unpaired_share", "a2a_bw")) if mask >> k & 1 else
-                          (("ep_unpaired_stretch", EP_STAGE_KEYS[k]), ("ep_stage_share", "a2a_bw")))
+                parts += ((("stretch", EP_STAGE_TOTALS[k]), ("ep_unpaired_share", "a2a_bw")) if mask >> k & 1 else
+                          (("ep_unpaired_stretch", EP_STAGE_TOTALS[k]), ("ep_stage_share", "a2a_bw")))
             out.append(Branch(f"ep_stages_{mask}", dp + waits + (("stretch", "ep_rest_s"),) + parts + exposed))
     if dp_overlap:
         out.append(Branch("dp", fixed + dp_lat + waits + dp_bw))
