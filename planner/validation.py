@@ -523,7 +523,9 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "B200 aside, 1.33x) and still over-predicts the ones whose all-to-all crosses InfiniBand (" + _ratios(priced, (
             ("DeepSeek-V3 EP 32 on B200", "mbridge260401-deepseek-v3-256gpu-mxfp8-b200"),
             ("Qwen3-235B EP 32 on H100", "mbridge260401-qwen3-235b-a22b-256gpu-fp8"))) + "); Qwen3-30B-A3B on "
-        "H100 (no overlap in its recipe) stays over-predicted about 1.4x. Node-limited routing, grouped-GEMM "
+        "H100 stays over-predicted 1.4-1.6x with and without its recipe's overlap (its FP8 recipes capture no CUDA "
+        "graphs; a host-bound floor per layer would need the recipes' graph settings recorded). Node-limited "
+        "routing, grouped-GEMM "
         "efficiency on small experts and routing work are approximations. Where a record leaves "
         "a field unknown validate takes the fastest variant that fits; the fields the recipes, configs and papers "
         "give are recorded (each record's notes quote where), and the remaining unknowns rarely move a row by more "
