@@ -512,7 +512,7 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
     lines += _targets(rows)
     lines += ["What limits it further. The largest errors: " + "; ".join(
         f"{r.id} ({r.ratio:.2f}x)" for r in worst) + ". Most are mixture-of-experts runs: GPT-OSS 120B as "
-        "Megatron-Bridge runs it is over-predicted 1.35-1.75x on every system, bf16 and MXFP8, even with the "
+        "Megatron-Bridge runs it is over-predicted 1.3-1.7x on every system, bf16 and MXFP8, even with the "
         "recipes' recomputation, ZeRO, dispatcher and expert-parallel overlap recorded and its 128-token sliding "
         "windows priced as such (which makes the over-prediction larger, not smaller), by a cause not yet found "
         "(its attention sinks run in Transformer Engine's fused cuDNN attention in these containers, so an unfused "
