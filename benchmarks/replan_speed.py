@@ -6,7 +6,9 @@
 Prints the plan's time (the median of three, after a warm-up plan that pays the imports and first loads) and the
 sensitivity's, wall-clock and CPU (this process and its finished worker processes), and their ratios; and how many
 re-plans were re-priced, searched, and searched from a proven count (the plan's, for a move that slows every layout:
-planner.monotone; a family certificate's, for one that may speed layouts up: planner.sensitivity). On a shared
+planner.monotone; a family certificate's, for one that may speed layouts up: planner.sensitivity), and how many
+carried a skip proof (the plan's layout re-priced instead of searched when it stays the only fastest on the plan's
+count: planner.sensitivity._skip_proof; the searched count includes them). On a shared
 machine the wall-clock ratio moves with the load; the CPU ratio does not (it is the work, not the parallelism).
 """
 
@@ -42,8 +44,10 @@ def main() -> None:
     searched, bounded = stats["searched"], stats["bounded"]
     print(f"plan: {one:.3f} s wall, {one_cpu:.3f} s CPU (median of {len(times)}); --sensitivity "
           f"({2 * len(sens.rows)} moved inputs, {len(sens.rows)} rows; {2 * len(sens.rows) - searched} re-priced, "
-          f"{searched} searched, {bounded} of them from a proven count; {stats['certificates']} family "
-          f"certificates, which re-priced {stats['certified_repriced']}): {many:.2f} s wall, {many_cpu:.2f} s CPU; "
+          f"{searched} searched, {bounded} of them from a proven count, {stats['skip_proofs']} with a skip proof, "
+          f"{stats['chained']} bounded by another failure move's answer; "
+          f"{stats['certificates']} family certificates, which re-priced {stats['certified_repriced']}): "
+          f"{many:.2f} s wall, {many_cpu:.2f} s CPU; "
           f"plan + sensitivity = {(one + many) / one:.1f}x one plan's wall time, {(one_cpu + many_cpu) / one_cpu:.1f}x "
           "its CPU time")
 

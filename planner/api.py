@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -536,15 +536,19 @@ def solver_report(result: SearchResult) -> SolverReport:
 
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2,
-               goodput: Callable[[float], float] | None = None) -> SearchResult:
-    """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput)."""
+               goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
+    """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput). `exclude`: a layout
+    the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`)."""
+    if exclude is not None and solver != "cpsat":
+        raise InvalidInput("a runner-up search (exclude) needs the CP-SAT solver")
     if solver == "exhaustive":
         from planner.search.exhaustive import solve_exhaustive
 
         return solve_exhaustive(hw, wl, options, deadline_s, time_limit_s=time_limit_s, goodput=goodput)
     from planner.search.cpsat import solve_cpsat
 
-    return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput)
+    return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput,
+                       exclude=exclude)
 
 
 def _rank_order() -> tuple[str, ...]:
@@ -552,6 +556,42 @@ def _rank_order() -> tuple[str, ...]:
     from planner.export import RANK_ORDER
 
     return RANK_ORDER
+
+
+def _skip_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float, solver: str,
+                 fm: FailureModel | None, proof: SkipProof) -> SearchResult | None:
+    """The search's answer without the search, when `proof` (SkipProof) decides it; None otherwise.
+
+    With the proof's premises (no cluster below N = proof.layout.gpus meets the deadline: options.min_gpus is N; every
+    other layout the search can choose on N has an integer step >= runner_up_q), the proof's layout L is the
+    answer when, priced here in CP-SAT's integer reading (cpsat.layout_quanta), its step S_L meets N's deadline cap
+    and S_L < runner_up_q: then N has a layout within the deadline, so the search decides N, and L is the only layout
+    of least integer step there, so CP-SAT's step stage can only choose L (no tie for the network stage to break).
+    The check also asks that L is a layout of the space and fits the memory rule the search applies."""
+    from planner.cost.memory import usable_bytes
+    from planner.search.cpsat import deadline_quanta, layout_quanta
+    from planner.search.presolve import tuple_memory
+
+    lay = proof.layout
+    if solver != "cpsat" or options.min_gpus != lay.gpus or options.gpus is not None or options.rank_order:
+        return None
+    if options.max_gpus is not None or options.below_gpus is not None or check_layout(hw, wl, lay):
+        return None
+    import numpy as np
+
+    from planner.parallel.space import Tuples
+
+    cols = {d: np.array([lay.degree(d)], dtype=np.int64) for d in (*DEGREES, *OPTIONS)}
+    if not tuple_memory(hw, wl, Tuples({**cols, "zero_bubble": np.array([lay.schedule == "zb-h2"])}))[0] <= \
+            usable_bytes(hw):
+        return None
+    g = goodput_fraction(fm, wl.params)(float(lay.gpus)) if fm is not None else 1.0
+    cap = deadline_quanta(deadline_s, float(g), wl.steps)
+    s_q = layout_quanta(hw, wl, lay, options.dp_overlap)
+    if (cap is not None and s_q > cap) or s_q >= proof.runner_up_q:
+        return None
+    return SearchResult("cpsat", "optimal", lay, 0.0, 0, step_q=s_q,
+                        notes=["proven without a search: the plan's layout stays the only fastest on its count"])
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -630,6 +670,73 @@ def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
     return _plan(request, min_gpus=min_gpus)
 
 
+def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof | None = None
+                  ) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of `replan(request, min_gpus)`, (None, None) where it raises Infeasible: what a
+    sensitivity row reads, without the plan document, its notes and the explanation of an infeasible plan. The search
+    is the same call; with a proven `min_gpus` the critical-path shortcut (`_past_latency_wall`, which only turns a
+    search that would prove every count infeasible into an earlier 'infeasible') is left out. A request with a fixed
+    cluster or a power limit checks its answer against the document's figures: it takes the full path.
+
+    `proof` (a SkipProof): when the caller has proven what it states, and `min_gpus` is its layout's count, the
+    search is skipped if that layout, priced in CP-SAT's integer reading under this request, meets the deadline on
+    that count and its step is below the proof's runner-up step: the answer is then that layout (`_skip_search`)."""
+    if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
+        try:
+            p = replan(request, min_gpus)
+        except Infeasible:
+            return None, None
+        return p.gpus, p.wall_clock_days
+    try:
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, proof=proof)
+    except _Answer as done:
+        return done.gpus, done.days
+    except Infeasible:
+        return None, None
+    return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
+
+
+class SkipProof(NamedTuple):
+    """What planner.sensitivity proves before a re-plan may skip its search (`replan_answer`, `_skip_search`): on
+    `layout.gpus` GPUs, every layout but `layout` that the search of the re-planned request can choose has an integer
+    step (CP-SAT's reading, quanta) of at least `runner_up_q`, and no smaller cluster meets the deadline. The
+    sensitivity gets it from the plan's own request (`runner_up_quanta`) for moves that never shorten any layout's
+    integer step nor change which layouts fit or the goodput (planner.monotone, the step family)."""
+
+    layout: Layout
+    runner_up_q: int
+
+
+class _Answer(Exception):
+    """A lean plan's answer (`replan_answer`): the GPUs and wall-clock days, None for both when infeasible; `step_q`
+    the search's proven integer step (a runner-up search's, `runner_up_quanta`)."""
+
+    def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None):
+        super().__init__(gpus, days)
+        self.gpus, self.days, self.step_q = gpus, days, step_q
+
+
+def runner_up_quanta(request: PlanRequest, layout: Layout) -> int | None:
+    """CP-SAT's least integer step (quanta) over every layout of `layout.gpus` GPUs but `layout` that meets the
+    request's deadline there, searched as the plan's own search decides that count (its tuples, bounds and models,
+    each with `layout` left out: cpsat.Model.exclude); INT_MAX when the search proves that none does; None when it
+    did not settle. The runner-up of a SkipProof: `layout` should be the request's own plan's layout."""
+    from planner.search.cpsat import INT_MAX
+
+    if request.gpus is not None or request.deadline_days is None or request.solver != "cpsat":
+        return None
+    try:
+        _plan(request, explain_limits=False, min_gpus=layout.gpus, below_gpus=layout.gpus + 1, lean=True,
+              exclude=layout)
+    except _Answer as found:
+        return found.step_q
+    except _NoneBelow as stop:
+        return INT_MAX if stop.args[0] == "infeasible" else None
+    except Infeasible:
+        return None
+    return None  # not reached: a lean _plan always raises
+
+
 class _NoneBelow(Exception):
     """A certificate search (`fewest_below`) found no layout: args[0] is its search status."""
 
@@ -649,10 +756,13 @@ def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -
 
 
 def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None,
-          below_gpus: int | None = None) -> Plan:
+          below_gpus: int | None = None, lean: bool = False, exclude: Layout | None = None,
+          proof: SkipProof | None = None) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
     limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`; `below_gpus`:
-    see `fewest_below` (raises _NoneBelow when no layout is found below it)."""
+    see `fewest_below` (raises _NoneBelow when no layout is found below it); `lean`: see `replan_answer` (raises
+    _Answer once the count and the days are known; deadline mode without a fixed cluster or a power limit);
+    `exclude`: see `runner_up_quanta`; `proof`: see `replan_answer`."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -715,10 +825,15 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
                            f"precision {hw.gpu.instead_of(workload.precision)}")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
-    result = _past_latency_wall(hw, workload, options, deadline_s, solver)
+    result = None
+    if lean and proof is not None and deadline_s is not None:
+        result = _skip_search(hw, workload, options, deadline_s, solver, fm, proof)
+    if result is None and not (lean and options.min_gpus is not None):
+        result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
-                            workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params))
+                            workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params),
+                            exclude=exclude)
     if result.layout is None and below_gpus is not None:
         raise _NoneBelow(result.status)
     rack_notes: list[str] = []
@@ -726,6 +841,14 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if result.layout is not None and gpus is None and days is not None and below_gpus is None:
         result, rack_notes = _fewest_racks(hw, workload, options, result, days * SECONDS_PER_DAY, solver,
                                            time_limit_s, workers, fm)
+    if lean:
+        if result.layout is None:
+            raise _Answer(None, None)
+        ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
+        # The wall-clock days exactly as plan_from_evaluation writes them into the document.
+        good = None if fm is None else goodput_at(fm, ev.gpus, workload.params)
+        raise _Answer(ev.gpus, ev.training_days if good is None else
+                      (ev.training_days / good.goodput if good.goodput > 0 else math.inf), result.step_q)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 

@@ -30,6 +30,9 @@ SLOWER_WHEN_HIGHER: tuple[str, ...] = (
     "profile.overlap.dp_exposed",
     # expert-routing imbalance: the busiest expert's share of tokens scales its GEMMs and all-to-all words
     "profile.moe.imbalance",
+    # ring attention's element-wise merges: bytes per step at HBM bandwidth on every layer (docs/model.md §7b)
+    "profile.context.merge_fwd_bytes",
+    "profile.context.merge_bwd_bytes",
     # memory set aside: each adds bytes to every layout's need or removes bytes from the usable memory (§7b);
     # none of them changes a step time
     "profile.memory.reserve_GB",

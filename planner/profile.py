@@ -63,6 +63,11 @@ FIELDS: dict[str, str] = {
     "overlap.pp": "overlap_pp",
     "overlap.tp_comm_overlap": "overlap_tp_comm",
     "overlap.cp": "overlap_cp",
+    "context.kv_expanded": "cp_kv_expanded",
+    "context.grad_bytes": "cp_grad_bytes",
+    "context.grad_returns": "cp_grad_returns",
+    "context.merge_fwd_bytes": "cp_merge_fwd_bytes",
+    "context.merge_bwd_bytes": "cp_merge_bwd_bytes",
     "overlap.ep": "overlap_ep",
     "overlap.ep_comm_overlap": "overlap_ep_comm",
     "overlap.ep_stages": "overlap_ep_stages",
@@ -146,7 +151,8 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
             fields[key] = doc[key]
     if "name" not in doc:
         raise InvalidInput(f"{origin}: missing required 'name'")
-    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput", "moe", "memory"}
+    sections = {"gemm", "attention", "elementwise", "network", "overlap", "optimizer", "goodput", "moe", "memory",
+                "context"}
     frameworks = doc.get("framework", {})
     if not isinstance(frameworks, dict):
         raise InvalidInput(f"{origin}: [framework] must hold one table per framework")

@@ -14,6 +14,12 @@ layouts up are bounded by one certificate per family (`_certify`): every such mo
 over the counts below the plan's only; a single move is never faster than that corner, so the corner's count bounds
 its re-plan, and for memory and failure inputs (which change which layouts fit, or the deadline a count gets, but no
 step time) the plan's layout re-priced is the answer when the certificate shows the count cannot move.
+
+A slowing move of a rate, latency or overlap may skip its search altogether (`_skip_proof`): when the plan's layout,
+priced under the move, still meets the deadline on the plan's count and is strictly faster than the plan's runner-up
+there, it is the re-plan's answer. Failure moves that push the plan past its deadline are re-planned in turn, the
+first one's count bounding the others (`_failure_chain`). Every re-plan that is searched returns only its GPUs and
+days (api.replan_answer).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from planner.errors import Infeasible, InvalidInput
 from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
+    from planner.api import SkipProof
     from planner.schema import Plan
     from planner.schema.request import PlanRequest
 
@@ -145,16 +152,12 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(task: tuple[PlanRequest, int | None]) -> tuple[int | None, float | None]:
-    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None)."""
+def _replan(task: tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None, skip proof or None)."""
     from planner import api
 
-    request, min_gpus = task
-    try:
-        p = api.replan(request, min_gpus)
-    except Infeasible:
-        return None, None
-    return p.gpus, p.wall_clock_days
+    request, min_gpus, proof = task
+    return api.replan_answer(request, min_gpus, proof)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
@@ -232,30 +235,18 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     """(GPUs, wall-clock days) of the plan's own layout priced under the request with `sets`; None when it no longer
     fits or misses the deadline."""
     from planner import api
-    from planner.cost.step import evaluate
-    from planner.export import layout_of
     from planner.goodput import goodput_at
     from planner.overrides import parse_overrides
-    from planner.parallel.space import check_layout
-    from planner.workload import infer_workload
 
     if plan.gpus is None or plan.deadline_days is None or plan.layout is None:
         return None
-    parsed = parse_overrides(sets)
-    hw = api.resolve(request.gpu, request.profile or plan.profile, parsed)
-    if request.workload is not None:
-        wl = request.workload
-    elif request.compute_flop is not None:
-        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
-                            budget=request.budget)
-    else:
+    priced = _priced(plan, request, sets)
+    if priced is None:
         return None
-    layout = layout_of(plan)
-    if check_layout(hw, wl, layout):
-        return None
-    ev = evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap)
+    ev, wl = priced
     if not ev.memory.fits:
         return None  # the move took this layout away: search
+    parsed = parse_overrides(sets)
     days = ev.training_days
     if plan.goodput is not None:
         g = goodput_at(api.failure_model(request.failures, parsed), plan.gpus, wl.params).goodput
@@ -263,8 +254,8 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[tuple[PlanRequest, int | None]], jobs: int | None = None, ray: str | None = None
-              ) -> list[tuple[int | None, float | None]]:
+def run_moves(tasks: Sequence[tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
+              ray: str | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
     1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`)."""
@@ -285,23 +276,39 @@ CERTIFY_TRIES = 3
 def _layout_days(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> float:
     """The plan's layout's training days priced under `sets` (infinite when it no longer fits): how much a move
     speeds that one layout up, to order the moves of a certificate (`sensitivity`); not a bound."""
+    priced = _priced(plan, request, sets) if plan.layout is not None else None
+    return priced[0].training_days if priced is not None and priced[0].memory.fits else math.inf
+
+
+_PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
+"""`_priced`'s answers within one `sensitivity` call (cleared at its start), by (the plan's id, the --set texts)."""
+
+
+def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any, Any] | None:
+    """(the evaluation, the workload) of the plan's layout priced under the request with `sets`; None when it is no
+    layout of that hardware or the request names no workload. Shared by `_repriced` and `_layout_days`."""
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
     from planner.overrides import parse_overrides
+    from planner.parallel.space import check_layout
     from planner.workload import infer_workload
 
-    if plan.layout is None or request.compute_flop is None and request.workload is None:
-        return math.inf
+    key = (id(plan), tuple(sets))
+    if key in _PRICED:
+        return _PRICED[key]
     hw = api.resolve(request.gpu, request.profile or plan.profile, parse_overrides(sets))
     if request.workload is not None:
         wl = request.workload
-    else:
-        assert request.compute_flop is not None
+    elif request.compute_flop is not None:
         wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
                             budget=request.budget)
-    ev = evaluate(hw, wl, layout_of(plan), dp_overlap=plan.dp_overlap)
-    return ev.training_days if ev.memory.fits else math.inf
+    else:
+        return None
+    layout = layout_of(plan)
+    out = None if check_layout(hw, wl, layout) else (evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap), wl)
+    _PRICED[key] = out
+    return out
 
 
 def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
@@ -342,6 +349,83 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     return bound, False
 
 
+def _failure_chain(plan: Plan, request: PlanRequest, pending: list[dict[str, Any]],
+                   results: list[tuple[int | None, float | None] | None]) -> tuple[int, int]:
+    """Failure moves in their slowing direction, each bounded (`least_gpus`), re-planned one after another: the one
+    with the most goodput on the plan's count first, here (its answer goes into `results`), then each other starts at
+    that answer's count when it proves nothing smaller. Returns (re-plans searched here: 0 or 1, how many others were
+    bounded that way).
+
+    A failure input changes only the deadline cap each count N gets (deadline x g(N) of compute; the tuples, bounds
+    and models of N are the same), and the cap only grows with g. The first re-plan proves every count below its
+    answer n_a infeasible under its own g_a (below its bound by the bound, from it up by the search). So for another
+    move b with g_b(N) <= g_a(N) on every count from b's bound to n_a - 1, those counts are infeasible for b too (a
+    smaller cap), and b's fewest GPUs are at least n_a."""
+    import numpy as np
+
+    from planner import api
+    from planner.goodput import goodput_fraction
+    from planner.overrides import parse_overrides
+
+    members = [p for p in pending if results[p["slot"]] is None and p["bound"] is not None
+               and _family(p["field"]) == "goodput" and not p["speeds"]]
+    priced = _priced(plan, request, request.overrides) if plan.layout is not None else None
+    if len(members) < 2 or plan.goodput is None or plan.gpus is None or priced is None:
+        return 0, 0
+    params = priced[1].params
+
+    def g(m: dict[str, Any]) -> Any:
+        return goodput_fraction(api.failure_model(request.failures, parse_overrides(m["request"].overrides)), params)
+
+    n0 = float(plan.gpus)
+    members.sort(key=lambda m: -float(g(m)(n0)))
+    first = members[0]
+    answer = api.replan_answer(first["request"], first["bound"])
+    results[first["slot"]] = answer
+    n_a = answer[0]
+    if n_a is None:
+        return 1, 0
+    chained = 0
+    for m in members[1:]:
+        counts = np.arange(m["bound"], n_a, dtype=np.float64)
+        if len(counts) and np.all(g(m)(counts) <= g(first)(counts)):
+            m["bound"] = n_a
+            chained += 1
+    return 1, chained
+
+
+SKIP_MIN_MOVES = 2
+"""The runner-up search behind a skip proof (`_skip_proof`) is made for at least this many moves that can use it: it
+costs about one bounded re-plan."""
+
+
+def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, Any]]) -> SkipProof | None:
+    """The skip proof (api.SkipProof) shared by the re-plans in `members`: moves of the step family (rates,
+    latencies, overlaps) in their slowing direction, each bounded by the plan's count N (`least_gpus`).
+
+    Such a move never shortens any layout's step, in the float model and (each term, hence each rounded-up part) in
+    CP-SAT's integer reading, and changes neither which layouts fit (no memory term reads it) nor the goodput
+    (planner.monotone; tests/test_monotone.py checks both readings). So every layout but the plan's L keeps an integer
+    step of at least the runner-up step of the plan's own request on N (`api.runner_up_quanta`: CP-SAT's best on N
+    with L left out; a layout that misses the deadline there has a step above N's cap, and stays above it). A re-plan
+    whose L is still within the cap and below that runner-up is L on N, re-priced, without a search
+    (api.replan_answer). The plan's layout was CP-SAT's choice; the proof only shows that the move cannot change
+    it. None when too few moves can use it, or the runner-up search did not settle."""
+    from planner import api
+    from planner.export import layout_of
+
+    if len(members) < SKIP_MIN_MOVES or plan.layout is None or plan.gpus is None:
+        return None
+    if request.solver != "cpsat" or request.runs_on is not None:
+        return None
+    layout = layout_of(plan)
+    if layout.gpus != plan.gpus:
+        return None
+    base = request.model_copy(update={"workers": 1, "why_smaller": False})
+    runner_up = api.runner_up_quanta(base, layout)
+    return None if runner_up is None else api.SkipProof(layout, runner_up)
+
+
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
                 ray: str | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
@@ -354,6 +438,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
 
     if not isinstance(request.gpu, str) or not isinstance(request.failures, str):
         raise InvalidInput("--sensitivity needs the hardware by name or file")
+    _PRICED.clear()
     rows_in = candidates(request.gpu, request.profile or plan.profile, request.failures, plan)
     results: list[tuple[int | None, float | None] | None] = []
     pending: list[dict[str, Any]] = []  # the re-plans not re-priced: slot, field, text, request, bound
@@ -373,7 +458,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
                 pending.append({"slot": len(results) - 1, "field": field, "text": text,
                                 "request": request.model_copy(update={"overrides": (*request.overrides, text),
                                                                       "workers": 1, "why_smaller": False}),
-                                "bound": bound,
+                                "bound": bound, "slows": bound is not None and _family(field) == "step",
                                 "speeds": _speeds(plan, request, field, value, after)})
     families: dict[str, list[dict[str, Any]]] = {}
     for p in pending:
@@ -400,10 +485,16 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
             group = group[1:]
-    tasks = [(p["request"], p["bound"]) for p in pending if results[p["slot"]] is None]
+    first, chained = _failure_chain(plan, request, pending, results)
+    proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
+    tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
+             if results[p["slot"]] is None]
     if stats is not None:
-        stats.update(moved=len(results), searched=len(tasks), bounded=sum(b is not None for _, b in tasks),
-                     certificates=certified, certified_repriced=repriced)
+        stats.update(moved=len(results), searched=len(tasks) + first,
+                     bounded=sum(b is not None for _, b, _ in tasks) + first,
+                     certificates=certified, certified_repriced=repriced, skip_proofs=sum(
+                         p is not None for _, _, p in tasks), chained=chained)
+    _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]

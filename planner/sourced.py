@@ -127,12 +127,27 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
         return shipped(name) if name is not None else parse(load_toml(path, file_what), str(path), False)
     # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
     original = _shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what)
+    key = (str(path), target, tuple(repr((o.keys, o.value)) for o in overrides if o.target == target))
+    if name is not None and key in _OVERRIDDEN:
+        return _OVERRIDDEN[key]
     doc = apply(original, overrides, target)
     origin = f"{name or path} with --set"
     try:
-        return parse(doc, origin, name is not None)
+        out = parse(doc, origin, name is not None)
     except InvalidInput as exc:
         raise InvalidInput(blame(str(exc), origin, original, [o for o in overrides if o.target == target])) from None
+    if name is not None:
+        # A shipped file with the same overrides parses to the same (frozen) object: re-plans in one process that
+        # price one moved input several times (--sensitivity, --confidence) parse it once.
+        while len(_OVERRIDDEN) >= OVERRIDDEN_ENTRIES:
+            _OVERRIDDEN.pop(next(iter(_OVERRIDDEN)))
+        _OVERRIDDEN[key] = out
+    return out
+
+
+_OVERRIDDEN: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+"""Shipped files parsed with --set overrides, by (file, target, the overrides' keys and values): `load_sourced`."""
+OVERRIDDEN_ENTRIES = 256
 
 
 def blame(message: str, origin: str, doc: dict[str, Any], overrides: Sequence[Any]) -> str:

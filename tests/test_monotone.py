@@ -226,12 +226,12 @@ def test_sensitivity_rows_are_the_same_with_and_without_the_bound(monkeypatch):
     stats: dict[str, int] = {}
     with_bound = sens.sensitivity(plan, request, jobs=1, stats=stats)
     assert any(b == plan.gpus for b in bounded) and any(b is None for b in bounded)
-    assert stats["certificates"] >= 2 and stats["certified_repriced"] >= 2
+    assert stats["certificates"] >= 2 and stats["certified_repriced"] >= 2 and stats["skip_proofs"] >= 2
     monkeypatch.setattr(sens, "least_gpus", lambda *a: None)
     monkeypatch.setattr(sens, "CERTIFY_MIN_MOVES", 10**9)
     bare: dict[str, int] = {}
     without = sens.sensitivity(plan, request, jobs=1, stats=bare)
-    assert bare["bounded"] == bare["certificates"] == 0
+    assert bare["bounded"] == bare["certificates"] == bare["skip_proofs"] == 0
     assert with_bound == without
 
 
@@ -347,3 +347,214 @@ def test_fewest_below_proves_the_plans_count_or_finds_the_moved_one():
     assert moved.gpus is not None and moved.gpus < 30720
     assert api.fewest_below(fast, 30720) == moved.gpus
     assert api.fewest_below(fast, moved.gpus) == moved.gpus
+
+
+STEP_FIELDS = [f for f in PROFILE_FIELDS if sens._family(f) == "step"]
+"""The declared inputs whose slowing moves may skip their re-plan's search (planner.sensitivity._skip_proof)."""
+
+
+@functools.cache
+def _integer_parts(wl_name: str, sets: tuple[str, ...], dp_overlap: bool, limit: int = 300):
+    """CP-SAT's integer reading of `limit` random degree tuples (a fixed seed) of a small workload's space, every
+    factor vector of every group kept (no pruning): each form's tuple part and group parts in quanta, as cpsat.Model
+    writes them, with the tables' rows (tuple, factor vectors) to compare like with like."""
+    from planner.search.cpsat import build_pair_tables, to_quanta, tuple_forms
+
+    wl = WORKLOADS[wl_name]
+    hw = api.resolve("h100", "realistic", parse_overrides(list(sets)))
+    space = build_space(hw, wl, SearchOptions())
+    t = tuples_for_model_parallel(space, model_parallel_rows(space), space.dp_m)
+    if len(t) > limit:
+        t = t.take(np.sort(np.random.default_rng(1).choice(len(t), limit, replace=False)))
+    q = tuple_terms(hw, wl, t, ShapeTable.for_space(hw, wl, space))
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap, prune=False)
+    parts = {f"tuple:{k}": to_quanta(v) for k, v in tuple_forms(hw, wl, q, dp_overlap).items()}
+    keys = {}
+    for g, tab in tables.items():
+        keys[g] = (tab.tup, {d: v.copy() for d, v in tab.factors.items()})
+        parts.update({f"{g}:{k}": to_quanta(v) for k, v in tab.forms.items()})
+    return parts, keys, tuple_memory(hw, wl, t)
+
+
+QUICK_STEP_FIELDS = ("profile.gemm.sustained_factor", "levels.*.bw_bidir_GBps", "profile.network.latency_us",
+                     "profile.overlap.pp")
+"""The step inputs whose integer-reading check runs in the default suite on the toy dense workload; every other
+(input, workload) pair is in the slow set, which .ci/run runs."""
+
+
+@pytest.mark.parametrize("field,wl_name", [
+    pytest.param(f, w, marks=[] if w == "toy-dense" and f in QUICK_STEP_FIELDS else [pytest.mark.slow])
+    for f in STEP_FIELDS for w in WORKLOADS])
+def test_a_slowing_step_move_never_lowers_an_integer_part_nor_a_memory_need(field, wl_name):
+    """The premise of the skip proof (planner.sensitivity._skip_proof) in CP-SAT's own reading: every part of every
+    form (the tuple part, each group's part of every factor vector), rounded up to quanta as the model writes it,
+    is no smaller after a step-family input is moved the slowing way; so no layout's integer step (the largest
+    branch of sums of parts) drops. And the move changes no tuple's memory need (the step family reads no memory
+    term), so the same layouts fit."""
+    name, value = _current(field, "h100", "realistic")
+    for dp_overlap in (False, True):
+        parts, keys, mem = _integer_parts(wl_name, (), dp_overlap)
+        for factor in (1.25, 2.0):
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            parts2, keys2, mem2 = _integer_parts(wl_name, (text,), dp_overlap)
+            assert np.array_equal(mem, mem2), text
+            assert parts.keys() == parts2.keys() and keys.keys() == keys2.keys()
+            for g, (tup, fac) in keys.items():
+                assert np.array_equal(tup, keys2[g][0])
+                assert all(np.array_equal(v, keys2[g][1][d]) for d, v in fac.items())
+            for k, v in parts.items():
+                assert np.all(parts2[k] >= v), (text, k, int(np.min(parts2[k] - v)))
+
+
+RAISED_ON_TOY_DENSE = {"profile.elementwise.layer_overhead_us", "profile.network.latency_us",
+                       "profile.overlap.dp_exposed", "profile.gemm.sustained_factor",
+                       "profile.elementwise.hbm_fraction", "levels.*.bw_bidir_GBps",
+                       "profile.network.bus_bw_fraction", "profile.overlap.pp"}
+"""The step inputs a toy dense workload's layouts read (GEMMs, element-wise work, data- and pipeline-parallel
+traffic); the MoE, context-parallel, expert, ZeRO and tensor-overlap inputs it has no term for."""
+
+
+def test_some_slowing_step_moves_raise_integer_parts():
+    """The check above is not vacuous: each step input the toy dense workload reads raises parts of CP-SAT's
+    reading when moved the slowing way."""
+    parts, *_ = _integer_parts("toy-dense", (), True)
+    raised = set()
+    for field in STEP_FIELDS:
+        name, value = _current(field, "h100", "realistic")
+        parts2, *_ = _integer_parts("toy-dense", (f"{name}={sens._fmt(_slower(field, value, 2.0))}",), True)
+        if any(np.any(parts2[k] > v) for k, v in parts.items()):
+            raised.add(field)
+    assert RAISED_ON_TOY_DENSE <= set(STEP_FIELDS)
+    assert raised >= RAISED_ON_TOY_DENSE, sorted(RAISED_ON_TOY_DENSE - raised)
+
+
+SKIP_WL = Workload(d_model=8192, d_ff=32768, layers=16, experts=1, batch_tokens=65536, tokens=1e11)
+"""A toy dense workload whose 10-day plan (16 GPUs, 16 pipeline stages, ZB-H2, goodput on) has no exact tie on its
+count: its runner-up's integer step is 0.6 % above the plan's, so the skip proof can act (the small workloads
+above tie on their counts: a single pipeline stage with either schedule or any interleaving is the same step)."""
+
+
+def _skip_case():
+    from planner.export import layout_of
+    from planner.search.cpsat import layout_quanta
+
+    kw = dict(workload=SKIP_WL, gpu="h100", days=10.0, profile="realistic", why_smaller=False)
+    plan = api.plan(**kw)
+    assert plan.status == "optimal" and plan.gpus == 16 and plan.goodput is not None
+    req = PlanRequest(**kw)
+    layout = layout_of(plan)
+    runner_up = api.runner_up_quanta(req, layout)
+    s0 = layout_quanta(api.resolve("h100", "realistic"), SKIP_WL, layout, plan.dp_overlap)
+    assert runner_up is not None and runner_up > s0  # no tie: the proof can act
+    return plan, req, api.SkipProof(layout, runner_up)
+
+
+def _check_skip_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Each field moved the slowing way by each factor: the re-plan with the skip proof, the re-plan searched from
+    the compute bound and the exhaustive enumerator (from the plan's count: the monotone bound, checked above against
+    the enumerator from the compute bound) give the same GPUs and days. Returns (skipped, searched)."""
+    from planner.cost.step import evaluate
+
+    plan, req, proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = []
+    real = api._skip_search
+
+    def spy(*a):
+        out = real(*a)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(api, "_skip_search", spy)
+    for field in fields:
+        name, value = _current(field, "h100", "realistic")
+        for factor in factors:
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            moved = req.model_copy(update={"overrides": [text], "workers": 1})
+            skipped = api.replan_answer(moved, n0, proof)
+            searched = api.replan_answer(moved, None)
+            assert skipped == searched, text
+            hw, g = api.resolve("h100", "realistic", parse_overrides([text])), goodput_fraction(
+                get_failure_model("default"), SKIP_WL.params)
+            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
+                                                                max_gpus=8 * n0), 10.0 * 86400, goodput=g)
+            assert truth.status == "optimal" and truth.layout is not None, text
+            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+            days = ev.training_days / float(g(float(ev.gpus)))
+            assert skipped[0] == ev.gpus and skipped[1] is not None, text
+            assert math.isclose(skipped[1], days, rel_tol=1e-8), (text, skipped[1], days)
+    return sum(used), len(used) - sum(used)
+
+
+def test_a_skip_proof_gives_the_searched_and_the_enumerators_answer(monkeypatch):
+    """Two step inputs moved the slowing way a little: the proof skips some searches, and every answer is the
+    search's and the enumerator's."""
+    skipped, searched = _check_skip_proofs(["profile.network.latency_us", "profile.overlap.pp"],
+                                           (1.05,), monkeypatch)
+    assert skipped >= 1
+
+
+@pytest.mark.slow
+def test_a_skip_proof_gives_the_searched_and_the_enumerators_answer_for_every_step_input(monkeypatch):
+    """Every step-family input, moved the slowing way by 1.05x, 1.25x and 2x: some searches skipped, some not (the
+    move changed the answer or left the plan's layout at or above the runner-up), every answer the same."""
+    skipped, searched = _check_skip_proofs(STEP_FIELDS, (1.05, 1.25, 2.0), monkeypatch)
+    assert skipped >= 3 and searched >= 3, (skipped, searched)
+
+
+def test_no_skip_without_a_strict_margin():
+    """A proof whose runner-up ties the plan's layout (its integer step exactly) skips nothing: a tie is left to the
+    search's own rule."""
+    from planner.search.cpsat import layout_quanta
+
+    plan, req, proof = _skip_case()
+    s0 = layout_quanta(api.resolve("h100", "realistic"), SKIP_WL, proof.layout, plan.dp_overlap)
+    hw = api.resolve("h100", "realistic")
+    opts = SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=plan.gpus)
+    fm = get_failure_model("default")
+    assert api._skip_search(hw, SKIP_WL, opts, 10.0 * 86400, "cpsat", fm, proof) is not None
+    assert api._skip_search(hw, SKIP_WL, opts, 10.0 * 86400, "cpsat", fm, api.SkipProof(proof.layout, s0)) is None
+    assert api._skip_search(hw, SKIP_WL, dataclasses.replace(opts, min_gpus=plan.gpus - 1), 10.0 * 86400, "cpsat", fm,
+                            proof) is None  # the count is not the proven one
+    assert api._skip_search(hw, SKIP_WL, opts, 1.0 * 86400, "cpsat", fm, proof) is None  # misses a shorter deadline
+
+
+def test_layout_quanta_is_cpsats_own_step():
+    """cpsat.layout_quanta (the skip proof's pricing of one layout) equals the integer step CP-SAT proved for the
+    layout it chose, on the toy plan and on a realistic-profile plan of 224 GPUs."""
+    from planner.export import layout_of
+    from planner.search.cpsat import layout_quanta, solve_cpsat
+
+    hw = api.resolve("h100", "realistic")
+    res = solve_cpsat(hw, SKIP_WL, SearchOptions(dp_overlap=True), 10.0 * 86400, workers=1)
+    assert res.status == "optimal" and res.layout is not None and res.step_q is not None
+    assert layout_quanta(hw, SKIP_WL, res.layout, True) == res.step_q
+    kw = dict(compute_flop=1e23, gpu="h100", days=10.0, profile="realistic", why_smaller=False)
+    plan = api.plan(**kw)
+    assert plan.gpus == 224
+    from planner.workload import infer_workload
+
+    wl = infer_workload(1e23)
+    s = layout_quanta(hw, wl, layout_of(plan), plan.dp_overlap)
+    assert api.runner_up_quanta(PlanRequest(**kw), layout_of(plan)) >= s  # CP-SAT's best of the rest: no better
+
+
+@pytest.mark.slow
+def test_a_failure_chain_bound_is_the_searched_answer():
+    """sensitivity._failure_chain on the 1e26 FLOP H100 plan (30,720 GPUs, 90 days, realistic): the restart time and
+    the interruption rate doubled both miss the deadline on the plan's count; the first re-plan's count bounds the
+    second (its goodput is no higher on any count between), and that bounded re-plan gives what a re-plan searched
+    from the compute bound gives."""
+    kw = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic")
+    plan = api.plan(**kw)
+    assert plan.gpus == 30720
+    request = PlanRequest(**kw)
+    stats: dict[str, int] = {}
+    rows = {r.input: r for r in sens.sensitivity(plan, request, jobs=1, stats=stats).rows}
+    assert stats["chained"] == 1
+    for field in ("goodput.restart_minutes", "goodput.interruptions_per_gpu_hour"):
+        row = rows[field]
+        moved = request.model_copy(update={"overrides": [f"{field}={row.high}"], "workers": 1, "why_smaller": False})
+        assert api.replan_answer(moved, None) == (row.gpus_high, row.days_high)
+        assert row.gpus_high is not None and row.gpus_high > 30720

@@ -374,6 +374,9 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     if ops.attention is not None:
         a = np.stack(np.broadcast_arrays(*r.attention(ops.attention.forward_flop_per_token(cols) * n_dense)))
         out.append(("attention kernel", "attention", a if split else a.sum(axis=0)))
+        merge = _ring_merge_s(r, ops.attention, cols, n_dense)
+        if merge is not None:
+            out.append(("ring attention merge", "elementwise", merge if split else merge[0]))
     for op in ops.elementwise:
         once = np.asarray(op.per_gpu(cols), dtype=np.float64) * n_dense * r.elementwise_share / r.hbm_Bps
         both = np.stack(np.broadcast_arrays(op.passes * once, once))
@@ -441,6 +444,24 @@ def ep_stage_times(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here) -
     out = (side_f, mlp_d, mlp_w + mlp_f, side_b)
     shape = np.broadcast(*[np.asarray(x) for x in out]).shape
     return tuple(np.broadcast_to(np.asarray(x, dtype=np.float64), shape).copy() for x in out)
+
+
+def _ring_merge_s(r: Rates, core, cols: Cols, n_dense) -> np.ndarray | None:
+    """Element-wise work of ring attention outside the kernels, as (all passes, forward pass) seconds for one
+    microbatch, or None when the profile prices none or no row has N_CP > 1: each of the N_CP ring steps moves
+    `cp_merge_fwd_bytes` (forward) and `cp_merge_bwd_bytes` (backward) HBM bytes per element of the rank's attention
+    output (its n_dense tokens x heads x v_dim), at the element-wise bandwidth like every element-wise row."""
+    prof = r.hw.profile
+    if prof.cp_merge_fwd_bytes <= 0.0 and prof.cp_merge_bwd_bytes <= 0.0:
+        return None
+    cp = _f(cols, "cp")
+    if not np.any(cp > 1):
+        return None
+    steps = np.where(cp > 1, cp, 0.0)
+    elems = np.asarray(core.heads.per_gpu(cols), dtype=np.float64) * core.v_dim * n_dense
+    once = steps * elems * r.elementwise_share / r.hbm_Bps
+    fwd = prof.cp_merge_fwd_bytes * once
+    return np.stack(np.broadcast_arrays(fwd + prof.cp_merge_bwd_bytes * once, fwd))
 
 
 def recompute_extra(layer: Mapping[str, np.ndarray], recompute) -> np.ndarray:
@@ -994,19 +1015,39 @@ def _a2a_hops(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
 
 
 CP_PASSES = 3.0
-"""Ring attention's key/value traffic per layer: the forward pass sends the keys and values around the ring once,
-the backward pass sends them again with their gradients (twice the words)."""
+"""Ring attention's key/value traffic per layer at the defaults: the forward pass sends the keys and values around the
+ring once, the backward pass sends them again with their gradients (twice the words)."""
+
+
+def cp_hops(hw: Hardware, cols: Cols) -> np.ndarray:
+    """Chunk transfers one rank makes per layer and step in ring attention, in units of its own chunk's key/value
+    words (docs/model.md §7b, "Context parallelism"): the keys and values N_CP - 1 times in the forward pass, again in
+    the backward pass and once more when recomputation re-runs the attention forward, and their gradients N_CP - 1
+    times (N_CP when they travel back to their owner, `cp_grad_returns`) at `cp_grad_bytes` per element. At the
+    defaults (16-bit gradients, N_CP - 1 hops) that is (N_CP - 1)(CP_PASSES + recompute)."""
+    prof = hw.profile
+    cp = _f(cols, "cp")
+    kv_passes = CP_PASSES - 1.0 + np.where(np.asarray(cols["recompute"]) >= 1, 1.0, 0.0)
+    grad = (prof.cp_grad_bytes if prof.cp_grad_bytes is not None else hw.gpu.word_bytes) / hw.gpu.word_bytes
+    grad_hops = np.where(cp > 1, cp, 0.0) if prof.cp_grad_returns else cp - 1.0
+    return (cp - 1.0) * kv_passes + grad * grad_hops
+
+
+def cp_kv_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
+    """Key and value words per token one rank's ring passes on: the workload's KV heads' (GQA's, MLA's up-projected
+    keys and values), or every query head's when the framework repeats the KV heads before the exchange
+    (`cp_kv_expanded`)."""
+    core = wl.ops.attention
+    assert core is not None and core.kv_words is not None
+    if hw.profile.cp_kv_expanded:
+        return np.asarray(core.heads.per_gpu(cols), dtype=np.float64) * (core.qk_dim + core.v_dim)
+    return np.asarray(core.kv_words.per_gpu(cols), dtype=np.float64)
 
 
 def _cp_words(hw: Hardware, wl: Workload, cols: Cols) -> np.ndarray:
-    """Words one GPU sends per step in ring attention: (N_CP - 1) times its own chunk's keys and values per pass
-    (CP_PASSES, one more when recomputation re-runs the attention forward), on every layer of the busiest device."""
-    core = wl.ops.attention
-    assert core is not None and core.kv_words is not None
-    cp = _f(cols, "cp")
-    passes = CP_PASSES + np.where(np.asarray(cols["recompute"]) >= 1, 1.0, 0.0)
-    kv = np.asarray(core.kv_words.per_gpu(cols), dtype=np.float64)
-    return (cp - 1.0) * passes * kv * _tokens_here(wl, cols) * device_layers(wl, cols)
+    """Words one GPU sends per step in ring attention: `cp_hops` times its own chunk's key/value words, on every
+    layer of the busiest device."""
+    return cp_hops(hw, cols) * cp_kv_words(hw, wl, cols) * _tokens_here(wl, cols) * device_layers(wl, cols)
 
 
 def _ring_per_word(hw: Hardware, wl: Workload, cols: Cols, fac: Factors) -> np.ndarray:

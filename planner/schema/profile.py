@@ -152,6 +152,19 @@ class ExecutionProfile(BaseModel):
                                    "overlap on (Megatron --tp-comm-overlap, torchtitan async TP).")
     overlap_cp: float = Field(1.0, ge=0, le=1, description="Share of context parallelism's ring exchange hidden "
                               "under the attention kernels.")
+    cp_kv_expanded: bool = Field(False, description="Context parallelism's ring carries the keys and values after "
+                                 "grouped-query attention's KV heads are repeated to the query heads (torchtitan's "
+                                 "Llama calls repeat_kv before SDPA): query-head words instead of KV-head words.")
+    cp_grad_bytes: float | None = Field(None, gt=0, description="Bytes per element of the key/value gradients the "
+                                        "backward ring passes on (None: the GPU's word size).")
+    cp_grad_returns: bool = Field(False, description="The key/value gradients travel the whole ring back to their "
+                                  "owner: N_CP hops instead of N_CP - 1.")
+    cp_merge_fwd_bytes: float = Field(0.0, ge=0, description="HBM bytes of element-wise work per ring step and "
+                                      "element of the rank's attention output in the forward pass (casting and "
+                                      "merging each step's partial output by its log-sum-exp, concatenating the "
+                                      "keys and values); 0: not priced.")
+    cp_merge_bwd_bytes: float = Field(0.0, ge=0, description="The same in the backward pass (accumulating the "
+                                      "query, key and value gradients, concatenating the gradients sent on).")
     overlap_pp: float = Field(1.0, ge=0, le=1, description="Share of pipeline point-to-point traffic hidden.")
     overlap_ep: float = Field(1.0, ge=0, le=1, description="Share of expert all-to-all traffic hidden.")
     overlap_ep_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's expert-parallel "

@@ -639,15 +639,9 @@ class Model:
 
     def hint_layout(self, layout: Layout) -> None:
         """Warm start from a layout (a previous model's answer)."""
-        t = self.t
-        hit_t = np.ones(len(t), dtype=bool)
-        for d in (*DEGREES, *OPTIONS):
-            hit_t &= t[d] == layout.degree(d)
-        hit_t &= t["zero_bubble"] == (layout.schedule == "zb-h2")
-        match = np.nonzero(hit_t)[0]
-        if len(match) != 1:
+        i = _row_of(self.t, layout)
+        if i is None:
             return
-        i = int(match[0])
         self.m.clear_hints()
         self.m.add_hint(self.x[i], True)  # a partial hint: the chosen tuple and its factor vectors
         for g, tab in self.tables.items():
@@ -656,6 +650,24 @@ class Model:
                 hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
             for k in np.nonzero(hit)[0]:
                 self.m.add_hint(self.y[g][k], True)
+
+    def exclude(self, layout: Layout) -> None:
+        """A no-good: the model may choose any layout but `layout` (its tuple with its factor vectors in every
+        group). Nothing is added when the tuple is not in the model; a group whose factor vectors of that layout are
+        not in the table (left out as dominated by an equal-signature one, `_group_pairs`) already excludes it."""
+        i = _row_of(self.t, layout)
+        if i is None:
+            return
+        picks = [self.x[i]]
+        for g, tab in self.tables.items():
+            hit = tab.tup == i
+            for d, fac in tab.factors.items():
+                hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
+            ks = np.nonzero(hit)[0]
+            if len(ks) == 0:
+                return
+            picks.append(self.y[g][int(ks[0])])
+        self.m.add(sat.LinearExpr.sum(picks) <= len(picks) - 1)
 
     def solve(self, objective, time_limit_s: float, workers: int):
         self.m.minimize(objective)
@@ -670,6 +682,54 @@ class Model:
             for d, fac in tab.factors.items():
                 placement[d] = fac[k]
         return layout_from(self.t, i, placement)
+
+
+def _row_of(t: Tuples, layout: Layout) -> int | None:
+    """The row of `t` that is `layout`'s degree tuple (None when it is not there exactly once)."""
+    hit_t = np.ones(len(t), dtype=bool)
+    for d in (*DEGREES, *OPTIONS):
+        hit_t &= t[d] == layout.degree(d)
+    hit_t &= t["zero_bubble"] == (layout.schedule == "zb-h2")
+    match = np.nonzero(hit_t)[0]
+    return int(match[0]) if len(match) == 1 else None
+
+
+def layout_quanta(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool) -> int:
+    """CP-SAT's integer step of one layout: the model's S with that layout chosen, i.e. the largest branch, each
+    branch the sum of its tuple part and its group parts, each rounded up to quanta as `Model` writes them. Its
+    tables are built for this one tuple, unpruned, from a shape table of its one shape.
+
+    The sensitivity's skip proof (planner.sensitivity) compares it with a runner-up's step; tests check it against
+    CP-SAT's own objective."""
+    cols = {d: np.array([layout.degree(d)], dtype=np.int64) for d in (*DEGREES, *OPTIONS)}
+    t = Tuples({**cols, "zero_bubble": np.array([layout.schedule == "zb-h2"])})
+    u = cols["dp"] * cols["microbatches"] * cols["cp"]
+    shapes = ShapeTable(hw, wl, cols["tp_ff"], cols["tp_model"], u, cols["ep"], cols["sp"])
+    q = tuple_terms(hw, wl, t, shapes)
+    tables = build_pair_tables(hw, wl, t, q, dp_overlap, prune=False)
+    per_tuple = tuple_forms(hw, wl, q, dp_overlap)
+    rows = {}
+    for g, tab in tables.items():
+        hit = np.ones(len(tab.tup), dtype=bool)
+        for d, fac in tab.factors.items():
+            hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
+        ks = np.nonzero(hit)[0]
+        if len(ks) != 1:
+            raise ValueError(f"the layout's factor vectors of group {g} are not a placement of its tuple")
+        rows[g] = int(ks[0])
+    best = 0
+    for b in T.branches(wl, dp_overlap, hw.profile):
+        total = int(to_quanta(per_tuple[b.name])[0])
+        total += sum(int(to_quanta(tab.forms[b.name][rows[g]:rows[g] + 1])[0]) for g, tab in tables.items())
+        best = max(best, total)
+    return best
+
+
+def deadline_quanta(deadline_s: float, goodput: float, steps: float) -> int | None:
+    """The largest integer step (quanta) that meets `deadline_s` at goodput `goodput`: the cap of a count's models;
+    None when beyond the model's integer range (a deadline that constrains nothing)."""
+    quanta = deadline_s * goodput / steps / QUANTUM_S
+    return None if not math.isfinite(quanta) or quanta > INT_MAX else math.floor(quanta)
 
 
 _STATUS = {sat.OPTIMAL: "OPTIMAL", sat.FEASIBLE: "FEASIBLE", sat.INFEASIBLE: "INFEASIBLE",
@@ -728,6 +788,7 @@ class _Stats:
     pairs: int = 0  # (tuple, factor vector) pairs in the deciding model
     modelled: int = 0  # pairs over every model built
     bound_rank: int = -1  # tuples of the deciding model with a smaller bound than the chosen one
+    step_q: int | None = None  # the deciding model's proven least integer step (quanta)
     statuses: list[str] | None = None
 
     def note(self, tag: str, status) -> None:
@@ -754,18 +815,24 @@ class _TimeUp(Exception):
 
 def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray], cap_q: int | None,
                   dp_overlap: bool, clock: _Clock, workers: int, stats: _Stats, rank_order: tuple[str, ...] = (),
-                  expand: Callable[[float | None], tuple[Tuples, dict[str, np.ndarray]]] | None = None):
+                  expand: Callable[[float | None], tuple[Tuples, dict[str, np.ndarray]]] | None = None,
+                  exclude: Layout | None = None):
     """CP-SAT's decision over the candidate tuples of one GPU count: None if no layout has step <= cap_q, else
     (layout, status, bound_s, stage). Raises _TimeUp with the best layout so far when the clock runs out.
 
     `expand` (a fixed cluster's best-first candidates, `_LazyCount`): `t` then holds only the tuples needed for the
     probe (every tuple among the INCUMBENT_BATCH least bounds, in the count's order), and expand(probe's integer
     step, or None when the probe found no layout) returns the count's tuples that the probe's cut keeps (a superset
-    of them, in the count's order): the same tuples, in the same order, as the probe's cut of the whole count."""
+    of them, in the count's order): the same tuples, in the same order, as the probe's cut of the whole count.
+
+    `exclude`: every model leaves that one layout out (`Model.exclude`): the decision is then the best of the rest, a
+    runner-up for planner.sensitivity's skip proof."""
     q = dict(q)
     incumbent: Layout | None = None
 
     def counted(mdl: Model, n: int) -> Model:
+        if exclude is not None:
+            mdl.exclude(exclude)
         stats.models += 1
         stats.modelled += mdl.pairs + n
         return mdl
@@ -861,7 +928,8 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
             return mdl.decode(s), "feasible", from_quanta(s.best_objective_bound), "step"
         return incumbent, "feasible", None, "step"
     best = mdl.decode(s)
-    mdl.m.add(mdl.S == int(round(s.objective_value)))
+    stats.step_q = int(round(s.objective_value))
+    mdl.m.add(mdl.S == stats.step_q)
     mdl.hint_layout(best)
     s3, st3 = run(mdl, mdl.tie_expr, "network")
     if st3 == sat.OPTIMAL:
@@ -874,11 +942,12 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                 time_limit_s: float | None = 60.0, workers: int = 2,
-                goodput: Callable[[float], float] | None = None) -> SearchResult:
+                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
     """Fewest GPUs (deadline mode) or least step time (`options.gpus`), decided by CP-SAT count by count.
 
     `goodput` g(N) (planner.goodput) scales the deadline of every count N: compute time <= deadline x g(N). The
-    counts whose N g(N) cannot hold the workload's compute at peak are left out before any table is built."""
+    counts whose N g(N) cannot hold the workload's compute at peak are left out before any table is built.
+    `exclude`: a layout no model may choose (`_decide_count`): the search's answer is then the best of the rest."""
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
@@ -889,7 +958,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         return SearchResult("cpsat", status, layout, clock.elapsed, size, stats.modelled,
                             cpsat_status=stats.detail, cpsat_s=stats.cpsat_s, presolve_s=presolve_s,
                             cpsat_tuples=stats.tuples, cpsat_pairs=stats.pairs, cpsat_models=stats.models,
-                            cpsat_bound_rank=stats.bound_rank, **kw)
+                            cpsat_bound_rank=stats.bound_rank, step_q=stats.step_q, **kw)
 
     # The largest cluster the search may look at, from the space's largest degrees and the limits, before any row
     # is built: rows bigger than it pair with no N_DP inside [lo, n_max], so they are never built (the same windows,
@@ -969,9 +1038,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     def cap_for(n: float) -> int | None:
         if deadline_s is None:
             return None
-        quanta = deadline_s * (goodput(n) if goodput is not None else 1.0) / wl.steps / QUANTUM_S
         # beyond the model's integer range (or past a float's, --days 1e300) a deadline constrains nothing
-        return None if not math.isfinite(quanta) or quanta > INT_MAX else math.floor(quanta)
+        return deadline_quanta(deadline_s, goodput(n) if goodput is not None else 1.0, wl.steps)
 
     if options.min_gpus is not None and deadline_s is not None:
         # Counts below a proven bound are not visited. The tuples of each count, and their order, do not depend on
@@ -1004,7 +1072,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             n = int(t.gpus[0])
             try:
                 found = _decide_count(hw, wl, t, q, None, options.dp_overlap, clock, workers, stats,
-                                      options.rank_order, expand=lazy.expand)
+                                      options.rank_order, expand=lazy.expand, exclude=exclude)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:
@@ -1030,7 +1098,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             idx = np.nonzero(gpus == n)[0]
             try:
                 found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_for(n),
-                                      options.dp_overlap, clock, workers, stats, options.rank_order)
+                                      options.dp_overlap, clock, workers, stats, options.rank_order, exclude=exclude)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:

@@ -28,3 +28,4 @@ class SearchResult:
     cpsat_pairs: int = 0  # (tuple, factor vector) pairs in that model
     cpsat_models: int = 0  # CP-SAT models solved
     cpsat_bound_rank: int = -1  # tuples of the deciding model whose bound is below the chosen tuple's (-1: none)
+    step_q: int | None = None  # CP-SAT: the chosen layout's proven least integer step (quanta), when proven
