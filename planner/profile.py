@@ -70,6 +70,8 @@ FIELDS: dict[str, str] = {
     "context.merge_bwd_bytes": "cp_merge_bwd_bytes",
     "overlap.ep": "overlap_ep",
     "overlap.ep_comm_overlap": "overlap_ep_comm",
+    "overlap.ep_stages": "overlap_ep_stages",
+    "overlap.ep_comm_stages": "overlap_ep_comm_stages",
     "overlap.zero": "overlap_zero",
     "moe.imbalance": "moe_imbalance",
     "moe.dispatch_dedup": "moe_dispatch_dedup",

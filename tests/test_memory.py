@@ -570,6 +570,11 @@ DOES_NOT_FIT_YET = {
     "mbridge260401-llama3-70b-64gpu-fp8-gb200": "197.6 GB of 198.2 fits, but not with the 2 GB headroom: the recipe's "
                                                 "40 offloaded layers and no recomputation leave 40 layers' FP8 sets "
                                                 "(3.6 GB each) and 8 % fragmentation on the device",
+    "automodel-gpt-oss-120b-64gpu-bf16": "89.9 GB against 85.1 less the 2 GB headroom as its matching benchmark "
+                                         "config ran it (EP 64 over all 64 GPUs, no activation checkpointing): 21.9 GB "
+                                         "of optimizer state for the 1.8 B expert parameters a GPU owns with no "
+                                         "expert data parallelism and 49.4 GB of eager activations; AutoModel's "
+                                         "FSDP2 / flex-attention memory is not modelled finer",
 }
 """Trained runs the realistic profile still calls too big, each with what the model or the record lacks (strict
 xfail: a fix that makes one fit fails its xfail, so the list only shrinks)."""

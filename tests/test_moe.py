@@ -273,3 +273,120 @@ def test_evaluate_cli_accepts_qwen3_235b_folded_layout(capsys, tmp_path):
     k = argv.index("--etp")
     code, out, err = invoke(capsys, argv[:k] + argv[k + 2:])  # unfolded, ep must come out of dp
     assert code == 2 and err == "" and "multiple of --ep 32" in json.loads(out)["error"]["message"]
+
+
+def _stage_price(c, a2a, rest, u):
+    """The step under the stage-wise EP overlap branches, from hand-set values: stage computes `c`, all-to-all
+    `a2a`, the rest `rest`, unpaired share `u` (no bubble, no DP, no latency)."""
+    wl = tiny_moe()
+    prof = PAPER.model_copy(update={"overlap_ep_stages": True})
+    forms = [b for b in T.branches(wl, False, prof) if b.name.startswith("ep_stages_")]
+    assert len(forms) == 16
+    values = {"stretch": 1.0, "ep_stage_share": 0.25, "ep_unpaired_stretch": u, "ep_unpaired_share": u / 4,
+              "ep_rest_s": rest, "a2a_bw": a2a, "one": 1.0, "lat_share": 0.0, "optimizer_s": 0.0}
+    values.update({k: v for k, v in zip(T.EP_STAGE_TOTALS, c, strict=True)})
+    for t in T.group_terms(wl, prof):
+        values.setdefault(t.name, 0.0)
+    return max(float(T.combine(b, values)) for b in forms)
+
+
+def test_ep_stage_overlap_branches_by_hand():
+    # Stage computes 1, 2, 3, 4 s against quarters of an 8 s all-to-all (2 s each), 0.5 s outside the layers:
+    # 0.5 + max(1, 2) + max(2, 2) + max(3, 2) + max(4, 2) = 11.5 s.
+    assert _stage_price((1.0, 2.0, 3.0, 4.0), 8.0, 0.5, 0.0) == pytest.approx(11.5, rel=1e-12)
+    # A quarter of the passes unpaired: they take compute + all-to-all in full, 0.25 x (10 + 8) = 4.5 s, the paired
+    # three quarters 0.75 x 11 = 8.25 s: 0.5 + 8.25 + 4.5 = 13.25 s.
+    assert _stage_price((1.0, 2.0, 3.0, 4.0), 8.0, 0.5, 0.25) == pytest.approx(13.25, rel=1e-12)
+    # An all-to-all that every stage hides: the compute alone, 0.5 + 10 = 10.5 s.
+    assert _stage_price((1.0, 2.0, 3.0, 4.0), 2.0, 0.5, 0.0) == pytest.approx(10.5, rel=1e-12)
+
+
+def test_ep_unpaired_share_by_hand():
+    cols = {"pp": np.array([1, 4, 4, 8]), "interleave": np.array([1, 2, 1, 4]), "microbatches": np.array([8, 8, 8, 4])}
+    # pp 1: the first forward and the last backward of 8 microbatches, 1/8. Interleaved pp 4 x 2: (4 - 1) 2 + (2 - 1)
+    # 4 + 1 = 11 warm-up chunks of 8 x 2 = 16. pp 4 without interleaving: 4 of 8. pp 8 x 4 with 4 microbatches:
+    # 14 + 24 + 1 = 39 > 16 chunks, every pass unpaired.
+    assert T.ep_unpaired_share(cols) == pytest.approx([1 / 8, 11 / 16, 4 / 8, 1.0], rel=1e-12)
+
+
+def test_ep_stage_times_split_the_layer_by_hand():
+    # The ideal GPU: every GEMM pass of one weight takes the same time, element-wise work is free (unbounded HBM).
+    # Stage 2 is the experts' activation gradients: a third of the two expert GEMMs' seconds per layer per
+    # microbatch (4 layers x 2 microbatches); stage 3 their forward and weight gradient, twice that; stages 1 and 4
+    # the attention side's forward and activation gradient: a third of q, kv, o and router each, plus the attention
+    # kernel's forward (stage 1) and backward (stage 4).
+    hw = with_profile(_ideal_h100(), PAPER.model_copy(update={"overlap_ep_stages": True}))
+    wl = tiny_moe()
+    lay = folded(8, 2, 16, 1, 2, _ones(dp=(4, 2), tp_ff=(2, 1)))
+    ev = evaluate(hw, wl, lay)
+    shape = T.shape_times(hw, wl, Tuples.from_layouts([lay]))
+    per = 4 * 2
+    experts = (_op(ev, "expert up + gate") + _op(ev, "expert down")) / per
+    side = sum(_op(ev, n) for n in ("q", "kv", "o", "router")) / per
+    kernel = _op(ev, "attention kernel") / per  # forward + backward
+    fwd_kernel = float(shape["block_core_fwd_s"][0])  # the kernel's forward (what selective recomputation reruns)
+    assert 0.0 < fwd_kernel < kernel
+    assert float(shape["ep_stage2_s"][0]) == pytest.approx(experts / 3, rel=1e-9)
+    assert float(shape["ep_stage3_s"][0]) == pytest.approx(2 * experts / 3, rel=1e-9)
+    assert float(shape["ep_stage1_s"][0]) == pytest.approx(side / 3 + fwd_kernel, rel=1e-9)
+    assert float(shape["ep_stage4_s"][0]) == pytest.approx(side / 3 + kernel - fwd_kernel, rel=1e-9)
+    # What no all-to-all hides is the attention side's weight gradient: the four stages and it make the layer.
+    total = sum(float(shape[k][0]) for k in T.EP_STAGE_KEYS) + side / 3
+    assert total == pytest.approx(float(shape["block_s"][0]), rel=1e-9)
+
+
+def test_ep_stages_only_when_the_overlap_runs():
+    wl = tiny_moe()
+    assert not any(b.name.startswith("ep_stages_") for b in T.branches(wl, False, PAPER))
+    real = get_profile("realistic")
+    assert real.overlap_ep_comm_stages and not real.overlap_ep_stages  # validation turns it on per record
+
+
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_ep_stages_cpsat_matches_enumerator(gpus):
+    # The stage branches are linear forms like the others: CP-SAT and the enumerator agree with them on. Links a
+    # thousand times slower than H100's make the all-to-all bind: on 8 GPUs the stages change the optimum's price.
+    slow = H100.model_copy(update={"levels": [lv.model_copy(update={"bw_bidir_Bps": lv.bw_bidir_Bps * 1e-3})
+                                              for lv in H100.levels]})
+    wl = tiny_moe(experts=4)
+    opts = SearchOptions(gpus=gpus)
+    steps = []
+    for on in (False, True):
+        hw = with_profile(slow, PAPER.model_copy(update={"overlap_ep_stages": on}))
+        ex = solve_exhaustive(hw, wl, opts, None)
+        cp = solve_cpsat(hw, wl, opts, None, time_limit_s=60.0)
+        assert ex.status == "optimal" and cp.status == "optimal"
+        step = evaluate(hw, wl, ex.layout).step.step_s
+        assert abs(evaluate(hw, wl, cp.layout).step.step_s - step) <= 10e-9
+        steps.append(step)
+    assert steps[1] >= steps[0] - 1e-15  # hiding by stages never hides more than the whole overlap
+    if gpus == 8:
+        assert steps[1] > steps[0] * 1.05
+
+
+def test_ep_stages_step_by_hand():
+    # The tiny MoE on the ideal GPU behind links 1000x slower than H100's (dp 8, expert_ep 8, 2 microbatches): one
+    # layout's step under the stage-wise
+    # overlap, rebuilt by hand from its parts. Stage computes c_k = m x layers x the per-layer stage time (m = 2,
+    # 4 layers, pp 1), the all-to-all A (pp_ep_s: no pipeline, so no point-to-point), the unpaired share u = 1 / m
+    # (the first forward, the last backward), the rest the GEMM time outside the stages:
+    # step = DP + latency + rest + (1 - u) sum_k max(c_k, A / 4) + u (sum_k c_k + A).
+    ideal = _ideal_h100()
+    slow = ideal.model_copy(update={"levels": [lv.model_copy(update={"bw_bidir_Bps": lv.bw_bidir_Bps * 1e-3})
+                                               for lv in ideal.levels]})
+    hw = with_profile(slow, PAPER.model_copy(update={"overlap_ep_stages": True}))
+    wl = tiny_moe()
+    lay = folded(8, 1, 8, 1, 2, _ones(dp=(4, 2)))  # no tensor parallelism: no all-reduce in the network branch
+    ev = evaluate(hw, wl, lay)
+    assert ev.step.tp_s == 0.0
+    shape = T.shape_times(hw, wl, Tuples.from_layouts([lay]))
+    c = [2 * 4 * float(shape[k][0]) for k in T.EP_STAGE_KEYS]
+    a2a, u = ev.step.pp_ep_s, 0.5
+    rest = ev.step.matmul_s - sum(c)
+    assert rest > 0 and max(c) < a2a / 4  # every stage is all-to-all-bound here
+    staged = rest + (1 - u) * sum(max(ck, a2a / 4) for ck in c) + u * (sum(c) + a2a)
+    assert ev.step.step_s == pytest.approx(ev.step.dp_s + ev.step.latency_s + staged, rel=1e-9)
+    # Without the stages the all-to-all hides whole: max(GEMMs, all-to-all) instead.
+    flat = evaluate(with_profile(slow, PAPER), wl, lay)
+    assert flat.step.step_s == pytest.approx(flat.step.dp_s + flat.step.latency_s + max(flat.step.matmul_s, a2a),
+                                             rel=1e-9)

@@ -384,6 +384,68 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
     return out
 
 
+EP_STAGES = 4
+"""Megatron's expert-parallel overlap (core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan
+.run) pairs one microbatch's forward through a layer with another's backward and runs each all-to-all of one
+against a sub-module of the other: the backward combine under the forward attention ('pre-dispatch computation':
+attention, norm, router, permutation), the forward dispatch under the MLP's activation gradient, the backward
+dispatch under the MLP's weight gradient and forward, the forward combine under the attention's activation
+gradient. The attention's weight gradient runs after the pair, under no all-to-all."""
+
+
+def ep_unpaired_share(cols: Cols) -> np.ndarray:
+    """The share of the busiest device's layer passes that Megatron's expert-parallel overlap runs unpaired, their
+    all-to-all exposed in full: without pipelining the first microbatch's forward and the last one's backward
+    (pipeline_parallel/combined_1f1b.py, combined_1f1b_schedule_for_no_pipelining); with it the warm-up forwards and
+    as many cool-down backwards: under interleaving (N_PP - 1) 2 + (i - 1) N_PP + 1 of the m i chunk passes on the
+    first rank, the extra one the overlap schedules (pipeline_parallel/schedules.py, get_pp_rank_microbatches; the
+    microbatch group per virtual stage at its default N_PP), without it N_PP."""
+    pp, i, m = _f(cols, "pp"), _f(cols, "interleave"), _f(cols, "microbatches")
+    warm = np.where(pp == 1, 1.0, np.where(i > 1, (pp - 1.0) * 2.0 + (i - 1.0) * pp + 1.0, pp))
+    return np.minimum(1.0, warm / (m * i))
+
+
+def _mlp_side(name: str) -> float:
+    """The share of an operation the schedule runs in the MLP node (the experts, routed and shared, and their
+    activation); the token permutation is split between the pre-dispatch node (permute) and the combine's
+    (unpermute), half each; everything else is the pre-dispatch computation."""
+    if name == "routing permutes":
+        return 0.5
+    return 1.0 if "expert" in name else 0.0
+
+
+def ep_stage_times(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here) -> tuple[np.ndarray, ...]:
+    """Seconds of one MoE layer's compute for one microbatch under each of the EP_STAGES all-to-alls (`EP_STAGES`'
+    order): the attention side's forward, the MLP's activation gradient, the MLP's weight gradient and forward, the
+    attention side's activation gradient. The recipe's quantization is split between the sides in proportion to
+    their GEMM time."""
+    side_f = side_b = mlp_f = mlp_d = mlp_w = 0.0
+    gemm_side = gemm_all = 0.0
+    quant: list[np.ndarray] = []
+    for name, kind, t in op_seconds(r, ops, cols, n_dense, n_routed, experts_here, split=True):
+        if kind == "gemm":
+            w = _mlp_side(name)
+            mlp_f, mlp_d, mlp_w = mlp_f + w * t[0], mlp_d + w * t[1], mlp_w + w * t[2]
+            side_f, side_b = side_f + (1.0 - w) * t[0], side_b + (1.0 - w) * t[1]
+            gemm_side = gemm_side + w * (t[0] + t[1] + t[2])
+            gemm_all = gemm_all + t[0] + t[1] + t[2]
+        elif kind == "attention":
+            side_f, side_b = side_f + t[0], side_b + t[1]
+        elif name.startswith("quantize"):
+            quant.append(t)
+        else:  # element-wise: (all passes, forward)
+            w = _mlp_side(name)
+            mlp_f, mlp_d = mlp_f + w * t[1], mlp_d + w * (t[0] - t[1])
+            side_f, side_b = side_f + (1.0 - w) * t[1], side_b + (1.0 - w) * (t[0] - t[1])
+    for t in quant:
+        share = np.asarray(gemm_side, dtype=np.float64) / np.maximum(gemm_all, 1e-300)
+        mlp_f, mlp_d = mlp_f + share * t[1], mlp_d + share * (t[0] - t[1])
+        side_f, side_b = side_f + (1.0 - share) * t[1], side_b + (1.0 - share) * (t[0] - t[1])
+    out = (side_f, mlp_d, mlp_w + mlp_f, side_b)
+    shape = np.broadcast(*[np.asarray(x) for x in out]).shape
+    return tuple(np.broadcast_to(np.asarray(x, dtype=np.float64), shape).copy() for x in out)
+
+
 def _ring_merge_s(r: Rates, core, cols: Cols, n_dense) -> np.ndarray | None:
     """Element-wise work of ring attention outside the kernels, as (all passes, forward pass) seconds for one
     microbatch, or None when the profile prices none or no row has N_CP > 1: each of the N_CP ring steps moves
@@ -446,11 +508,23 @@ def op_breakdown(hw: Hardware, wl: Workload, cols: Cols) -> list[tuple[str, str,
 LAYER_KEYS = ("block_s", "block_critical_s", "block_fwd_s", "block_core_fwd_s", "block_attention_s")
 
 
+EP_STAGE_KEYS = tuple(f"ep_stage{k + 1}_s" for k in range(EP_STAGES))
+"""`shape_times`' keys: one MoE layer's compute per stage for one microbatch."""
+EP_STAGE_TOTALS = tuple(f"ep_stage{k + 1}_total_s" for k in range(EP_STAGES))
+"""`tuple_quantities`' keys: each stage's compute on the busiest device for the whole step (the branches read these)."""
+
+
+def has_ep_stages(wl: Workload) -> bool:
+    """Whether the workload's layers have an expert all-to-all (a transformer with routed experts)."""
+    return wl.transformer is not None and wl.model_ops is not None and bool(wl.model_ops.layer.alltoalls)
+
+
 def shape_keys(wl: Workload) -> tuple[str, ...]:
     """The keys `shape_times` returns for this workload."""
-    keys = ("block_s", "block_critical_s")
-    return keys if wl.transformer is None else (*LAYER_KEYS, "embed_s", "embed_critical_s", "head_s",
-                                                "head_critical_s")
+    if wl.transformer is None:
+        return ("block_s", "block_critical_s")
+    keys = (*LAYER_KEYS, "embed_s", "embed_critical_s", "head_s", "head_critical_s")
+    return (*keys, *EP_STAGE_KEYS) if has_ep_stages(wl) else keys
 
 
 def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> dict[str, np.ndarray]:
@@ -480,6 +554,11 @@ def shape_times(hw: Hardware, wl: Workload, cols: Cols, toy_nanobatch=None) -> d
     head = _ops_s(r, mo.head, cols, n_d, n_r, 1.0, layer=False)
     out["embed_s"], out["embed_critical_s"] = embed["all"], embed["critical"]
     out["head_s"], out["head_critical_s"] = head["all"], head["critical"]
+    if has_ep_stages(wl):  # read only by the stage-wise EP overlap's branches: zeros (not computed) without them
+        stages = (ep_stage_times(r, mo.layer, cols, n_d, n_r, wl.experts / expert_degrees(cols)[0])
+                  if hw.profile.overlap_ep_stages else (0.0,) * EP_STAGES)
+        for key, t in zip(EP_STAGE_KEYS, stages, strict=True):
+            out[key] = t + np.zeros_like(layer["all"])
     return out
 
 
@@ -620,6 +699,14 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
         # exposed to it (docs/model.md §4b).
         hide = m * device_layers(wl, cols) * shape["block_attention_s"]
         transformer["exposed_s"] = np.maximum(matmul_s - hide, 0.0)
+        if has_ep_stages(wl):
+            # Expert-parallel overlap by stages (EP_STAGES): each stage's compute on the busiest device (every layer
+            # priced as an MoE layer, as the all-to-all's words are), the rest (the attention's weight gradient,
+            # recomputation, per-layer overhead, the ends), and each all-to-all's coefficient (a quarter, stretched).
+            stages = [m * device_layers(wl, cols) * shape[k] for k in EP_STAGE_KEYS]
+            for k, v in zip(EP_STAGE_TOTALS, stages, strict=True):
+                transformer[k] = v
+            transformer["ep_rest_s"] = np.maximum(matmul_s - sum(stages, np.zeros_like(matmul_s)), 0.0)
     return {
         **transformer,
         **{k: shape[k] for k in shape_keys(wl)},
@@ -629,6 +716,10 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
         "critical_mm_s": critical_mm_s,
         "bubble_fraction": f_b,
         "stretch": 1.0 / (1.0 - f_b),
+        # Stage-wise EP overlap (`branches`): the hidden share of the all-to-all, a quarter under each stage.
+        "ep_stage_share": hw.profile.overlap_ep / (EP_STAGES * (1.0 - f_b)),
+        "ep_unpaired_stretch": ep_unpaired_share(cols) / (1.0 - f_b),
+        "ep_unpaired_share": hw.profile.overlap_ep * ep_unpaired_share(cols) / (EP_STAGES * (1.0 - f_b)),
         # Under 1F1B each GPU waits out its share (1/N_PP of the layers) of every microbatch's serial latency;
         # under ZB-H2 those latencies hide behind other microbatches' work (App. 8.1.5); the floor still sees them.
         "lat_share": latency_share(hw, zb, m / pp),
@@ -1115,6 +1206,18 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER, 
     if cps:  # ring attention: max(attention, exchange) + the rest, i.e. the rest plus the exchange is a branch
         out.append(Branch("context", dp + waits + (("stretch", "exposed_s"),) + tuple(("stretch", c) for c in cps)
                           + exposed))
+    if profile.overlap_ep_stages and has_ep_stages(wl) and any(t.name == "a2a_bw" for t in terms):
+        # Stage-wise EP overlap: the hidden share of the all-to-all (overlap_ep; the rest is exposed like any other
+        # transfer's) hides as the sum over stages of max(stage compute, a quarter of it), written as one branch per
+        # subset S of the stages (S compute-bound, the others all-to-all-bound).
+        # The unpaired passes (`ep_unpaired_share`, u) expose their all-to-all in full: a compute-bound stage costs
+        # c + u a, an all-to-all-bound one u c + a (a: its quarter of the all-to-all, c: its compute).
+        for mask in range(2 ** EP_STAGES):
+            parts: tuple[tuple[str, str], ...] = ()
+            for k in range(EP_STAGES):
+                parts += ((("stretch", EP_STAGE_TOTALS[k]), ("ep_unpaired_share", "a2a_bw")) if mask >> k & 1 else
+                          (("ep_unpaired_stretch", EP_STAGE_TOTALS[k]), ("ep_stage_share", "a2a_bw")))
+            out.append(Branch(f"ep_stages_{mask}", dp + waits + (("stretch", "ep_rest_s"),) + parts + exposed))
     if dp_overlap:
         out.append(Branch("dp", fixed + dp_lat + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))

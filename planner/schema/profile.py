@@ -170,6 +170,16 @@ class ExecutionProfile(BaseModel):
     overlap_ep_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's expert-parallel "
                                    "all-to-all overlap on (Megatron overlap_moe_expert_parallel_comm: one "
                                    "microbatch's dispatch and combine run under another's compute).")
+    overlap_ep_stages: bool = Field(False, description="The expert all-to-all hides stage by stage, as Megatron's "
+                                    "expert-parallel overlap runs it (one microbatch's forward sub-modules against "
+                                    "another's backward: the backward combine under the attention forward, the "
+                                    "forward dispatch under the MLP's activation gradient, the backward dispatch "
+                                    "under the MLP's forward and weight gradient, the forward combine under the "
+                                    "attention's activation gradient): each quarter of the all-to-all is exposed "
+                                    "by what exceeds its partner's compute (planner.cost.terms.ep_stage_times). It "
+                                    "applies to the hidden share (overlap_ep); the rest stays exposed.")
+    overlap_ep_comm_stages: bool = Field(False, description="overlap_ep_stages for runs with the framework's "
+                                         "expert-parallel overlap on (validation records' ep_comm_overlap).")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
