@@ -146,7 +146,9 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
     is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
     Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
-    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first)."""
+    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first). Without
+    `placement` the degrees sit where Megatron's default rank order puts them (`megatron_placement`), greedily only
+    where that order cannot place them."""
     from planner.parallel.placement import greedy_placement, parse_placement
 
     check_type("workload", workload, (Workload,), "a Workload")
@@ -184,11 +186,28 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     fixed = placement
     if isinstance(placement, str):
         fixed = parse_placement(placement, degrees, len(hw.levels))
+    placed = megatron_placement(hw, degrees) if not fixed else None
     try:
         return Layout(**values, **extra, schedule=schedule,
-                      placement=greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
+                      placement=placed or greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
     except ValidationError as exc:
         raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def megatron_placement(hw: Hardware, degrees: Mapping[str, int]) -> dict[str, tuple[int, ...]] | None:
+    """The placement Megatron-LM gives these degrees under its default rank order 'tp-cp-ep-dp-pp' (consecutive
+    ranks share the lowest network level), as `--emit megatron` and `planner validate` place them; None when that
+    order cannot place them (a degree's ranks would straddle a level's groups), where the caller places greedily."""
+    import numpy as np
+
+    from planner.export import RANK_ORDER
+    from planner.parallel.space import rank_order_factors
+
+    cols = {d: np.array([int(degrees.get(d, 1))], dtype=np.int64) for d in DEGREES}
+    factors, ok = rank_order_factors(hw, cols, RANK_ORDER)
+    if not ok[0]:
+        return None
+    return {d: tuple(int(x) for x in factors[d][0]) for d in DEGREES}
 
 
 def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, days: float | None = None,
