@@ -698,7 +698,8 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
             return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
-                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB"
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {mem.capacity_bytes(hw) / GB:,.1f} GB "
+                    "usable HBM"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + "; use more "
                     "GPUs or a smaller batch (--batch-sequences)")
@@ -781,7 +782,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
             fit = min_memory_on(hw, wl, options, hw.max_gpus)
             got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
             return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
-                    f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB"
+                    f"largest needs {got} per GPU, usable HBM is {mem.capacity_bytes(hw) / GB:.4g} GB"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:.4g} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + ")\n"
                     "use hardware with a larger top network level or more HBM")

@@ -37,3 +37,18 @@ def test_evaluating_the_emitted_megatron_flags_prices_what_emit_predicted(capsys
     assert evaluated["layout"]["placement"] == emitted["layout"]["placement"]
     assert abs(evaluated["step_time_s"] - emitted["step_time_s"]) <= 1e-9 * emitted["step_time_s"]
     assert any("Megatron's default rank order" in n for n in evaluated["notes"])
+
+
+def test_does_not_fit_message_names_the_capacity_the_memory_table_uses(capsys):
+    """llama3-70b on 8 H100 under the realistic profile does not fit. The reason must name the HBM the memory table
+    calls 'capacity (HBM usable)': nvidia-smi's 81,559 MiB less the profile's 0.45 GB driver reserve = 85.07 GB
+    (profiles/realistic.toml), not the datasheet's 80 GB. Before the fix it said 'against 80.0 GB less 2.0 GB'."""
+    usable_GB = 81559 * 2**20 / 1e9 - 0.45  # 85.07
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--json"])
+    assert code == 1
+    why = json.loads(out)["explanation"]
+    assert "does not fit in the memory of 8 GPUs" in why
+    assert f"against {usable_GB:,.1f} GB usable HBM less 2.0 GB of headroom" in why
+    # the same number the fitting plan's memory table prints as its capacity
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048", "--json"])
+    assert code == 0 and abs(json.loads(out)["memory"]["capacity"] / 1e9 - usable_GB) < 1e-6
