@@ -679,7 +679,11 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     if options.gpus is not None:
         n = options.gpus
         if not levels_allow(hw, n):
-            return f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+            usable = UsableCounts(hw, wl, options)
+            near = [f"{k:,}" for k in (usable.below(n), usable.above(n)) if k is not None]
+            return (f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}; "
+                    + (f"the nearest GPU counts with a layout are {' and '.join(near)}" if near
+                       else "no nearby GPU count has a layout either"))
         least = transformer_least_memory(hw, wl, options, n, space)
         if least is None:
             usable = UsableCounts(hw, wl, options)

@@ -52,3 +52,17 @@ def test_does_not_fit_message_names_the_capacity_the_memory_table_uses(capsys):
     # the same number the fitting plan's memory table prints as its capacity
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048", "--json"])
     assert code == 0 and abs(json.loads(out)["memory"]["capacity"] / 1e9 - usable_GB) < 1e-6
+
+
+def test_a_transformer_on_gpus_that_do_not_fill_the_nodes_is_told_the_nearest_counts(capsys):
+    """`plan --model llama3-70b --gpus 100` on 8-GPU H100 nodes: 100 is 12.5 nodes. The toy workload's message
+    already names the nearest usable counts; the transformer's said only the rule. 96 and 104 are the whole-node
+    counts beside 100 (12 and 13 nodes, by hand), and `plan --gpus` finds a layout on each (checked below)."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "100"])
+    assert code == 1
+    line = err.strip().splitlines()[-1]
+    assert "100 GPUs cannot form a cluster of h100" in line
+    assert "nearest GPU counts with a layout are 96 and 104" in line
+    for n in ("96", "104"):
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", n, "--json"])
+        assert code == 0 and json.loads(out)["gpus"] == int(n)
