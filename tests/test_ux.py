@@ -66,3 +66,14 @@ def test_a_transformer_on_gpus_that_do_not_fill_the_nodes_is_told_the_nearest_co
     for n in ("96", "104"):
         code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", n, "--json"])
         assert code == 0 and json.loads(out)["gpus"] == int(n)
+
+
+def test_layout_table_counts_use_the_thousands_separator_the_cluster_table_uses(capsys):
+    """The cluster table prints '3,072 x H100 SXM5'; the layout table's GPUs row printed '3072' and its InfiniBand
+    factor '384'. 1e25 FLOP in 60 days on H100 (paper profile): 3,072 GPUs = 8 per node x 384 nodes."""
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e25", "--gpu", "h100", "--days", "60"])
+    assert code == 0, err
+    assert "3,072 x H100 SXM5" in out
+    layout = out[out.index("Layout: factor"):out.index("Pipeline schedule")]
+    row = next(line for line in layout.splitlines() if line.startswith("│ GPUs"))
+    assert [c.strip() for c in row.strip("│").split("│")] == ["GPUs", "3,072", "8", "384"]

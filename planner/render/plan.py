@@ -381,10 +381,10 @@ def layout_table(plan: Plan) -> Table:
     for d in DEGREES:
         if d == "cp" and lay.cp == 1 and plan.workload.transformer is None:
             continue  # the paper's toy model has no sequences to split
-        table.add_row(BY_NAME[d].title, str(getattr(lay, d)), *[str(f) for f in lay.placement.get(d, ones)])
+        table.add_row(BY_NAME[d].title, f"{getattr(lay, d):,}", *[f"{f:,}" for f in lay.placement.get(d, ones)])
     products = [math.prod(lay.placement.get(d, ones)[h] for d in DEGREES) for h in range(len(lay.levels))]
     table.add_section()
-    table.add_row("GPUs", str(plan.gpus), *[str(p) for p in products], style="dim")
+    table.add_row("GPUs", f"{plan.gpus:,}", *[f"{p:,}" for p in products], style="dim")
     return table
 
 
