@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_helpers import invoke
 
 # Megatron-LM flag -> `planner evaluate` flag, for the flags `--emit megatron` writes that name the layout
@@ -77,3 +78,25 @@ def test_layout_table_counts_use_the_thousands_separator_the_cluster_table_uses(
     layout = out[out.index("Layout: factor"):out.index("Pipeline schedule")]
     row = next(line for line in layout.splitlines() if line.startswith("│ GPUs"))
     assert [c.strip() for c in row.strip("│").split("│")] == ["GPUs", "3,072", "8", "384"]
+
+
+@pytest.mark.slow  # two sensitivity runs, about 7 s
+def test_sensitivity_at_80_columns_keeps_every_input_name_whole(capsys, monkeypatch):
+    """At 80 columns the seven-column table folded 'levels.InfiniBand.bw_bidir_GBps' into 'levels.Infin' /
+    'iBand.bw_bid' / 'ir_GBps': a name a user copies into --set must stay on one line. The names are the JSON
+    document's (another output of the same request); each must appear whole, and no line may pass 80 columns."""
+    argv = ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", "--sensitivity", "--quiet"]
+    code, out, err = invoke(capsys, [*argv, "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["sensitivity"]["rows"]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = invoke(capsys, argv)
+    assert code == 0, err
+    table = out[out.index("What moves the answer"):out.index("Solver")]
+    assert "levels.InfiniBand.bw_bidir_GBps" in [r["input"] for r in rows]
+    for r in rows:
+        assert any(r["input"] in line for line in table.splitlines()), r["input"]
+        # its re-plans are beside it: GPUs and days at the low and the high value
+        assert f"low {r['low']} -> {r['gpus_low']:,} GPUs" in table
+        assert f"high {r['high']} -> {r['gpus_high']:,} GPUs" in table
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
