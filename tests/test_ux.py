@@ -100,3 +100,20 @@ def test_sensitivity_at_80_columns_keeps_every_input_name_whole(capsys, monkeypa
         assert f"low {r['low']} -> {r['gpus_low']:,} GPUs" in table
         assert f"high {r['high']} -> {r['gpus_high']:,} GPUs" in table
     assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+
+
+@pytest.mark.slow  # one 1e26 family plan, about 4 s
+def test_readme_family_example_states_the_days_the_command_prints(capsys):
+    """The README said '37,888 H100s, 69 days' for the llama3 family at 1e26 FLOP: 69 is the compute time; the
+    wall-clock time with failures, what a capacity planner books, is 81 days. Both must be stated, as printed."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e26", "--model-family", "llama3", "--gpu", "h100",
+                                     "--days", "90", "--json"])
+    assert code == 0, err
+    p = json.loads(out)
+    share = 100 * p["goodput"]["goodput"]
+    claim = (f"plans it as a transformer: {p['gpus']:,} H100s, {p['training_days']:.1f} days of training, "
+             f"{p['wall_clock_days']:.1f} wall-clock days with failures ({share:.1f} % goodput)")
+    assert claim in readme
