@@ -117,3 +117,24 @@ def test_readme_family_example_states_the_days_the_command_prints(capsys):
     claim = (f"plans it as a transformer: {p['gpus']:,} H100s, {p['training_days']:.1f} days of training, "
              f"{p['wall_clock_days']:.1f} wall-clock days with failures ({share:.1f} % goodput)")
     assert claim in readme
+
+
+def test_times_from_1000_to_3600_seconds_are_grouped_like_every_other_count():
+    """The goodput table printed 'every 1847 s of compute' beside '1,203 GB': 4 significant figures of 1846.6 s
+    are 1,847 s; below 1,000 s and from an hour on, the old form stays (999.9 s, 1 h)."""
+    from planner.render.light import fmt_time
+
+    assert fmt_time(1846.6) == "1,847 s"
+    assert fmt_time(999.94) == "999.9 s"
+    assert fmt_time(3600.0) == "1 h"
+
+
+def test_solver_table_says_one_degree_tuple_not_tuples():
+    from types import SimpleNamespace
+
+    from planner.render.plan import _decision_rows
+
+    one = SimpleNamespace(candidates=1, candidate_pairs=10, cpsat_s=0.04, wall_s=0.1, models=3, evaluated=123)
+    assert _decision_rows(one)[0][1].startswith("1 degree tuple and 10 placement choices ")
+    many = SimpleNamespace(candidates=16, candidate_pairs=1, cpsat_s=0.04, wall_s=0.1, models=3, evaluated=123)
+    assert _decision_rows(many)[0][1].startswith("16 degree tuples and 1 placement choice ")

@@ -545,7 +545,8 @@ def _decision_rows(s) -> list[tuple[str, str]]:
     """CP-SAT's share of the decision: what its deciding model chose among, and where the time went."""
     share = s.cpsat_s / s.wall_s if s.wall_s > 0 else 0.0
     return [
-        ("CP-SAT chose among", f"{s.candidates:,} degree tuples and {s.candidate_pairs:,} placement choices "
+        ("CP-SAT chose among", f"{s.candidates:,} degree tuple{'' if s.candidates == 1 else 's'} and "
+                               f"{s.candidate_pairs:,} placement choice{'' if s.candidate_pairs == 1 else 's'} "
                                "(every tuple no sound bound rules out)"),
         ("models solved", f"{s.models:,} ({s.evaluated:,} tuples and placement choices in all)"),
         ("time in CP-SAT", f"{fmt_time(s.cpsat_s)} ({fmt_pct(share)} of the search; the rest is presolve and model "
