@@ -138,3 +138,22 @@ def test_solver_table_says_one_degree_tuple_not_tuples():
     assert _decision_rows(one)[0][1].startswith("1 degree tuple and 10 placement choices ")
     many = SimpleNamespace(candidates=16, candidate_pairs=1, cpsat_s=0.04, wall_s=0.1, models=3, evaluated=123)
     assert _decision_rows(many)[0][1].startswith("16 degree tuples and 1 placement choice ")
+
+
+def test_models_show_prints_sizes_as_the_plan_prints_them(capsys, monkeypatch):
+    """`models show llama3-70b` printed '7.055e+10' parameters and vocab '128256' where `plan --model llama3-70b`
+    prints '7.06e10 (70.6B)' and '128,256': one model, one way of writing its numbers."""
+    monkeypatch.setenv("COLUMNS", "120")
+    code, shown, err = invoke(capsys, ["models", "show", "llama3-70b"])
+    assert code == 0, err
+    code, planned, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048"])
+    assert code == 0, err
+
+    def cell(out: str, label: str) -> str:
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"│ {label} "))
+        return line.split("│")[2].strip()
+
+    assert cell(planned, "parameters") == "7.06e10 (70.6B)"
+    assert cell(shown, "parameters").startswith(cell(planned, "parameters") + " (published: 70B)")
+    assert cell(shown, "training tokens") == cell(planned, "training tokens D").split(" ")[0] + " (15T)"
+    assert cell(shown, "vocab") == "128,256" and cell(planned, "vocabulary").startswith("128,256 ")
