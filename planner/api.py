@@ -145,10 +145,11 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
 
     `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
     is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
-    Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
-    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first). Without
-    `placement` the degrees sit where Megatron's default rank order puts them (`megatron_placement`), greedily only
-    where that order cannot place them."""
+    Megatron's parallel folding) unless it equals `tp` with `dp` a multiple of `ep` (the plain expert layout).
+    `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level, bottom-up; degrees left out are
+    placed greedily (TP first, then CP, PP, DP, EP, lowest level first). Without `placement` the degrees sit where
+    Megatron's default rank order puts them (`megatron_placement`), greedily only where that order cannot place
+    them."""
     from planner.parallel.placement import greedy_placement, parse_placement
 
     check_type("workload", workload, (Workload,), "a Workload")
@@ -166,9 +167,9 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
     placed_ep = ep
     extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
-    if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
-        extra.update(expert_ep=ep, etp=etp)
-        placed_ep = 1
+    if etp is not None and (etp != tp or dp % ep):  # parallel folding: the placed degrees are the attention
+        extra.update(expert_ep=ep, etp=etp)       # layout, ep 1 (etp = tp with dp a multiple of ep is the plain
+        placed_ep = 1                             # expert layout, as validate and --emit megatron read it)
     if dp % placed_ep:
         raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
                            f"multiple of ep {placed_ep}")

@@ -10,33 +10,39 @@ from cli_helpers import invoke
 # Megatron-LM flag -> `planner evaluate` flag, for the flags `--emit megatron` writes that name the layout
 _EVAL_FLAG = {"--tensor-model-parallel-size": "--tp", "--pipeline-model-parallel-size": "--pp",
               "--virtual-pipeline-model-parallel-size": "--vpp", "--context-parallel-size": "--cp",
-              "--expert-model-parallel-size": "--ep", "--micro-batch-size": "--mbs",
+              "--expert-model-parallel-size": "--ep", "--expert-tensor-parallel-size": "--etp",
+              "--micro-batch-size": "--mbs",
               "--global-batch-size": "--gbs"}
 
 
-def test_evaluating_the_emitted_megatron_flags_prices_what_emit_predicted(capsys):
+@pytest.mark.parametrize("model,gpus", [("llama3-70b", "2048"), ("mixtral-8x7b", "256")])
+def test_evaluating_the_emitted_megatron_flags_prices_what_emit_predicted(capsys, model, gpus):
     """`plan --emit megatron` predicts a step time for its flags; `planner evaluate` given those same flags (as a
-    user re-checks a launch) must place the ranks as Megatron does (tp-cp-ep-dp-pp) and so predict the same step.
-    Before the fix evaluate placed them greedily (PP onto NVLink), 7.62 s against the emitted 7.48 s."""
-    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048",
+    user re-checks a launch) must read them as Megatron does and so predict the same step. Before the fix evaluate
+    placed the ranks greedily (llama3-70b: PP onto NVLink, 7.62 s against the emitted 7.48 s) and read the emitted
+    --expert-tensor-parallel-size 2 (= tp) as a folded expert layout (mixtral: 4.13 s and 'needs 84.90 GB',
+    does not fit, against the emitted 3.84 s that fits)."""
+    code, out, err = invoke(capsys, ["plan", "--model", model, "--gpu", "h100", "--gpus", gpus,
                                      "--emit", "megatron", "--json"])
     assert code == 0, err
     launch = json.loads(out)
     emitted = launch["plan"]
     args = dict(launch["megatron_args"])
-    argv = ["evaluate", "--model", "llama3-70b", "--gpu", "h100", "--json"]
+    lay = emitted["layout"]
+    argv = ["evaluate", "--model", model, "--gpu", "h100", "--json"]
     for flag, ours in _EVAL_FLAG.items():
         if args.get(flag) is not None:
             argv += [ours, str(args[flag])]
-    dp = emitted["gpus"] // (emitted["layout"]["tp_ff"] * emitted["layout"]["cp"] * emitted["layout"]["pp"])
+    # Megatron's data-parallel size: the GPUs over tp x cp x pp (it counts the expert ranks)
+    dp = emitted["gpus"] // (lay["tp_ff"] * lay["cp"] * lay["pp"])
     argv += ["--dp", str(dp), "--sp", "on" if "--sequence-parallel" in args else "off",
-             "--zero", str(emitted["layout"]["zero"]), "--recompute",
-             ["none", "selective", "full"][emitted["layout"]["recompute"]]]
+             "--zero", str(lay["zero"]), "--recompute", ["none", "selective", "full"][lay["recompute"]]]
     code, out, err = invoke(capsys, argv)
     assert code == 0, err
     evaluated = json.loads(out)
-    assert evaluated["layout"]["placement"] == emitted["layout"]["placement"]
+    assert evaluated["layout"]["placement"] == lay["placement"]
     assert abs(evaluated["step_time_s"] - emitted["step_time_s"]) <= 1e-9 * emitted["step_time_s"]
+    assert evaluated["memory"]["total_bytes"] == pytest.approx(emitted["memory"]["total_bytes"], rel=1e-9)
     assert any("Megatron's default rank order" in n for n in evaluated["notes"])
 
 

@@ -168,7 +168,8 @@ def evaluate_command(
         show_default=False)] = None,
     etp: Annotated[int | None, whole_option(
         "--etp", help="Megatron's expert tensor-parallel size: folds the expert layout, --ep x --etp, over dp x cp x "
-        "tp (Megatron's parallel folding; --ep may then exceed --dp). --dp is Megatron's data-parallel size.",
+        "tp (Megatron's parallel folding; --ep may then exceed --dp). --dp is Megatron's data-parallel size. Equal "
+        "to --tp (as --emit megatron writes it) with --dp a multiple of --ep, nothing is folded.",
         rich_help_panel=LAYOUT_PANEL, show_default=False)] = None,
     first_stage_layers: Annotated[int | None, whole_option(
         "--first-stage-layers", help="Layers on the first (virtual) pipeline stage; the other stages split the rest "
@@ -266,7 +267,14 @@ def evaluate_command(
         wl = resized
         extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers,
                                         "last_stage_layers": last_stage_layers}
-        if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+        # --etp equal to the tensor-parallel size with dp a multiple of ep is the plain expert layout, as `planner
+        # validate` reads a published run and as `--emit megatron` writes one (it always names
+        # --expert-tensor-parallel-size); any other --etp folds the expert layout (Megatron's parallel folding)
+        tp_size = tp if tp is not None else dims.get("tp_ff") or 1
+        if etp is not None and etp == tp_size and (dims.get("dp") or 1) % (dims.get("ep") or 1) == 0:
+            notes.append(f"--etp {etp} equals the tensor-parallel size: the expert layers keep the attention's "
+                         "tensor split (no folding)")
+        elif etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
             extra.update(expert_ep=dims.get("ep") or 1, etp=etp)
             dims = {**dims, "ep": None}
             notes.append(f"folded expert layout: ep {extra['expert_ep']} x etp {etp} over dp x cp x tp (Megatron's "
