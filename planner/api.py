@@ -379,14 +379,21 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
     # fill the levels, largest first.
     odd = {3**a * 5**b * 7**c for a in range(5) for b in range(4) for c in range(3)}
     counts = sorted({f << k for f in odd if f <= 225 for k in range(64) if (f << k) <= cap}, reverse=True)
-    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:3]
+    # The three largest with a layout; a count the shape cannot split (a factor 5 where the batch has none) has
+    # none and is answered at once, so up to a dozen are tried before giving up.
+    tried: list[int] = []
+    found = 0
     best: tuple[float, Plan] | None = None
-    for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
-        try:
+    for n in (c for c in counts if nearest_cluster_sizes(hw, c)[0] == c):
+        if found == 3 or len(tried) == 12:
+            break
+        tried.append(n)
+        try:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
             fast = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "gpus": n, "days": None,
                                                      "why_smaller": False}))
         except Infeasible:
             continue
+        found += 1
         took = fast.wall_clock_days or fast.training_days
         if took is not None and (best is None or took < best[0]):
             best = (took, fast)

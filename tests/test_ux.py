@@ -163,3 +163,24 @@ def test_models_show_prints_sizes_as_the_plan_prints_them(capsys, monkeypatch):
     assert cell(shown, "parameters").startswith(cell(planned, "parameters") + " (published: 70B)")
     assert cell(shown, "training tokens") == cell(planned, "training tokens D").split(" ")[0] + " (15T)"
     assert cell(shown, "vocab") == "128,256" and cell(planned, "vocabulary").startswith("128,256 ")
+
+
+def test_a_gpu_cap_the_shape_cannot_split_near_still_says_how_fast_the_cap_trains(capsys):
+    """README: with --max-gpus / --power-mw, an infeasible plan 'says ... how fast the largest cluster within the
+    limits trains'. 1e25 FLOP's inferred shape (batch 7,340,032 = 2^20 x 7 tokens, L = 224 = 2^5 x 7) has no factor
+    5, so the three largest counts tried under 2,000 (2,000, 1,920, 1,800: all multiples of 5) had no layout and the
+    answer was only 'no layout found on 2,000, 1,920, 1,800 GPUs'. 1,792 = 2^8 x 7 splits; the reason must name the
+    fastest plan found and that plan must be what `plan --gpus` on that count answers."""
+    import re
+
+    base = ["plan", "--compute", "1e25", "--gpu", "h100", "--profile", "realistic"]
+    code, out, err = invoke(capsys, [*base, "--days", "60", "--max-gpus", "2000", "--json"])
+    assert code == 1
+    why = json.loads(out)["explanation"]
+    m = re.search(r"the fastest plan found takes ([\d.]+) days on ([\d,]+) GPUs", why)
+    assert m, why
+    days, gpus = float(m.group(1)), int(m.group(2).replace(",", ""))
+    assert gpus <= 2000
+    code, out, err = invoke(capsys, [*base, "--gpus", str(gpus), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["wall_clock_days"] == pytest.approx(days, abs=0.05)
