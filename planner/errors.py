@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,13 @@ def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_B
             raise InvalidInput(f"{what} '{path}' is not a regular file")
         if st.st_size > max_bytes:
             raise InvalidInput(f"{what} '{path}' is {st.st_size:,} bytes; at most {max_bytes:,} are read")
-        with p.open("rb") as fh:
+        # The path may change between the check above (which keeps devices from being opened at all) and the open:
+        # open without blocking (a FIFO put there meanwhile would wait for a writer forever) and check what was opened.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InvalidInput(f"{what} '{path}' is not a regular file (it changed while being read)")
+            os.set_blocking(fd, True)
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise InvalidInput(f"cannot read {what} '{path}': {exc.strerror}") from None
@@ -72,6 +79,24 @@ def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_USER_FILE_B
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} '{path}' is not UTF-8 text") from None
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """TOML text as a document; anything the parser refuses is one InvalidInput naming `where`: malformed
+    TOML, nesting past the parser's recursion limit, or an integer of more digits than Python converts (4,300: a
+    ValueError that tomllib lets through); then tables and arrays at most MAX_DEPTH deep (check_depth)."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML in {where}: {exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"malformed TOML in {where}: nested too deeply") from None
+    except ValueError:  # int('9' * 5000): Python's limit on integer string conversion
+        raise InvalidInput(f"malformed TOML in {where}: a number has more digits than any field accepts") from None
+    check_depth(doc, where)
+    return doc
 
 
 MAX_DEPTH = 8

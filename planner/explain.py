@@ -570,6 +570,48 @@ def _nearby_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> 
     return text
 
 
+def toy_batches_that_split(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> list[int]:
+    """Global batches b in tokens of the toy model, next to its own (at most one below and one above), with which
+    some layout uses exactly n GPUs and fits in memory. The model-parallel degrees take what they can of n (each
+    prime as far as d_ff, d_model, L and E allow); the rest r must be a factor of N_DP, which divides b / E, so b / E
+    must be a multiple of r (and any such multiple lets N_DP = r). Each candidate is checked (divisors_allow,
+    fits_memory_on), so only batches that really split and fit are named; at most BATCHES_TRIED are priced."""
+    if wl.transformer is not None or not levels_allow(hw, n):
+        return []
+    rest = n
+    for k in (wl.d_ff, wl.d_model, wl.layers, wl.experts):
+        rest //= math.gcd(rest, k)
+    per_expert = wl.batch_tokens // wl.experts
+    low, high = per_expert // rest, -(-per_expert // rest)
+    sides = ([(low - j) * rest for j in range(BATCHES_TRIED // 2) if low - j > 0],
+             [(high + j) * rest for j in range(BATCHES_TRIED // 2)])
+    found: list[int] = []
+    for side in sides:
+        for c in side:
+            if c == per_expert:
+                continue
+            try:
+                other = Workload(**{**wl.model_dump(), "batch_tokens": c * wl.experts})
+            except ValueError:  # pydantic's ValidationError: this batch is not a valid workload
+                continue
+            if divisors_allow(other, n) and fits_memory_on(hw, other, options, n):
+                found.append(c * wl.experts)
+                break
+    return sorted(found)
+
+
+def _toy_batch_text(hw: Hardware, wl: Workload, options: SearchOptions, n: int) -> str:
+    """'; or keep n GPUs with a batch of ... tokens' and the flags that ask for it (empty: no batch near helps)."""
+    batches = toy_batches_that_split(hw, wl, options, n)
+    if not batches:
+        return ""
+    tokens = f"{wl.tokens:.0f}" if float(wl.tokens).is_integer() else repr(float(wl.tokens))
+    experts = f" --experts {wl.experts}" if wl.experts > 1 else ""
+    return (f"; or keep {n:,} GPUs and make the global batch {' or '.join(f'{b:,}' for b in batches)} tokens, which "
+            f"the data-parallel degree of a {n:,}-GPU layout divides (as an explicit shape: --d-model {wl.d_model} "
+            f"--d-ff {wl.d_ff} --layers {wl.layers}{experts} --batch-tokens N --tokens {tokens})")
+
+
 def _memory_line(hw: Hardware, wl: Workload, options: SearchOptions, n: int, fit: MemoryFit) -> str:
     scan = fit_search(hw, wl, options)
     cap = mem.capacity_bytes(hw)
@@ -725,7 +767,8 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, r
         missing = _missing_factor(wl, n)
         return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide d_ff={wl.d_ff}, "
                 f"d_model={wl.d_model}, L={wl.layers}, E={wl.experts} and b/E={wl.batch_tokens // wl.experts}, and "
-                f"together they lack the factor {missing:,} of {n:,}\n{_nearby_text(hw, wl, options, n)}")
+                f"together they lack the factor {missing:,} of {n:,}\n{_nearby_text(hw, wl, options, n)}"
+                f"{_toy_batch_text(hw, wl, options, n)}")
     fit = min_memory_on(hw, wl, options, n)
     if fit is None:
         return (f"no layout with the {options.schedule} schedule uses exactly {n:,} GPUs (zb-h2 needs microbatches "

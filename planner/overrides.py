@@ -42,7 +42,9 @@ def _value(text: str, where: str) -> Any:
         value = tomllib.loads(f"v = {text}")["v"]
     except RecursionError:
         raise InvalidInput(f"--set {where}: the value is nested too deeply") from None
-    except tomllib.TOMLDecodeError:
+    except ValueError as exc:
+        if not isinstance(exc, tomllib.TOMLDecodeError):  # int() of more than 4,300 digits
+            raise InvalidInput(f"--set {where}: the value has more digits than any field accepts") from None
         if text and all(c.isalnum() or c in "-_." for c in text):
             return text  # a bare word: a string (gemm.model=measured)
         raise InvalidInput(f"--set {where}: cannot read the value {text!r} (a number, true/false, [list] or "

@@ -464,13 +464,3 @@ def stale_pages(directory: Path = REFERENCE_DIR) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             out.append(name)
     return out
-
-
-def write_pages(directory: Path = REFERENCE_DIR) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in pages().items():
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written

@@ -4,7 +4,6 @@ one sourced value, one file, and a shipped name or a user's path (with --set ove
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, check_depth, read_text_file
+from planner.errors import MAX_TOML_BYTES, InvalidInput, parse_toml, read_text_file
 from planner.overrides import apply, fields_of
 from planner.schema.profile import SHAPES, Spread
 
@@ -68,14 +67,7 @@ def load_toml(path: str | Path, what: str) -> dict[str, Any]:
     """A TOML file (size-capped, one-line errors), e.g. `what` = 'hardware file'."""
     path = Path(path)
     text = read_text_file(path, what, MAX_TOML_BYTES)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"malformed TOML in '{path}': {exc}") from None
-    except RecursionError:
-        raise InvalidInput(f"malformed TOML in '{path}': nested too deeply") from None
-    check_depth(doc, f"'{path}'")
-    return doc
+    return parse_toml(text, f"'{path}'")
 
 
 def _is_file(text: str) -> bool:

@@ -24,7 +24,6 @@ import hashlib
 import itertools
 import json
 import math
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, Infeasible, InvalidInput, check_depth, read_text_file, validation_message
+from planner.errors import MAX_TOML_BYTES, Infeasible, InvalidInput, parse_toml, read_text_file, validation_message
 from planner.schema.request import PlanRequest
 from planner.schema.study import (
     ALIASES,
@@ -69,12 +68,7 @@ BatchDone = Callable[[list[tuple[str, Row]]], None]
 def load_study(path: str | Path) -> StudyFile:
     """A study file, validated: every problem is one InvalidInput line naming the file."""
     text = read_text_file(path, "study file", MAX_TOML_BYTES)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"study file {path} is not valid TOML: {exc}") from None
-    check_depth(data, f"study file {path}")
-    return parse_study(data, str(path))
+    return parse_study(parse_toml(text, f"study file {path}"), str(path))
 
 
 def parse_study(data: Mapping[str, Any], origin: str = "study") -> StudyFile:

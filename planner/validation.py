@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
+from planner.errors import MAX_TOML_BYTES, InvalidInput, parse_toml, read_text_file, validation_message
+from planner.files import write_atomic, write_text
 from planner.profile import ExecutionProfile, get_profile
 from planner.schema import Hardware, Layout, Workload
 from planner.schema.request import PlanRequest
@@ -36,14 +37,14 @@ Convention = Literal["megatron-recompute", "megatron", "model", "6n"]
 
 
 def load_runs(path: Path = RUNS_PATH) -> list[PublishedRun]:
-    try:
-        doc = tomllib.loads(read_text_file(path, "runs file", MAX_TOML_BYTES))
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"runs file {path}: {exc}") from None
-    except RecursionError:  # deep nesting is bad input (docs/reliability.md)
-        raise InvalidInput(f"runs file {path}: nested too deeply") from None
+    doc = parse_toml(read_text_file(path, "runs file", MAX_TOML_BYTES), f"runs file {path}")
+    runs = doc.get("run")
+    if set(doc) != {"run"} or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        other = sorted(set(doc) - {"run"})
+        raise InvalidInput(f"runs file {path}: expected only [[run]] tables" + (
+            f", not {', '.join(repr(k) for k in other[:5])}" if other else ""))
     out = []
-    for k, rec in enumerate(doc.get("run", [])):
+    for k, rec in enumerate(runs):
         try:
             out.append(PublishedRun(**rec))
         except ValidationError as exc:
@@ -470,7 +471,8 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
     ax.set_ylim(0, top)
     ax.legend()
     ax.set_title("Published runs: predicted vs reported MFU")
-    fig.savefig(png_path, dpi=110, bbox_inches="tight")
+    write_atomic(png_path, lambda fh: fig.savefig(fh, format="png", dpi=110, bbox_inches="tight"), "--write",
+                 binary=True)
     plt.close(fig)
 
     lines = [
@@ -570,7 +572,7 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
     if proposals:
         lines += ["", *proposals]
     lines += ["", "Sources:", ""] + [f"- {r.id}: {r.source}" for r in sorted(rows, key=lambda r: r.id)]
-    doc_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(doc_path, "\n".join(lines) + "\n", "--write")
 
 
 MUST_SHOW = ("llama3-405b-16k-gpus-8k-seq", "llama3-405b-8k-gpus-8k-seq", "nemotron4-340b-6144gpu-bf16",

@@ -435,3 +435,102 @@ def test_four_accelerators_for_1e26_in_90_days_by_cost():
     # GB200 NVL72 racks are taken whole: 72 GPUs held per rack, 64 used, so wall-clock / compute-only = 72 / 64
     assert nvl.gpus == nvl.racks * 64
     assert nvl.cost_usd / nvl.compute_cost_usd == pytest.approx(72 / 64, rel=1e-9)
+
+
+# --------------------------------------------------------------------------------------------------
+# Emitted launch text (task qa3's review): every string of a plan JSON that reaches the text, made hostile
+# --------------------------------------------------------------------------------------------------
+
+EMITTED_STRINGS = [("gpu",), ("profile",), ("bottleneck",), ("workload", "family")]
+"""The plan's string fields that `export` copies into the Megatron script or the torchtitan TOML (found by
+test_every_plan_string_that_reaches_the_emitted_text_is_listed); every other string stays out of it."""
+
+HOSTILE_TEXT = ["$(touch pwned1)", "`touch pwned2`", "'; touch pwned3; '", "a\ntouch pwned4", "a\rtouch pwned5\n",
+                "a\u2028touch pwned6", "a\u2029b\u0085touch pwned7", "\x1b]0;title\x07", "x\x00y", "a\\", "\"]\n[x]",
+                "${PATH:?pwned8}", "#", "'", "$((1/0))"]
+
+
+def _plan_json(capsys, tmp_path) -> dict[str, Any]:
+    import json
+
+    from cli_helpers import invoke
+
+    from planner.cli.app import plan_app
+
+    code, out, err = invoke(capsys, ["--model", "llama3-8b", "--gpus", "64", "--schedule", "1f1b", "--json"],
+                            plan_app, "plan")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _export(capsys, doc: dict[str, Any], tmp_path, to: str) -> tuple[int, str, str]:
+    import json
+
+    from cli_helpers import invoke
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return invoke(capsys, ["export", "--plan", str(path), "--to", to])
+
+
+def _with(doc: dict[str, Any], keys: tuple[str, ...], value: str) -> dict[str, Any]:
+    import copy
+
+    out = copy.deepcopy(doc)
+    node = out
+    for k in keys[:-1]:
+        node = node[k]
+    node[keys[-1]] = value
+    return out
+
+
+@pytest.mark.parametrize("keys", EMITTED_STRINGS, ids="/".join)
+def test_hostile_plan_strings_never_run_when_the_export_is_sourced(capsys, tmp_path, keys):
+    """Each hostile string in each field that reaches the text: the Megatron script is sourced by bash (nothing
+    runs, the array reads back as the layout's flags), the torchtitan TOML parses; a name the plan's validation
+    refuses (control characters) is one `error:` line."""
+    import subprocess
+    import tomllib
+
+    base = _plan_json(capsys, tmp_path)
+    for text in HOSTILE_TEXT:
+        doc = _with(base, keys, text)
+        code, out, err = _export(capsys, doc, tmp_path, "megatron")
+        if code == 2:
+            assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+            continue
+        assert code == 0, err
+        (tmp_path / "parallel.sh").write_text(out, encoding="utf-8")
+        run = subprocess.run(["bash", "-c", "set -u; source ./parallel.sh && printf '%s\\n' \"${PLANNER_ARGS[@]}\""],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0 and run.stderr == "", (text, run.stderr)
+        assert not list(tmp_path.glob("pwned*")), text
+        assert run.stdout.split("\n")[0] == "--tensor-model-parallel-size", (text, run.stdout[:200])
+        code, out, err = _export(capsys, doc, tmp_path, "torchtitan")
+        assert code == 0, err
+        assert set(tomllib.loads(out)) == {"training", "parallelism", "activation_checkpoint"}, text
+
+
+@pytest.mark.slow  # about 5 s: two exports per string of a plan
+def test_every_plan_string_that_reaches_the_emitted_text_is_listed(capsys, tmp_path):
+    """A marker in each string leaf of a plan (with a model family, so its model lines are written) in turn: the
+    fields whose marker shows up in either export are exactly EMITTED_STRINGS, so a new field copied into the text
+    fails here until the hostile test above covers it."""
+    base = _plan_json(capsys, tmp_path)
+    base["workload"]["family"] = "llama3"
+
+    def leaves(node: Any, path: tuple = ()) -> list[tuple]:
+        if isinstance(node, dict):
+            return [p for k, v in node.items() for p in leaves(v, (*path, k))]
+        if isinstance(node, list):
+            return [p for i, v in enumerate(node) for p in leaves(v, (*path, i))]
+        return [path] if isinstance(node, str) else []
+
+    reaching = set()
+    for keys in leaves(base):
+        doc = _with(base, keys, "QAMARKER")
+        for to in ("megatron", "torchtitan"):
+            code, out, _ = _export(capsys, doc, tmp_path, to)
+            if "QAMARKER" in out:
+                reaching.add(keys)
+    assert reaching == set(EMITTED_STRINGS)

@@ -257,3 +257,150 @@ def test_resume_refuses_a_journal_of_other_settings(capsys, tmp_path):
     assert code == 2 and "other settings (days)" in err
     code, _, err = invoke(capsys, [*base, "--resume"])
     assert code == 0 and "2 finished point(s) kept" in err
+
+
+# --------------------------------------------------------------------------------------------------
+# Every command that reads a TOML file, against what Python's own parser lets through (task qa3's review)
+# --------------------------------------------------------------------------------------------------
+
+TOML_READERS = {
+    "plan --gpu": ["plan", "--compute", "1e24", "--gpu", "{f}"],
+    "plan --model": ["plan", "--model", "{f}", "--gpus", "8"],
+    "plan --profile": ["plan", "--compute", "1e24", "--profile", "{f}"],
+    "plan --failures": ["plan", "--compute", "1e24", "--days", "90", "--failures", "{f}"],
+    "hardware show": ["hardware", "show", "{f}"],
+    "models show": ["models", "show", "{f}"],
+    "limits --gpu": ["limits", "--gpu", "{f}"],
+    "validate --runs": ["validate", "--runs", "{f}"],
+    "study": ["study", "{f}"],
+}
+TOML_HOSTILE = {
+    # tomllib converts an integer literal with int(), which refuses more than 4,300 digits with a ValueError
+    # (not a TOMLDecodeError): it was an internal error (exit 3) in every reader
+    "5000-digit integer": "x = " + "9" * 5000 + "\n",
+    # nesting past tomllib's recursion: the study file's and the model preset's readers let RecursionError through
+    "array nested 3000 deep": "x = " + "[" * 3000 + "]" * 3000 + "\n",
+    "inline table nested 2000 deep": "x = " + "{ a = " * 2000 + "1" + " }" * 2000 + "\n",
+    "array nested 20 deep": "x = " + "[" * 20 + "]" * 20 + "\n",  # parses; past MAX_DEPTH (8) for every reader
+}
+
+
+@pytest.mark.parametrize("reader", list(TOML_READERS))
+@pytest.mark.parametrize("case", list(TOML_HOSTILE))
+def test_every_toml_reader_refuses_what_the_parser_lets_through(capsys, tmp_path, reader, case):
+    path = tmp_path / "hostile.toml"
+    path.write_text(TOML_HOSTILE[case])
+    argv = [a.replace("{f}", str(path)) for a in TOML_READERS[reader]]
+    for json_flag in ([], [] if reader == "study" else ["--json"]):  # study writes files, not a document
+        t0 = time.perf_counter()
+        run_argv = [*argv, *json_flag]
+        code, out, err = (invoke(capsys, run_argv[1:], plan_app, "plan") if argv[0] == "plan"
+                          else invoke(capsys, run_argv))
+        assert code == 2 and time.perf_counter() - t0 < 10, (reader, case, code, err or out[:300])
+        if json_flag:
+            assert err == "" and json.loads(out)["error"]["code"] == "bad_input"
+            err = "error: " + json.loads(out)["error"]["message"] + "\n"
+        assert err.startswith("error: ") and len(err.splitlines()) == 1 and str(path) in err, err
+
+
+@pytest.mark.parametrize("text,word", [
+    ("x = 1\n", "expected only [[run]] tables, not 'x'"),  # was: exit 0 with an empty table
+    ("", "expected only [[run]] tables"),
+    ('run = "x"\n', "expected only [[run]] tables"),
+    ("run = [1, 2]\n", "expected only [[run]] tables"),  # was: an internal error (a run that is not a table)
+    ("[run]\nid = 'a'\n", "expected only [[run]] tables"),  # a table, not an array of tables
+])
+def test_a_runs_file_without_runs_is_bad_input(capsys, tmp_path, text, word):
+    path = tmp_path / "runs.toml"
+    path.write_text(text)
+    code, _, err = invoke(capsys, ["validate", "--runs", str(path)])
+    assert code == 2 and word in err and len(err.splitlines()) == 1, err
+
+
+def test_a_file_swapped_for_a_fifo_after_its_check_is_refused_not_waited_on(tmp_path):
+    """A reader checks the path (a FIFO, device or directory is refused by name) and then opens it: if the path is
+    swapped for a FIFO between the two, the open must not wait for a writer forever. Simulated deterministically:
+    Path.stat reports a regular file while the path is a FIFO. Before the fix the read blocked (the subprocess
+    timed out)."""
+    fifo = tmp_path / "swapped.toml"
+    os.mkfifo(fifo)
+    regular = tmp_path / "regular.toml"
+    regular.write_text("x = 1\n")
+    code = ("import pathlib, sys\n"
+            "from planner.errors import InvalidInput, read_text_file\n"
+            f"real = pathlib.Path({str(regular)!r}).stat()\n"
+            "pathlib.Path.stat = lambda self, **kw: real\n"
+            "try:\n"
+            f"    read_text_file({str(fifo)!r}, 'hardware file')\n"
+            "except InvalidInput as exc:\n"
+            "    print(exc)\n"
+            "    sys.exit(2)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "is not a regular file" in r.stdout, (r.stdout, r.stderr)
+
+
+# --------------------------------------------------------------------------------------------------
+# Writers: a link planted at an output path while the work runs (after the command's early check) is refused
+# --------------------------------------------------------------------------------------------------
+
+
+def _planted(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me\n")
+    link = tmp_path / name
+    link.symlink_to(target)
+    return link, target
+
+
+@pytest.mark.parametrize("which", ["validation.md", "validation-mfu.png"])
+def test_validate_write_never_writes_through_a_link_planted_during_the_run(tmp_path, which):
+    """`validate --write` checks docs/validation.md and its PNG before pricing (20 s), then wrote them with
+    Path.write_text and savefig, which follow a link planted meanwhile; now both go through planner.files."""
+    from planner.errors import InvalidInput
+    from planner.validation import RUNS_PATH, load_runs, validate, write_report
+
+    rows = validate([r for r in load_runs(RUNS_PATH) if r.id == "narayanan2021-t1-1.7b"], "realistic")
+    other = "validation-mfu.png" if which == "validation.md" else "validation.md"
+    link, target = _planted(tmp_path, which)
+    with pytest.raises(InvalidInput, match="symbolic link"):
+        write_report(rows, tmp_path / "validation.md", tmp_path / "validation-mfu.png", "realistic")
+    assert target.read_text() == "keep me\n" and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["victim.txt", which] + (
+        [other] if other == "validation-mfu.png" else []))  # no temporary file left behind
+
+
+def test_reference_write_checks_every_page_before_writing_any(capsys, tmp_path):
+    """`reference --write --out DIR` writes several pages: a link planted at the last one used to be refused only
+    after the others were written; now every path is checked first and nothing is written."""
+    from planner.reference import pages
+
+    names = list(pages())
+    link, target = _planted(tmp_path, names[-1])
+    code, out, err = invoke(capsys, ["reference", "--write", "--out", str(tmp_path)])
+    assert code == 2 and "symbolic link" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names[-1], "victim.txt"])
+    assert target.read_text() == "keep me\n"
+    link.unlink()
+    code, out, err = invoke(capsys, ["reference", "--write", "--out", str(tmp_path)])
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "victim.txt"]), err
+
+
+def test_a_time_limit_spent_while_the_first_groups_are_expanded_is_unknown_not_an_internal_error(capsys,
+                                                                                                  monkeypatch):
+    """`plan --model deepseek-v3 --gpus 8192 --time-limit 2` was `internal error: _TimeUp: None` (exit 3) when the
+    limit ran out while a fixed cluster's first groups of degree tuples were expanded (cpsat._LazyCount.probe_tuples
+    ran outside the handler). Made deterministic: the clock runs out as that expansion starts, on a small case that
+    takes the same lazy path (llama3-8b on 64 GPUs)."""
+    from planner.search import cpsat
+
+    expand = cpsat._LazyCount._expand_to
+
+    def out_of_time(self, groups):
+        self.clock.limit = -1.0  # the clock is out from here on: the expansion's own check raises
+        return expand(self, groups)
+
+    monkeypatch.setattr(cpsat._LazyCount, "_expand_to", out_of_time)
+    code, out, err = invoke(capsys, ["--model", "llama3-8b", "--gpus", "64", "--json"], plan_app, "plan")
+    assert code == 1 and err == "", err
+    doc = json.loads(out)
+    assert doc["status"] == "unknown" and "NOT proven infeasible" in doc["explanation"]

@@ -132,7 +132,7 @@ def test_halton_first_points_by_hand():
     ('[study]\nname = "x"\n[grid]\ngpu = ["h100", "nosuchgpu"]', "scenario 2 (gpu=nosuchgpu)"),
     ('[study]\nname = "x"\n[grid]\nset = [["gpu.bogus=1"]]', "scenario 1"),
     ('[study]\nname = "x"\n[grid]\nset = ["gpu.hbm_GB=1"]', "each value is a list"),
-    ("[study\n", "not valid TOML"),
+    ("[study\n", "malformed TOML in study file"),
 ])
 def test_bad_study_files_are_one_line_errors(tmp_path, capsys, text, words):
     if "[grid]" in text and "[base]" not in text:
@@ -254,6 +254,24 @@ def test_journal_ignores_cut_and_foreign_lines(tmp_path):
                     + '{"id": "' + scenarios[1].id + '", "outcome": {"status": "optimal", "gpus": "many"}}\n'
                     + st.journal_line(scenarios[2].id, good[1])[:40])  # cut by a kill
     assert list(st.read_journal(path, head, scenarios)) == [scenarios[0].id]
+
+
+@pytest.mark.parametrize("change", [{"gpus": -5}, {"gpus": 0}, {"nodes": 0}, {"mfu": 1.5}, {"mfu": 0.0},
+                                    {"training_days": -1.0}, {"cost_usd": -3.0}, {"gap": -0.1}, {"met": -1.0}])
+def test_journal_drops_outcomes_no_plan_can_have(tmp_path, change):
+    """A journal line is a file anyone with write access to --out could edit: an outcome with a negative or zero GPU
+    count, an MFU outside (0, 1] or a negative amount was kept on --resume and written into results.csv (task qa3's
+    review); it is now planned again like any line that does not validate."""
+    study = st.load_study(write(tmp_path, GRID))
+    scenarios = st.expand(study)
+    head = st.header(study, scenarios)
+    sid, outcome = st.solve_batch(st.batches(scenarios[:1], 1)[0])[0]
+    assert outcome["gpus"] >= 1 and 0 < outcome["mfu"] <= 1
+    path = tmp_path / "journal.jsonl"
+    path.write_text(head.model_dump_json() + "\n" + st.journal_line(sid, {**outcome, **change}))
+    assert st.read_journal(path, head, scenarios) == {}
+    path.write_text(head.model_dump_json() + "\n" + st.journal_line(sid, outcome))
+    assert list(st.read_journal(path, head, scenarios)) == [sid]
 
 
 def _planner_cmd() -> list[str]:

@@ -23,6 +23,7 @@ bugs all end up in the one place that turns them into one-line messages and exit
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -51,21 +52,43 @@ models_app = typer.Typer(help="The model presets: shipped models/*.toml and user
 app.add_typer(models_app, name="models")
 
 
-def print_version(value: bool) -> None:
-    """--version (of `planner` and of `plan`): print it and exit."""
-    if value:
-        from importlib.metadata import PackageNotFoundError, version
+_argv: list[str] = []
+"""The words `run` was given, for the eager --version callback (it runs before --json is parsed)."""
 
-        try:
-            print(f"planner {version('planner')}")
-        except PackageNotFoundError:
-            print("planner (not installed as a package)")
+
+def version_text(as_json: bool) -> str:
+    """The version line, or with --json one JSON document `{"name": "planner", "version": ...}` (version null when
+    the package is not installed)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number: str | None = version("planner")
+    except PackageNotFoundError:
+        number = None
+    if as_json:
+        return json.dumps({"name": "planner", "version": number}, indent=2)
+    return f"planner {number}" if number is not None else "planner (not installed as a package)"
+
+
+def print_version(value: bool) -> None:
+    """--version (of `planner` and of `plan`): print it (one JSON document with --json) and exit."""
+    if value:
+        print(version_text(_wants_json(_argv)))
         raise typer.Exit(0)
+
+
+def _version_only(argv: Sequence[str]) -> bool:
+    """`planner --version --json` (either order): the group has no --json option of its own, so click would call
+    --json unknown before the eager --version ran; the options before the command name are only these two."""
+    head = list(itertools.takewhile(lambda w: w.startswith("-"), argv))
+    return "--version" in head and set(head) <= {"--version", "--json"}
 
 
 @app.callback()
 def _main(version_flag: Annotated[bool, typer.Option(
-        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False) -> None:
+        "--version", help="Print the version (one JSON document with --json) and exit.", callback=print_version,
+        is_eager=True)] = False) -> None:
     """Provably optimal parallel layouts for frontier-scale training runs (Erdil & Schneider-Joseph cost model)."""
 
 
@@ -76,8 +99,15 @@ plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 _NO_ARGS_IS_HELP = getattr(click_exc, "NoArgsIsHelpError", ())  # click >= 8.2 signals "help printed" this way
 
 
+LONGEST_WORD = 200
+"""Characters of one word (no white space) an error line repeats whole: a longer one (a 5,000-digit --gpus, a
+megabyte-long --set value echoed back) is cut to its start and its length, so the line stays one line a person reads."""
+
+
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    words = str(text).split()
+    return " ".join(w if len(w) <= LONGEST_WORD else f"{w[:LONGEST_WORD // 2]}...({len(w):,} characters)"
+                    for w in words)
 
 
 class Terminated(Exception):
@@ -274,6 +304,14 @@ def run(typer_app: typer.Typer, argv: Sequence[str], prog_name: str) -> int:
     """Run a Typer app on `argv` and return the exit code (see the module docstring for their meaning)."""
     import signal
 
+    global _argv
+    _argv = list(argv)
+    if typer_app is app and _version_only(argv):
+        try:
+            print(version_text(_wants_json(argv)))
+        except BrokenPipeError:
+            return 141
+        return 0
     command = typer.main.get_command(_only_invoked(typer_app, argv))
     _switches_as_switches(command)
     _plain_values(command)

@@ -153,7 +153,8 @@ def plan_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress spinner on stderr.",
                                         rich_help_panel=OUTPUT_PANEL)] = False,
     version: Annotated[bool, typer.Option(
-        "--version", help="Print the version and exit.", callback=print_version, is_eager=True)] = False,
+        "--version", help="Print the version (one JSON document with --json) and exit.", callback=print_version,
+        is_eager=True)] = False,
     emit: Annotated[Framework | None, typer.Option(
         "--emit", help="Search only layouts this framework runs and print its launch configuration (Megatron-LM "
         "arguments or a torchtitan TOML job config, the prediction in comment lines) instead of the tables; with "

@@ -70,7 +70,7 @@ def reference_command(
 ) -> None:
     """The hardware, model, profile and failure file formats, field by field with units, generated from the code
     (docs/reference/*.md)."""
-    from planner.files import write_text
+    from planner.files import check_output, write_text
     from planner.reference import REFERENCE_DIR, pages, stale_pages
 
     if (write or out is not None) and check:
@@ -86,7 +86,10 @@ def reference_command(
     elif folder is not None:
         if out is None:
             folder.mkdir(parents=True, exist_ok=True)
-        for name, text in pages().items():
+        texts = pages()
+        for name in texts:  # every page's path first: a link or FIFO at one of them writes none of them
+            check_output(folder / name, "--write")
+        for name, text in texts.items():
             path = write_text(folder / name, text, "--write")
             sys.stdout.write(f"wrote {path}\n")
     else:

@@ -12,6 +12,18 @@ from planner.cli.options import JsonOpt, OutOpt, ProfileOpt
 from planner.cli.output import SCHEMA_PATH, docs_dir, emit_json, stdout_console
 
 
+def mfu_counts(frameworks: list[str]) -> str:
+    """What validate's MFU columns count, printed beside them: README's DeepSeek-V3 example once printed 12.9 % in
+    `planner evaluate` where validate printed 16.2 % for the same layout, because validate applies the framework's
+    overrides of the profile and evaluate does not."""
+    return ("model FLOPs per token (6 x non-embedding active parameters + 12 x layers x seq x attention width + 6 x "
+            "d_model x vocab; recomputation not counted), as `planner evaluate` counts them, against the dense peak at "
+            "max clock in the run's precision (FP8 runs against the FP8 peak); a reported throughput is converted from "
+            "its source's FLOP convention. Each run is priced with its framework's overrides of the profile "
+            f"([framework.NAME] in the profile file: {', '.join(sorted(frameworks)) or 'none'}); `planner evaluate` "
+            "prices with the profile as it is, so give it those values with --set to price a run as validate does.")
+
+
 @app.command("validate")
 def validate_command(
     runs: Annotated[Path | None, typer.Option(
@@ -43,7 +55,8 @@ def validate_command(
     if json_out:
         import json
 
-        emit_json(json.dumps({"profile": prof.name, "summary": summary(rows),
+        emit_json(json.dumps({"profile": prof.name, "mfu_counts": mfu_counts(list(prof.frameworks)),
+                               "summary": summary(rows),
                                "peak_memory": peak_memory_summary(rows),
                                "runs": [r.model_dump() for r in rows]}, indent=2))
     else:
@@ -68,6 +81,7 @@ def validate_command(
         for split, a in summary(rows).items():
             console.print(f"{split}: {int(a['runs'])} runs, mean abs. error {a['mean_abs_error']:.1%}, median "
                           f"{a['median_abs_error']:.1%}, bias {a['bias']:+.1%}, Spearman {a['spearman']:.2f}")
+        console.print(f"MFU (both columns): {mfu_counts(list(prof.frameworks))}")
         peak = peak_memory_summary(rows)
         if peak["runs"]:
             console.print(f"peak memory: {int(peak['runs'])} runs report one; predicted allocator peak vs reported: "

@@ -9,7 +9,7 @@ product) or `[sample]` (`n` quasi-random points over ranges and lists). Field na
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -190,42 +190,53 @@ class JournalHeader(_Doc):
         "that a --resume with other settings names them; null (left out) for a study file, whose hash says it all.")
 
 
+Count = Annotated[int, Field(ge=1)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0)]
+"""The value rules of StudyOutcome's columns (a count of GPUs or nodes, MFU, a finite amount, a confidence column)."""
+
+
 class StudyOutcome(_Doc):
-    """The answer half of a result row: one plan, flat, without wall times (the same bytes on any engine)."""
+    """The answer half of a result row: one plan, flat, without wall times (the same bytes on any engine). Counts are
+    at least 1, MFU in (0, 1], other numbers >= 0 and finite (the confidence columns may be infinite): a journal line
+    read on --resume is validated with these rules, so a tampered line outside them is planned again."""
 
     status: Literal["optimal", "feasible", "infeasible", "unknown", "error"] = Field(
         description="The plan's status; error: the scenario is bad input (see `error`).")
     hardware: str | None = Field(None, description="Hardware name the plan ran on.")
     profile: str | None = Field(None, description="Execution profile that priced it.")
-    gpus: int | None = Field(None, description="GPUs of the chosen cluster.")
-    nodes: int | None = Field(None, description="Nodes of the chosen cluster (the lowest network level's units).")
-    mfu: float | None = Field(None, description="Model FLOPs utilisation, fraction (0-1) of peak dense FLOP/s.")
-    training_days: float | None = Field(None, description="Days of training compute.")
-    wall_clock_days: float | None = Field(None, description="Expected wall-clock days (with goodput).")
-    goodput: float | None = Field(None, description="Share of wall-clock time that trains (goodput on).")
-    gpu_hours: float | None = Field(None, description="GPU-hours of training compute (GPUs x training days x 24).")
-    cost_usd: float | None = Field(None, description="Cost, USD, of the GPUs held for the wall-clock time (the "
+    gpus: Count | None = Field(None, description="GPUs of the chosen cluster.")
+    nodes: Count | None = Field(None, description="Nodes of the chosen cluster (the lowest network level's units).")
+    mfu: Fraction | None = Field(None, description="Model FLOPs utilisation, fraction (0-1) of peak dense FLOP/s.")
+    training_days: Amount | None = Field(None, description="Days of training compute.")
+    wall_clock_days: Amount | None = Field(None, description="Expected wall-clock days (with goodput).")
+    goodput: Amount | None = Field(None, description="Share of wall-clock time that trains (goodput on).")
+    gpu_hours: Amount | None = Field(None, description="GPU-hours of training compute (GPUs x training days x 24).")
+    cost_usd: Amount | None = Field(None, description="Cost, USD, of the GPUs held for the wall-clock time (the "
                                    "plan's cost_usd); null without a price.")
-    compute_cost_usd: float | None = Field(None, description="Compute-only cost, USD: gpu_hours x price per "
+    compute_cost_usd: Amount | None = Field(None, description="Compute-only cost, USD: gpu_hours x price per "
                                            "GPU-hour; null without a price.")
-    facility_power_MW: float | None = Field(None, description="Facility power, MW (IT power x PUE); null without "
+    facility_power_MW: Amount | None = Field(None, description="Facility power, MW (IT power x PUE); null without "
                                             "power data for the hardware.")
-    energy_MWh: float | None = Field(None, description="Facility energy over the wall-clock time held, MWh.")
-    step_time_s: float | None = Field(None, description="Time of one training step, seconds.")
+    energy_MWh: Amount | None = Field(None, description="Facility energy over the wall-clock time held, MWh.")
+    step_time_s: Amount | None = Field(None, description="Time of one training step, seconds.")
     bottleneck: str | None = Field(None, description="The step's binding term (what limits the step time).")
-    params: float | None = Field(None, description="Model parameters.")
-    tokens: float | None = Field(None, description="Training tokens.")
+    params: Amount | None = Field(None, description="Model parameters.")
+    tokens: Amount | None = Field(None, description="Training tokens.")
     layout: str | None = Field(None, description="Every dimension of the layout, 'dp=.. tp_ff=.. ... schedule=..'.")
     solver_status: str | None = Field(None, description="CP-SAT's status: optimal (proven), feasible (time limit), "
                                       "infeasible or unknown.")
-    gap: float | None = Field(None, description="Relative gap between the layout found and the proven bound, "
+    gap: Amount | None = Field(None, description="Relative gap between the layout found and the proven bound, "
                               "fraction (0-1); 0 when proven optimal.")
-    point_gpus: int | None = Field(None, description="With confidence: the point estimate's GPUs (`gpus` is then "
+    point_gpus: Count | None = Field(None, description="With confidence: the point estimate's GPUs (`gpus` is then "
                                    "the cluster that meets the deadline with probability P).")
-    met: float | None = Field(None, description="With confidence: share of samples meeting the deadline on gpus.")
-    days_p10: float | None = Field(None, description="With confidence: 10th percentile of wall-clock days on gpus.")
-    days_p50: float | None = Field(None, description="With confidence: median wall-clock days on gpus.")
-    days_p90: float | None = Field(None, description="With confidence: 90th percentile of wall-clock days on gpus.")
+    met: NonNegative | None = Field(None, description="With confidence: share of samples meeting the deadline on gpus.")
+    days_p10: NonNegative | None = Field(None, description="With confidence: 10th percentile of wall-clock days "
+                                   "on gpus.")
+    days_p50: NonNegative | None = Field(None, description="With confidence: median wall-clock days on gpus.")
+    days_p90: NonNegative | None = Field(None, description="With confidence: 90th percentile of wall-clock days "
+                                   "on gpus.")
     explanation: str | None = Field(None, description="First line of why a plan is infeasible.")
     error: str | None = Field(None, description="The one-line error of a bad scenario.")
 

@@ -1066,7 +1066,10 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 continue
         if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
             lazy = _LazyCount(hw, wl, space, index, ii, jj, shapes, least, options, slice_pairs, clock)
-            t, q = lazy.probe_tuples()
+            try:  # the first groups are expanded here, slice by slice with the clock checked between slices
+                t, q = lazy.probe_tuples()
+            except _TimeUp:
+                return _timed_out(result, clock, None, n_lo, deadline_s)
             if len(t) == 0:
                 continue
             n = int(t.gpus[0])

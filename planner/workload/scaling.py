@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
-from planner.errors import MAX_TOML_BYTES, InvalidInput, read_text_file, validation_message
+from planner.errors import MAX_TOML_BYTES, InvalidInput, parse_toml, read_text_file, validation_message
 from planner.schema import TransformerShape, Workload
 from planner.schema.preset import ModelPreset
 
@@ -468,12 +467,7 @@ def parse_model_preset(doc: dict[str, Any], name: str, origin: str, require_sour
 
 
 def _read_toml(text: str, origin: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"malformed TOML in '{origin}': {exc}") from None
-    except RecursionError:  # deep nesting is bad input (docs/reliability.md)
-        raise InvalidInput(f"malformed TOML in '{origin}': nested too deeply") from None
+    return parse_toml(text, f"'{origin}'")  # malformed, too deep or too many digits: one InvalidInput
 
 
 @cache
