@@ -707,6 +707,20 @@ def transformer_least_memory(hw: Hardware, wl: Workload, options: SearchOptions,
     return t, total, int(np.argmin(total))
 
 
+def _fit_advice(hw: Hardware, wl: Workload, t: Tuples) -> str:
+    """What to change when no layout on a fixed cluster fits: a smaller batch only shrinks the activations, so when
+    the weights, gradients and optimizer state alone exceed the usable HBM in every layout, only more GPUs help."""
+    nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    comp = mem.layout_memory(hw, wl, t, nanobatch, in_flight)
+    states = comp["weights_bytes"] + comp["grads_bytes"] + comp["optimizer_bytes"]
+    least = float(np.min(states))
+    if least > mem.usable_bytes(hw):
+        return (f"use more GPUs: the weights, gradients and optimizer state alone need at least {least / GB:,.1f} GB "
+                "per GPU in every layout, whatever the batch")
+    return "use more GPUs or a smaller batch (--batch-sequences)"
+
+
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
                          result: SearchResult) -> str:
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
@@ -747,8 +761,7 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
                     f"{total[k] / GB:,.1f} GB per GPU ({words}) against {mem.capacity_bytes(hw) / GB:,.1f} GB "
                     "usable HBM"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
-                       if hw.profile.memory_headroom_bytes else "") + "; use more "
-                    "GPUs or a smaller batch (--batch-sequences)")
+                       if hw.profile.memory_headroom_bytes else "") + "; " + _fit_advice(hw, wl, t))
         return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space (a "
                 "degree tuple fits in memory, but no placement fills the network levels)")
     # The least critical path of any layout, latency path included (floor_bound, read from the cost terms).

@@ -59,6 +59,11 @@ def test_does_not_fit_message_names_the_capacity_the_memory_table_uses(capsys):
     # the same number the fitting plan's memory table prints as its capacity
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048", "--json"])
     assert code == 0 and abs(json.loads(out)["memory"]["capacity"] / 1e9 - usable_GB) < 1e-6
+    # The advice: 'or a smaller batch' cannot help when the weights (2 bytes), gradients (2) and fp32 master + Adam
+    # (12) of 70.55B parameters over 8 GPUs, 16 x 70.55e9 / 8 = 141.1 GB, already exceed the 83.1 GB usable.
+    states_GB = 16 * json.loads(out)["workload"]["params"] / 8 / 1e9
+    assert f"use more GPUs: the weights, gradients and optimizer state alone need at least {states_GB:,.1f} GB" in why
+    assert "smaller batch" not in why
 
 
 def test_a_transformer_on_gpus_that_do_not_fill_the_nodes_is_told_the_nearest_counts(capsys):
