@@ -932,7 +932,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         took = (f"{ev.training_days:.4g} days" if fm is None else
                 f"{doc.wall_clock_days:.4g} wall-clock days ({ev.training_days:.4g} of compute at goodput "
                 f"{fmt_pct(doc.goodput.goodput)})" if doc.goodput else "")
-        explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
+        explanation = (f"on {gpus:,} GPU{'' if gpus == 1 else 's'} of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
                                      "infeasibility": Infeasibility(reason="fixed_cluster")})

@@ -189,3 +189,12 @@ def test_a_gpu_cap_the_shape_cannot_split_near_still_says_how_fast_the_cap_train
     code, out, err = invoke(capsys, [*base, "--gpus", str(gpus), "--json"])
     assert code == 0, err
     assert json.loads(out)["wall_clock_days"] == pytest.approx(days, abs=0.05)
+
+
+def test_fixed_cluster_deadline_message_groups_the_count_as_the_headline_does(capsys):
+    """`plan --model llama3-70b --gpus 1024 --days 30` misses the deadline; the headline says '1,024 x H100 SXM5'
+    and the reason said 'on 1024 GPUs'."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "1024", "--days", "30",
+                                     "--json"])
+    assert code == 1
+    assert json.loads(out)["explanation"].startswith("on 1,024 GPUs of h100 the proven fastest layout takes ")
