@@ -145,8 +145,11 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
 
     `dp` is Megatron's data-parallel size, which counts the expert ranks (our N_DP = dp / ep); the microbatch count
     is the global batch in sequences / (dp x mbs); `etp` folds the expert layout (ep x etp over dp x cp x tp,
-    Megatron's parallel folding). `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level,
-    bottom-up; degrees left out are placed greedily (TP first, then CP, PP, DP, EP, lowest level first)."""
+    Megatron's parallel folding) unless it equals `tp` with `dp` a multiple of `ep` (the plain expert layout).
+    `placement` ('dp=1,4;tp_ff=8,1' or a mapping) fixes factors per network level, bottom-up; degrees left out are
+    placed greedily (TP first, then CP, PP, DP, EP, lowest level first). Without `placement` the degrees sit where
+    Megatron's default rank order puts them (`megatron_placement`), greedily only where that order cannot place
+    them."""
     from planner.parallel.placement import greedy_placement, parse_placement
 
     check_type("workload", workload, (Workload,), "a Workload")
@@ -164,9 +167,9 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
     placed_ep = ep
     extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
-    if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
-        extra.update(expert_ep=ep, etp=etp)
-        placed_ep = 1
+    if etp is not None and (etp != tp or dp % ep):  # parallel folding: the placed degrees are the attention
+        extra.update(expert_ep=ep, etp=etp)       # layout, ep 1 (etp = tp with dp a multiple of ep is the plain
+        placed_ep = 1                             # expert layout, as validate and --emit megatron read it)
     if dp % placed_ep:
         raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
                            f"multiple of ep {placed_ep}")
@@ -184,11 +187,28 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     fixed = placement
     if isinstance(placement, str):
         fixed = parse_placement(placement, degrees, len(hw.levels))
+    placed = megatron_placement(hw, degrees) if not fixed else None
     try:
         return Layout(**values, **extra, schedule=schedule,
-                      placement=greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
+                      placement=placed or greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
     except ValidationError as exc:
         raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def megatron_placement(hw: Hardware, degrees: Mapping[str, int]) -> dict[str, tuple[int, ...]] | None:
+    """The placement Megatron-LM gives these degrees under its default rank order 'tp-cp-ep-dp-pp' (consecutive
+    ranks share the lowest network level), as `--emit megatron` and `planner validate` place them; None when that
+    order cannot place them (a degree's ranks would straddle a level's groups), where the caller places greedily."""
+    import numpy as np
+
+    from planner.export import RANK_ORDER
+    from planner.parallel.space import rank_order_factors
+
+    cols = {d: np.array([int(degrees.get(d, 1))], dtype=np.int64) for d in DEGREES}
+    factors, ok = rank_order_factors(hw, cols, RANK_ORDER)
+    if not ok[0]:
+        return None
+    return {d: tuple(int(x) for x in factors[d][0]) for d in DEGREES}
 
 
 def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, days: float | None = None,
@@ -359,14 +379,21 @@ def _explain_limit(cap: int, limit_words: str, hw: Hardware, site: Facility, day
     # fill the levels, largest first.
     odd = {3**a * 5**b * 7**c for a in range(5) for b in range(4) for c in range(3)}
     counts = sorted({f << k for f in odd if f <= 225 for k in range(64) if (f << k) <= cap}, reverse=True)
-    tried = [n for n in counts if nearest_cluster_sizes(hw, n)[0] == n][:3]
+    # The three largest with a layout; a count the shape cannot split (a factor 5 where the batch has none) has
+    # none and is answered at once, so up to a dozen are tried before giving up.
+    tried: list[int] = []
+    found = 0
     best: tuple[float, Plan] | None = None
-    for n in tried:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
-        try:
+    for n in (c for c in counts if nearest_cluster_sizes(hw, c)[0] == c):
+        if found == 3 or len(tried) == 12:
+            break
+        tried.append(n)
+        try:  # an upper bound on the fastest: more GPUs is not always faster (goodput, divisibility)
             fast = _plan(request.model_copy(update={"power_mw": None, "max_gpus": None, "gpus": n, "days": None,
                                                      "why_smaller": False}))
         except Infeasible:
             continue
+        found += 1
         took = fast.wall_clock_days or fast.training_days
         if took is not None and (best is None or took < best[0]):
             best = (took, fast)
@@ -905,7 +932,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         took = (f"{ev.training_days:.4g} days" if fm is None else
                 f"{doc.wall_clock_days:.4g} wall-clock days ({ev.training_days:.4g} of compute at goodput "
                 f"{fmt_pct(doc.goodput.goodput)})" if doc.goodput else "")
-        explanation = (f"on {gpus} GPUs of {hw.name} the {proven} layout takes {took}, more "
+        explanation = (f"on {gpus:,} GPU{'' if gpus == 1 else 's'} of {hw.name} the {proven} layout takes {took}, more "
                        f"than the {days:g} days asked; drop --gpus to find the fewest GPUs that meet the deadline")
         doc = doc.model_copy(update={"status": "infeasible", "explanation": explanation,
                                      "infeasibility": Infeasibility(reason="fixed_cluster")})

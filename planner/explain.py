@@ -754,6 +754,20 @@ def transformer_least_memory(hw: Hardware, wl: Workload, options: SearchOptions,
     return t, total, int(np.argmin(total))
 
 
+def _fit_advice(hw: Hardware, wl: Workload, t: Tuples) -> str:
+    """What to change when no layout on a fixed cluster fits: a smaller batch only shrinks the activations, so when
+    the weights, gradients and optimizer state alone exceed the usable HBM in every layout, only more GPUs help."""
+    nanobatch = T.nanobatch_tokens(wl, t["dp"], t["microbatches"], t["ep"], t["cp"])
+    in_flight = microbatches_in_flight(t["pp"], t["interleave"], t["microbatches"], t["zero_bubble"])
+    comp = mem.layout_memory(hw, wl, t, nanobatch, in_flight)
+    states = comp["weights_bytes"] + comp["grads_bytes"] + comp["optimizer_bytes"]
+    least = float(np.min(states))
+    if least > mem.usable_bytes(hw):
+        return (f"use more GPUs: the weights, gradients and optimizer state alone need at least {least / GB:,.1f} GB "
+                "per GPU in every layout, whatever the batch")
+    return "use more GPUs or a smaller batch (--batch-sequences)"
+
+
 def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, days: float | None,
                          result: SearchResult) -> str:
     """A transformer's infeasibility, read off the search space itself: on a fixed cluster, whether any degree tuple
@@ -768,7 +782,11 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
     if options.gpus is not None:
         n = options.gpus
         if not levels_allow(hw, n):
-            return f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}"
+            usable = UsableCounts(hw, wl, options)
+            near = [f"{k:,}" for k in (usable.below(n), usable.above(n)) if k is not None]
+            return (f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}; "
+                    + (f"the nearest GPU counts with a layout are {' and '.join(near)}" if near
+                       else "no nearby GPU count has a layout either"))
         least = transformer_least_memory(hw, wl, options, n, space)
         if least is None:
             usable = UsableCounts(hw, wl, options)
@@ -787,10 +805,10 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
             return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
-                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {hw.gpu.hbm_bytes / GB:,.1f} GB"
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {mem.capacity_bytes(hw) / GB:,.1f} GB "
+                    "usable HBM"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
-                       if hw.profile.memory_headroom_bytes else "") + "; use more "
-                    "GPUs or a smaller batch (--batch-sequences)")
+                       if hw.profile.memory_headroom_bytes else "") + "; " + _fit_advice(hw, wl, t))
         return (f"no layout of this model on {n:,} GPUs of {hw.name} satisfies every rule of the search space (a "
                 "degree tuple fits in memory, but no placement fills the network levels)")
     # The least critical path of any layout, latency path included (floor_bound, read from the cost terms).
@@ -871,7 +889,7 @@ def _explain_deadline(hw: Hardware, wl: Workload, options: SearchOptions, days: 
             fit = min_memory_on(hw, wl, options, hw.max_gpus)
             got = f"{fit.total_bytes / GB:,.1f} GB" if fit else "no layout"
             return (f"the model does not fit in memory on any cluster of {hw.name} (at most {hw.max_gpus} GPUs; the "
-                    f"largest needs {got} per GPU, HBM is {hw.gpu.hbm_bytes / GB:.4g} GB"
+                    f"largest needs {got} per GPU, usable HBM is {mem.capacity_bytes(hw) / GB:.4g} GB"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:.4g} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + ")\n"
                     "use hardware with a larger top network level or more HBM")

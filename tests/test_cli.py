@@ -120,7 +120,7 @@ def test_plan_fixed_cluster_with_a_deadline_it_misses_is_infeasible(capsys):
     # the JSON contract: the explanation is in the document, stderr stays empty
     assert err == ""
     why = doc["explanation"]
-    assert why.startswith("on 1 GPUs of h100") and "more than the 0.0001 days asked" in why
+    assert why.startswith("on 1 GPU of h100") and "more than the 0.0001 days asked" in why
     # a deadline the cluster does meet: an ordinary fixed-cluster plan that records the deadline
     doc = plan_json(capsys, "--gpus", "1", "--days", "1e-3")
     assert doc["status"] == "optimal" and doc["fixed_gpus"] is True and doc["deadline_days"] == 1e-3

@@ -135,7 +135,9 @@ def evaluate_command(
         "--schedule", help="1f1b (default) or zb-h2.", rich_help_panel=LAYOUT_PANEL, show_default=False)] = None,
     placement: Annotated[str | None, typer.Option(
         "--placement", help="Factors per network level, bottom-up, e.g. 'dp=1,4;tp_ff=8,1'. Degrees left out are "
-        "placed greedily (TP first, then CP, PP, DP, EP, lowest level first).", rich_help_panel=LAYOUT_PANEL,
+        "placed greedily (TP first, then CP, PP, DP, EP, lowest level first); with Megatron's flags (--tp, --vpp, "
+        "--mbs, --gbs, --etp) and no --placement, in Megatron's rank order (tp-cp-ep-dp-pp).",
+        rich_help_panel=LAYOUT_PANEL,
         show_default=False)] = None,
     compute: ComputeOpt = None,
     sparse: SparseOpt = False,
@@ -166,7 +168,8 @@ def evaluate_command(
         show_default=False)] = None,
     etp: Annotated[int | None, whole_option(
         "--etp", help="Megatron's expert tensor-parallel size: folds the expert layout, --ep x --etp, over dp x cp x "
-        "tp (Megatron's parallel folding; --ep may then exceed --dp). --dp is Megatron's data-parallel size.",
+        "tp (Megatron's parallel folding; --ep may then exceed --dp). --dp is Megatron's data-parallel size. Equal "
+        "to --tp (as --emit megatron writes it) with --dp a multiple of --ep, nothing is folded.",
         rich_help_panel=LAYOUT_PANEL, show_default=False)] = None,
     first_stage_layers: Annotated[int | None, whole_option(
         "--first-stage-layers", help="Layers on the first (virtual) pipeline stage; the other stages split the rest "
@@ -264,21 +267,36 @@ def evaluate_command(
         wl = resized
         extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers,
                                         "last_stage_layers": last_stage_layers}
-        if etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
+        # --etp equal to the tensor-parallel size with dp a multiple of ep is the plain expert layout, as `planner
+        # validate` reads a published run and as `--emit megatron` writes one (it always names
+        # --expert-tensor-parallel-size); any other --etp folds the expert layout (Megatron's parallel folding)
+        tp_size = tp if tp is not None else dims.get("tp_ff") or 1
+        if etp is not None and etp == tp_size and (dims.get("dp") or 1) % (dims.get("ep") or 1) == 0:
+            notes.append(f"--etp {etp} equals the tensor-parallel size: the expert layers keep the attention's "
+                         "tensor split (no folding)")
+        elif etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
             extra.update(expert_ep=dims.get("ep") or 1, etp=etp)
             dims = {**dims, "ep": None}
             notes.append(f"folded expert layout: ep {extra['expert_ep']} x etp {etp} over dp x cp x tp (Megatron's "
                          "parallel folding)")
-        if any(v is not None for v in (tp, vpp, mbs, gbs, etp)):
+        megatron = any(v is not None for v in (tp, vpp, mbs, gbs, etp))
+        if megatron:
             dims, megatron_notes = _megatron_layout(dict(dims), tp, vpp, mbs, gbs, wl)
             notes.extend(megatron_notes)
         values = {d.name: v if (v := dims.get(d.name)) is not None else (d.default if d.default is not None else 1)
                   for d in DIMENSIONS}
         degrees = {d: values[d] for d in DEGREES}
         fixed = parse_placement(placement, degrees, len(hw.levels)) if placement is not None else None
+        # Megatron's words without --placement: the ranks sit where Megatron's default order puts them, as
+        # `--emit megatron` and `planner validate` place them (so the emitted flags price as emitted)
+        ranked = api.megatron_placement(hw, degrees) if megatron and not fixed else None
         layout = make_layout(values, (schedule or LayoutSchedule.one_f_one_b).value,
-                              greedy_placement(hw, degrees, fixed), extra)
-        if any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
+                              ranked or greedy_placement(hw, degrees, fixed), extra)
+        if ranked is not None:
+            if any(degrees[d] > 1 for d in DEGREES):
+                notes.append("placement in Megatron's default rank order (tp-cp-ep-dp-pp, tp innermost); --placement "
+                             "sets another")
+        elif any(degrees[d] > 1 for d in DEGREES if d not in (fixed or {})):
             notes.append("placement completed greedily (TP first, then CP, PP, DP, EP, lowest level first)")
 
     doc = api.evaluate_plan(layout, hw_name, wl, days=days, profile=prof_name, overrides=[o.text for o in sets],

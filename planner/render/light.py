@@ -31,8 +31,10 @@ def fmt_time(seconds: float | None) -> str:
         return f"{seconds * 1e6:.4g} µs"
     if s < 1:
         return f"{seconds * 1e3:.4g} ms"
-    if s < 3600:
+    if s < 1000:
         return f"{seconds:.4g} s"
+    if s < 3600:  # whole seconds, grouped as every other count is: 1,847 s
+        return f"{seconds:,.0f} s"
     return f"{seconds / 3600:.4g} h"
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from planner.render.limits import fmt_si
-from planner.render.plan import _kv_table
+from planner.render.limits import fmt_sci, fmt_si
+from planner.render.plan import _kv_table, fmt_count
 from planner.schema.preset import ModelPreset
 
 
@@ -68,7 +68,12 @@ def _models_table(presets: list[ModelPreset], dropped: list[str]) -> Table:
 
 
 def _published(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4g}"
+    return "—" if x is None else fmt_si(x, 3)
+
+
+def _field(value: object) -> str:
+    """A transformer field as the plan's model table writes it: whole numbers grouped (128,256), the rest as is."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def model_show_renderables(preset: ModelPreset) -> list[RenderableType]:
@@ -80,14 +85,15 @@ def model_show_renderables(preset: ModelPreset) -> list[RenderableType]:
         ("d_model", f"{wl.d_model:,}"), ("d_ff", f"{wl.d_ff:,}"), ("layers", str(wl.layers)),
         ("experts", str(wl.experts)), ("seq_len", f"{wl.seq_len:,} tokens"),
         ("batch", f"{wl.batch_tokens:,} tokens ({wl.batch_tokens // wl.seq_len:,} sequences)"),
-        ("training tokens", f"{wl.tokens:.4g}"),
-        ("parameters", f"{wl.params:.4g} (published: {_published(preset.published_params)})"),
-        ("active parameters", f"{wl.active_params:.4g} (published: {_published(preset.published_active_params)})"),
-        ("training compute", f"{wl.compute_flop:.4g} FLOP ({wl.flop_convention})"),
+        ("training tokens", fmt_count(wl.tokens)),
+        ("parameters", f"{fmt_count(wl.params)} (published: {_published(preset.published_params)})"),
+        ("active parameters", f"{fmt_count(wl.active_params)} (published: "
+                              f"{_published(preset.published_active_params)})"),
+        ("training compute", f"{fmt_sci(wl.compute_flop, 4)} FLOP ({wl.flop_convention})"),
     ]
     tr = wl.transformer
     if tr is not None:
-        rows += [(name, str(getattr(tr, name))) for name in type(tr).model_fields]
+        rows += [(name, _field(getattr(tr, name))) for name in type(tr).model_fields]
     rows += [("source", preset.source or "—"), ("note", preset.note or "—"),
              ("parameter counts from", preset.params_source or "—")]
     return [_kv_table(f"Model preset '{preset.name}'", rows)]

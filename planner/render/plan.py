@@ -21,6 +21,7 @@ from planner.render.light import fmt_flops, fmt_time
 from planner.render.light import kv_table as _kv_table
 from planner.render.limits import fmt_sci, fmt_si
 from planner.schema import DEGREES, OPTIMIZER_SHARDING, Plan, UncertainInput
+from planner.schema.sensitivity import SensitivityRow
 
 T = TypeVar("T")
 
@@ -165,23 +166,44 @@ def goodput_table(plan: Plan) -> Table:
     return _kv_table("Goodput", rows)
 
 
-def sensitivity_table(plan: Plan) -> Table:
-    """--sensitivity: each input moved down and up, the GPUs and wall-clock days that follow, largest swing first."""
+def sensitivity_table(plan: Plan, width: int | None = None) -> Table:
+    """--sensitivity: each input moved down and up, the GPUs and wall-clock days that follow, largest swing first.
+
+    With `width` (the terminal's columns) narrower than the seven columns need with every input name whole, the
+    rows stack instead: the name (whole, as `--set` takes it) with its kind and value, beside the two re-plans and
+    the swings, so no name is folded mid-word and nothing is cut."""
     sens = _part(plan.sensitivity, "sensitivity")
-    t = Table(title=f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
-                    f"{fmt_days(sens.base_days)})", title_justify="left")
-    # at a narrow terminal a long input name or figure folds onto the next line; nothing is cut to "…"
-    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU\nswing", "days\nswing"):
-        t.add_column(col, justify="right" if "swing" in col else "left", overflow="fold")
+    title = (f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
+             f"{fmt_days(sens.base_days)})")
 
     def cell(value: str, g: int | None, d: float | None) -> str:
         return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
 
+    def swings(r: SensitivityRow) -> tuple[str, str]:
+        return ("infeasible" if r.swing == float("inf") else fmt_pct(r.swing),
+                "infeasible" if r.days_swing == float("inf") else fmt_pct(r.days_swing))
+
+    t = Table(title=title, title_justify="left")
+    for col in ("input", "kind", "value", "low -> GPUs, days", "high -> GPUs, days", "GPU\nswing", "days\nswing"):
+        t.add_column(col, justify="right" if "swing" in col else "left", overflow="fold", no_wrap=col == "input")
     for r in sens.rows:
-        swing = "infeasible" if r.swing == float("inf") else fmt_pct(r.swing)
-        days = "infeasible" if r.days_swing == float("inf") else fmt_pct(r.days_swing)
         t.add_row(r.input, r.why, r.base, cell(r.low, r.gpus_low, r.days_low), cell(r.high, r.gpus_high, r.days_high),
-                  swing, days)
+                  *swings(r))
+    # each text column beside the names keeps at least 8 characters, as a narrow terminal can still read them
+    if width is None or Console(width=10_000, markup=False).measure(t).minimum + 8 * 4 <= width:
+        return t
+    t = Table(title=title, title_justify="left")
+    t.add_column("input (kind): value", no_wrap=True)
+    t.add_column("re-planned with the input low / high; swing", overflow="fold")
+
+    def gpus(value: str, g: int | None, d: float | None) -> str:
+        return f"{value} -> infeasible" if g is None else f"{value} -> {g:,} GPUs, {fmt_days(d)}"
+
+    for r in sens.rows:
+        gpu_swing, day_swing = swings(r)
+        t.add_row(f"{r.input}\n  ({r.why}): {r.base}",
+                  f"low {gpus(r.low, r.gpus_low, r.days_low)}\nhigh {gpus(r.high, r.gpus_high, r.days_high)}\n"
+                  f"swing: GPUs {gpu_swing}, days {day_swing}")
     return t
 
 
@@ -381,10 +403,10 @@ def layout_table(plan: Plan) -> Table:
     for d in DEGREES:
         if d == "cp" and lay.cp == 1 and plan.workload.transformer is None:
             continue  # the paper's toy model has no sequences to split
-        table.add_row(BY_NAME[d].title, str(getattr(lay, d)), *[str(f) for f in lay.placement.get(d, ones)])
+        table.add_row(BY_NAME[d].title, f"{getattr(lay, d):,}", *[f"{f:,}" for f in lay.placement.get(d, ones)])
     products = [math.prod(lay.placement.get(d, ones)[h] for d in DEGREES) for h in range(len(lay.levels))]
     table.add_section()
-    table.add_row("GPUs", str(plan.gpus), *[str(p) for p in products], style="dim")
+    table.add_row("GPUs", f"{plan.gpus:,}", *[f"{p:,}" for p in products], style="dim")
     return table
 
 
@@ -523,7 +545,8 @@ def _decision_rows(s) -> list[tuple[str, str]]:
     """CP-SAT's share of the decision: what its deciding model chose among, and where the time went."""
     share = s.cpsat_s / s.wall_s if s.wall_s > 0 else 0.0
     return [
-        ("CP-SAT chose among", f"{s.candidates:,} degree tuples and {s.candidate_pairs:,} placement choices "
+        ("CP-SAT chose among", f"{s.candidates:,} degree tuple{'' if s.candidates == 1 else 's'} and "
+                               f"{s.candidate_pairs:,} placement choice{'' if s.candidate_pairs == 1 else 's'} "
                                "(every tuple no sound bound rules out)"),
         ("models solved", f"{s.models:,} ({s.evaluated:,} tuples and placement choices in all)"),
         ("time in CP-SAT", f"{fmt_time(s.cpsat_s)} ({fmt_pct(share)} of the search; the rest is presolve and model "
@@ -585,8 +608,9 @@ def smaller_text(plan: Plan) -> Text:
                          *(f"\n  - {c.gpus:,}: {c.status.replace('_', ' ')}: {c.why}" for c in plan.smaller_clusters))
 
 
-def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType]:
-    """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order."""
+def plan_renderables(plan: Plan, evaluated: bool = False, width: int | None = None) -> list[RenderableType]:
+    """Everything `plan` (or `evaluate`, with evaluated=True: no solver section) prints, in order; `width` (the
+    terminal's columns) lets a wide table take a narrow form."""
     out: list[RenderableType] = [summary_line(plan, evaluated), model_table(plan)]
     if plan.layout is None:
         out += [solver_table(plan), proof_line(plan)]
@@ -600,7 +624,7 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
     if plan.depends_on is not None:
         out.append(depends_table(plan))
     if plan.sensitivity is not None:
-        out.append(sensitivity_table(plan))
+        out.append(sensitivity_table(plan, width))
     if plan.confidence is not None:
         out.append(confidence_table(plan))
     if evaluated:
@@ -616,7 +640,7 @@ def plan_renderables(plan: Plan, evaluated: bool = False) -> list[RenderableType
 
 
 def print_plan(console: Console, plan: Plan, evaluated: bool = False) -> None:
-    for item in plan_renderables(plan, evaluated):
+    for item in plan_renderables(plan, evaluated, console.width):
         console.print(item)
 
 

@@ -1,0 +1,200 @@
+"""A new user's first hour: numbers one command prints must agree with what another prints for the same question."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import invoke
+
+# Megatron-LM flag -> `planner evaluate` flag, for the flags `--emit megatron` writes that name the layout
+_EVAL_FLAG = {"--tensor-model-parallel-size": "--tp", "--pipeline-model-parallel-size": "--pp",
+              "--virtual-pipeline-model-parallel-size": "--vpp", "--context-parallel-size": "--cp",
+              "--expert-model-parallel-size": "--ep", "--expert-tensor-parallel-size": "--etp",
+              "--micro-batch-size": "--mbs",
+              "--global-batch-size": "--gbs"}
+
+
+@pytest.mark.parametrize("model,gpus", [("llama3-70b", "2048"), ("mixtral-8x7b", "256")])
+def test_evaluating_the_emitted_megatron_flags_prices_what_emit_predicted(capsys, model, gpus):
+    """`plan --emit megatron` predicts a step time for its flags; `planner evaluate` given those same flags (as a
+    user re-checks a launch) must read them as Megatron does and so predict the same step. Before the fix evaluate
+    placed the ranks greedily (llama3-70b: PP onto NVLink, 7.62 s against the emitted 7.48 s) and read the emitted
+    --expert-tensor-parallel-size 2 (= tp) as a folded expert layout (mixtral: 4.13 s and 'needs 84.90 GB',
+    does not fit, against the emitted 3.84 s that fits)."""
+    code, out, err = invoke(capsys, ["plan", "--model", model, "--gpu", "h100", "--gpus", gpus,
+                                     "--emit", "megatron", "--json"])
+    assert code == 0, err
+    launch = json.loads(out)
+    emitted = launch["plan"]
+    args = dict(launch["megatron_args"])
+    lay = emitted["layout"]
+    argv = ["evaluate", "--model", model, "--gpu", "h100", "--json"]
+    for flag, ours in _EVAL_FLAG.items():
+        if args.get(flag) is not None:
+            argv += [ours, str(args[flag])]
+    # Megatron's data-parallel size: the GPUs over tp x cp x pp (it counts the expert ranks)
+    dp = emitted["gpus"] // (lay["tp_ff"] * lay["cp"] * lay["pp"])
+    argv += ["--dp", str(dp), "--sp", "on" if "--sequence-parallel" in args else "off",
+             "--zero", str(lay["zero"]), "--recompute", ["none", "selective", "full"][lay["recompute"]]]
+    code, out, err = invoke(capsys, argv)
+    assert code == 0, err
+    evaluated = json.loads(out)
+    assert evaluated["layout"]["placement"] == lay["placement"]
+    assert abs(evaluated["step_time_s"] - emitted["step_time_s"]) <= 1e-9 * emitted["step_time_s"]
+    assert evaluated["memory"]["total_bytes"] == pytest.approx(emitted["memory"]["total_bytes"], rel=1e-9)
+    assert any("Megatron's default rank order" in n for n in evaluated["notes"])
+
+
+def test_does_not_fit_message_names_the_capacity_the_memory_table_uses(capsys):
+    """llama3-70b on 8 H100 under the realistic profile does not fit. The reason must name the HBM the memory table
+    calls 'capacity (HBM usable)': nvidia-smi's 81,559 MiB less the profile's 0.45 GB driver reserve = 85.07 GB
+    (profiles/realistic.toml), not the datasheet's 80 GB. Before the fix it said 'against 80.0 GB less 2.0 GB'."""
+    usable_GB = 81559 * 2**20 / 1e9 - 0.45  # 85.07
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--json"])
+    assert code == 1
+    why = json.loads(out)["explanation"]
+    assert "does not fit in the memory of 8 GPUs" in why
+    assert f"against {usable_GB:,.1f} GB usable HBM less 2.0 GB of headroom" in why
+    # the same number the fitting plan's memory table prints as its capacity
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048", "--json"])
+    assert code == 0 and abs(json.loads(out)["memory"]["capacity"] / 1e9 - usable_GB) < 1e-6
+    # The advice: 'or a smaller batch' cannot help when the weights (2 bytes), gradients (2) and fp32 master + Adam
+    # (12) of 70.55B parameters over 8 GPUs, 16 x 70.55e9 / 8 = 141.1 GB, already exceed the 83.1 GB usable.
+    states_GB = 16 * json.loads(out)["workload"]["params"] / 8 / 1e9
+    assert f"use more GPUs: the weights, gradients and optimizer state alone need at least {states_GB:,.1f} GB" in why
+    assert "smaller batch" not in why
+
+
+def test_a_transformer_on_gpus_that_do_not_fill_the_nodes_is_told_the_nearest_counts(capsys):
+    """`plan --model llama3-70b --gpus 100` on 8-GPU H100 nodes: 100 is 12.5 nodes. The toy workload's message
+    already names the nearest usable counts; the transformer's said only the rule. 96 and 104 are the whole-node
+    counts beside 100 (12 and 13 nodes, by hand), and `plan --gpus` finds a layout on each (checked below)."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "100"])
+    assert code == 1
+    line = err.strip().splitlines()[-1]
+    assert "100 GPUs cannot form a cluster of h100" in line
+    assert "nearest GPU counts with a layout are 96 and 104" in line
+    for n in ("96", "104"):
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", n, "--json"])
+        assert code == 0 and json.loads(out)["gpus"] == int(n)
+
+
+def test_layout_table_counts_use_the_thousands_separator_the_cluster_table_uses(capsys):
+    """The cluster table prints '3,072 x H100 SXM5'; the layout table's GPUs row printed '3072' and its InfiniBand
+    factor '384'. 1e25 FLOP in 60 days on H100 (paper profile): 3,072 GPUs = 8 per node x 384 nodes."""
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e25", "--gpu", "h100", "--days", "60"])
+    assert code == 0, err
+    assert "3,072 x H100 SXM5" in out
+    layout = out[out.index("Layout: factor"):out.index("Pipeline schedule")]
+    row = next(line for line in layout.splitlines() if line.startswith("│ GPUs"))
+    assert [c.strip() for c in row.strip("│").split("│")] == ["GPUs", "3,072", "8", "384"]
+
+
+@pytest.mark.slow  # two sensitivity runs, about 7 s
+def test_sensitivity_at_80_columns_keeps_every_input_name_whole(capsys, monkeypatch):
+    """At 80 columns the seven-column table folded 'levels.InfiniBand.bw_bidir_GBps' into 'levels.Infin' /
+    'iBand.bw_bid' / 'ir_GBps': a name a user copies into --set must stay on one line. The names are the JSON
+    document's (another output of the same request); each must appear whole, and no line may pass 80 columns."""
+    argv = ["plan", "--compute", "1e22", "--gpu", "h100", "--days", "30", "--sensitivity", "--quiet"]
+    code, out, err = invoke(capsys, [*argv, "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["sensitivity"]["rows"]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = invoke(capsys, argv)
+    assert code == 0, err
+    table = out[out.index("What moves the answer"):out.index("Solver")]
+    assert "levels.InfiniBand.bw_bidir_GBps" in [r["input"] for r in rows]
+    for r in rows:
+        assert any(r["input"] in line for line in table.splitlines()), r["input"]
+        # its re-plans are beside it: GPUs and days at the low and the high value
+        assert f"low {r['low']} -> {r['gpus_low']:,} GPUs" in table
+        assert f"high {r['high']} -> {r['gpus_high']:,} GPUs" in table
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+
+
+@pytest.mark.slow  # one 1e26 family plan, about 4 s
+def test_readme_family_example_states_the_days_the_command_prints(capsys):
+    """The README said '37,888 H100s, 69 days' for the llama3 family at 1e26 FLOP: 69 is the compute time; the
+    wall-clock time with failures, what a capacity planner books, is 81 days. Both must be stated, as printed."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e26", "--model-family", "llama3", "--gpu", "h100",
+                                     "--days", "90", "--json"])
+    assert code == 0, err
+    p = json.loads(out)
+    share = 100 * p["goodput"]["goodput"]
+    claim = (f"plans it as a transformer: {p['gpus']:,} H100s, {p['training_days']:.1f} days of training, "
+             f"{p['wall_clock_days']:.1f} wall-clock days with failures ({share:.1f} % goodput)")
+    assert claim in readme
+
+
+def test_times_from_1000_to_3600_seconds_are_grouped_like_every_other_count():
+    """The goodput table printed 'every 1847 s of compute' beside '1,203 GB': 4 significant figures of 1846.6 s
+    are 1,847 s; below 1,000 s and from an hour on, the old form stays (999.9 s, 1 h)."""
+    from planner.render.light import fmt_time
+
+    assert fmt_time(1846.6) == "1,847 s"
+    assert fmt_time(999.94) == "999.9 s"
+    assert fmt_time(3600.0) == "1 h"
+
+
+def test_solver_table_says_one_degree_tuple_not_tuples():
+    from types import SimpleNamespace
+
+    from planner.render.plan import _decision_rows
+
+    one = SimpleNamespace(candidates=1, candidate_pairs=10, cpsat_s=0.04, wall_s=0.1, models=3, evaluated=123)
+    assert _decision_rows(one)[0][1].startswith("1 degree tuple and 10 placement choices ")
+    many = SimpleNamespace(candidates=16, candidate_pairs=1, cpsat_s=0.04, wall_s=0.1, models=3, evaluated=123)
+    assert _decision_rows(many)[0][1].startswith("16 degree tuples and 1 placement choice ")
+
+
+def test_models_show_prints_sizes_as_the_plan_prints_them(capsys, monkeypatch):
+    """`models show llama3-70b` printed '7.055e+10' parameters and vocab '128256' where `plan --model llama3-70b`
+    prints '7.06e10 (70.6B)' and '128,256': one model, one way of writing its numbers."""
+    monkeypatch.setenv("COLUMNS", "120")
+    code, shown, err = invoke(capsys, ["models", "show", "llama3-70b"])
+    assert code == 0, err
+    code, planned, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "2048"])
+    assert code == 0, err
+
+    def cell(out: str, label: str) -> str:
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"│ {label} "))
+        return line.split("│")[2].strip()
+
+    assert cell(planned, "parameters") == "7.06e10 (70.6B)"
+    assert cell(shown, "parameters").startswith(cell(planned, "parameters") + " (published: 70B)")
+    assert cell(shown, "training tokens") == cell(planned, "training tokens D").split(" ")[0] + " (15T)"
+    assert cell(shown, "vocab") == "128,256" and cell(planned, "vocabulary").startswith("128,256 ")
+
+
+def test_a_gpu_cap_the_shape_cannot_split_near_still_says_how_fast_the_cap_trains(capsys):
+    """README: with --max-gpus / --power-mw, an infeasible plan 'says ... how fast the largest cluster within the
+    limits trains'. 1e25 FLOP's inferred shape (batch 7,340,032 = 2^20 x 7 tokens, L = 224 = 2^5 x 7) has no factor
+    5, so the three largest counts tried under 2,000 (2,000, 1,920, 1,800: all multiples of 5) had no layout and the
+    answer was only 'no layout found on 2,000, 1,920, 1,800 GPUs'. 1,792 = 2^8 x 7 splits; the reason must name the
+    fastest plan found and that plan must be what `plan --gpus` on that count answers."""
+    import re
+
+    base = ["plan", "--compute", "1e25", "--gpu", "h100", "--profile", "realistic"]
+    code, out, err = invoke(capsys, [*base, "--days", "60", "--max-gpus", "2000", "--json"])
+    assert code == 1
+    why = json.loads(out)["explanation"]
+    m = re.search(r"the fastest plan found takes ([\d.]+) days on ([\d,]+) GPUs", why)
+    assert m, why
+    days, gpus = float(m.group(1)), int(m.group(2).replace(",", ""))
+    assert gpus <= 2000
+    code, out, err = invoke(capsys, [*base, "--gpus", str(gpus), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["wall_clock_days"] == pytest.approx(days, abs=0.05)
+
+
+def test_fixed_cluster_deadline_message_groups_the_count_as_the_headline_does(capsys):
+    """`plan --model llama3-70b --gpus 1024 --days 30` misses the deadline; the headline says '1,024 x H100 SXM5'
+    and the reason said 'on 1024 GPUs'."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "1024", "--days", "30",
+                                     "--json"])
+    assert code == 1
+    assert json.loads(out)["explanation"].startswith("on 1,024 GPUs of h100 the proven fastest layout takes ")
