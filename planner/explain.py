@@ -347,20 +347,6 @@ SCAN_REACH = 1_000_000
 every machine)."""
 
 
-def _prime_powers(k: int) -> dict[int, int]:
-    """k's prime factorisation by trial division (the split dimensions are at most a few hundred million)."""
-    out: dict[int, int] = {}
-    p = 2
-    while p * p <= k:
-        while k % p == 0:
-            out[p] = out.get(p, 0) + 1
-            k //= p
-        p += 1 if p == 2 else 2
-    if k > 1:
-        out[k] = out.get(k, 0) + 1
-    return out
-
-
 def split_divisors(wl: Workload) -> list[int] | None:
     """Every GPU count the degrees can split (divisors_allow), ascending: the divisors of the product of the split
     dimensions, since n splits prime by prime exactly when it divides that product. None when b / E is not whole
@@ -369,7 +355,7 @@ def split_divisors(wl: Workload) -> list[int] | None:
         return []
     powers: dict[int, int] = {}
     for k in _split_dims(wl):
-        for p, e in _prime_powers(k).items():
+        for p, e in _prime_factors(k).items():
             powers[p] = powers.get(p, 0) + e
     if math.prod(e + 1 for e in powers.values()) > MAX_SPLIT_DIVISORS:
         return None
