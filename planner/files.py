@@ -14,7 +14,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -159,6 +159,22 @@ def safe_file_part(name: str) -> str:
     (no '/', no leading '.', no control character)."""
     out = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in name).lstrip(".")
     return out or "_"
+
+
+def safe_file_parts(names: Sequence[str]) -> list[str]:
+    """safe_file_part of each name, made distinct: a name whose safe form an earlier one already took (`a/b` and
+    `a_b` both give `a_b`) gets the first free `-2`, `-3`, ... suffix, so that no figure replaces another."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        base = part = safe_file_part(name)
+        k = 1
+        while part in taken:
+            k += 1
+            part = f"{base}-{k}"
+        taken.add(part)
+        out.append(part)
+    return out
 
 
 def installed_package() -> bool:

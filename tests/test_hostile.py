@@ -404,3 +404,23 @@ def test_a_time_limit_spent_while_the_first_groups_are_expanded_is_unknown_not_a
     assert code == 1 and err == "", err
     doc = json.loads(out)
     assert doc["status"] == "unknown" and "NOT proven infeasible" in doc["explanation"]
+
+
+def test_schema_write_checks_both_copies_before_writing_either(capsys, tmp_path, monkeypatch):
+    """`schema --write` (no --out) writes docs/plan.schema.json and then the packaged copy; a link at the packaged
+    copy used to be refused only after the docs copy was written. Both paths are now checked first: nothing written."""
+    from planner.cli import schema as schema_cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    packaged, target = _planted(tmp_path, "plan.schema.json")
+    monkeypatch.setattr(schema_cli, "SCHEMA_PATH", docs / "plan.schema.json")
+    monkeypatch.setattr(schema_cli, "PACKAGED_SCHEMA", packaged)
+    monkeypatch.setattr("planner.files.installed_package", lambda: False)
+    code, out, err = invoke(capsys, ["schema", "--write"])
+    assert code == 2 and "symbolic link" in err and len(err.splitlines()) == 1, err
+    assert list(docs.iterdir()) == [] and target.read_text() == "keep me\n"
+    packaged.unlink()
+    code, out, err = invoke(capsys, ["schema", "--write"])
+    assert code == 0, err
+    assert (docs / "plan.schema.json").read_text() == packaged.read_text() == out

@@ -383,3 +383,22 @@ def test_an_absurd_network_latency_is_refused_at_once(capsys):
     code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--set", "levels.0.lat_us=1e20"])
     _one_error(code, err)
     assert "1 s (1,000,000 us)" in err
+
+
+def test_figure_names_that_sanitise_alike_get_distinct_files(tmp_path, monkeypatch):
+    """Two names with the same safe form (`a/b` and `a_b`) wrote one figure file, the later replacing the earlier
+    (sweep --plot per hardware, study tornados per family); each now gets its own file."""
+    from types import SimpleNamespace
+
+    from planner.files import safe_file_parts
+    from planner.render import study as study_render
+
+    assert safe_file_parts(["a/b", "a_b", "a_b-2", "a b"]) == ["a_b", "a_b-2", "a_b-2-2", "a_b-3"]
+    assert [p.name for p in plot_paths(tmp_path / "p", ["a/b", "a_b"])] == [
+        "p-mfu.png", "p-parallelism-a_b.png", "p-parallelism-a_b-2.png"]
+    bar = SimpleNamespace(field="gpu", low=64.0, high=256.0, low_label="64", high_label="256")
+    monkeypatch.setattr(study_render, "tornado_families", lambda study, rows: [("a/b", 128.0, [bar]),
+                                                                            ("a_b", 128.0, [bar])])
+    written = study_render.plot_tornados(SimpleNamespace(study=SimpleNamespace(name="s")), [], tmp_path)
+    assert sorted(p.name for p in written) == ["tornado-a_b-2.png", "tornado-a_b.png"]
+    assert sorted(p.name for p in tmp_path.glob("tornado-*.png")) == ["tornado-a_b-2.png", "tornado-a_b.png"]

@@ -50,14 +50,17 @@ def schema_command(
     if folder is None and PACKAGED_SCHEMA.is_file():
         sys.stdout.write(PACKAGED_SCHEMA.read_text(encoding="utf-8"))
         return
-    from planner.files import write_text
+    from planner.files import check_output, write_text
 
+    # --write without --out writes the repository's copy and the packaged one: both paths are checked first, so a
+    # link or FIFO at the second leaves neither written
+    targets = [] if folder is None else [folder / SCHEMA_PATH.name] + ([PACKAGED_SCHEMA] if out is None else [])
+    for path in targets:
+        check_output(path, "--write")
     text = plan_schema_text()
     sys.stdout.write(text)
-    if folder is not None:
-        write_text(folder / SCHEMA_PATH.name, text, "--write")
-        if out is None:  # the repository's copy: the packaged one goes with it
-            write_text(PACKAGED_SCHEMA, text, "--write")
+    for path in targets:
+        write_text(path, text, "--write")
 
 
 @app.command("reference")

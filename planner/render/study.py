@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.files import safe_file_part, write_atomic
+from planner.files import safe_file_parts, write_atomic
 from planner.render.sweep import csv_cell
 from planner.schema.study import StudyFile
 from planner.study import Row, curves, tornado_families
@@ -125,7 +125,9 @@ def plot_tornados(study: StudyFile, rows: Sequence[Row], out_dir: Path) -> list[
     """tornado-FAMILY.png per scenario family: the spread of the GPU count as each varied field moves alone."""
     plt = _plt()
     written: list[Path] = []
-    for label, mid, bars in tornado_families(study, rows)[:MAX_TORNADOS]:
+    families = tornado_families(study, rows)[:MAX_TORNADOS]
+    parts = safe_file_parts([label for label, _, _ in families])  # two labels never share one file
+    for (label, mid, bars), part in zip(families, parts, strict=True):
         if not bars:
             continue
         fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(bars)))
@@ -142,7 +144,7 @@ def plot_tornados(study: StudyFile, rows: Sequence[Row], out_dir: Path) -> list[
         ends = [math.log10(max(v, 1)) for b in bars for v in (b.low, b.high)]
         span = max(max(ends) - min(ends), 0.5)
         ax.set_xlim(min(ends) - 0.3 * span, max(ends) + 0.3 * span)
-        written.append(_save(fig, out_dir / f"tornado-{safe_file_part(label)}.png"))
+        written.append(_save(fig, out_dir / f"tornado-{part}.png"))
     return written
 
 

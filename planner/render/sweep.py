@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from planner.files import check_output, safe_file_part, write_atomic
+from planner.files import check_output, safe_file_parts, write_atomic
 from planner.render.plan import fmt_pct
 from planner.schema import Plan
 from planner.sweep import SweepResult
@@ -171,9 +171,11 @@ def _write_rows(plans: Sequence[Plan], path: Path | str) -> None:
 
 def plot_paths(prefix: str | Path, hardware: Sequence[str]) -> list[Path]:
     """The files --plot PREFIX writes: PREFIX-mfu.png, then PREFIX-parallelism-HW.png per hardware, the hardware's
-    name made one safe path component (planner.files.safe_file_part: a '/' in a user's name is not a directory)."""
+    name made one safe path component, distinct from the others' (planner.files.safe_file_parts: a '/' in a user's
+    name is not a directory, and `a/b` beside `a_b` does not overwrite its figure)."""
     prefix = str(prefix)
-    return [Path(f"{prefix}-mfu.png")] + [Path(f"{prefix}-parallelism-{safe_file_part(hw)}.png") for hw in hardware]
+    parts = safe_file_parts(hardware)
+    return [Path(f"{prefix}-mfu.png")] + [Path(f"{prefix}-parallelism-{part}.png") for part in parts]
 
 
 def _check_outputs(csv_file: Path | str | None, plot: str | Path | None, hardware: Sequence[str] = ()) -> None:
