@@ -155,3 +155,15 @@ def test_the_command_list_gives_each_summary_as_one_flowing_sentence(capsys, mon
         if row.startswith("  "):  # a continuation: the row before it was filled to the panel's width
             assert len(before) > width - 20, (before, row)  # 20: longer than any word of the summaries
     assert any("deadlines, --set overrides, profiles" in row for row in rows)
+
+
+def test_hardware_list_gives_each_network_level_its_own_line(capsys, monkeypatch):
+    """Levels were joined with ' | ' and wrapped wherever the column ended, so one level's latency could land beside
+    the next level's name; each level now starts its own line (h100: NVLink 8 at 900 GB/s, then InfiniBand)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = invoke(capsys, ["hardware", "list"])
+    assert code == 0
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("│") and line.split("│")[1].strip() == "h100")
+    assert "NVLink 8 @ 900 GB/s" in lines[at] and "InfiniBand" not in lines[at]
+    assert "InfiniBand ∞ @" in lines[at + 1] and " | " not in out

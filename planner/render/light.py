@@ -45,14 +45,15 @@ def fmt_flops(flops: float) -> str:
 
 
 def levels_summary(hw: Any) -> str:
-    """'NVLink 8 @ 900 GB/s, 1.13 µs | InfiniBand ∞ @ 100 GB/s, 1.13 µs' (bidirectional per-GPU bandwidth).
+    """'NVLink 8 @ 900 GB/s, 1.13 µs' then 'InfiniBand ∞ @ 100 GB/s, 1.13 µs' on the next line, one level per line
+    (bidirectional per-GPU bandwidth): a narrow column wraps within a level, never runs two levels together.
     `hw`: a Hardware, or anything with its `levels` (name, size, bw_bidir_Bps, lat_s)."""
     parts = []
     for lvl in hw.levels:
         size = "∞" if lvl.size is None else str(lvl.size)
         bw = "∞" if not math.isfinite(lvl.bw_bidir_Bps) else f"{lvl.bw_bidir_Bps / 1e9:g} GB/s"
         parts.append(f"{lvl.name} {size} @ {bw}, {fmt_time(lvl.lat_s)}")
-    return " | ".join(parts)
+    return "\n".join(parts)
 
 
 def hardware_list_table(hardware: Iterable[Any]) -> Table:
