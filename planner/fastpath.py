@@ -5,6 +5,7 @@ as long as the rest of the command line takes to start); everything else goes to
 Fast invocations (argv exactly, nothing else):
 
     planner reference              the checked-in docs/reference/*.md pages, when running from a source checkout
+    planner schema                 the packaged JSON Schema (planner/schema/plan.schema.json), as the full path does
     planner hardware list          the table, from the shipped hardware TOML files read with tomllib
     planner hardware show NAME     NAME a shipped file's name as it is spelled (not a path, not another case)
 
@@ -45,6 +46,17 @@ def _reference() -> str:
     try:
         return "\n".join((folder / name).read_text(encoding="utf-8") for name in REFERENCE_PAGES)
     except (OSError, UnicodeDecodeError):
+        raise _Unexpected from None
+
+
+PACKAGED_SCHEMA = Path(__file__).resolve().parent / "schema" / "plan.schema.json"
+"""planner.cli.schema.PACKAGED_SCHEMA (tests/test_fastpath.py checks they are one file): `planner schema` prints it."""
+
+
+def _schema() -> str:
+    try:
+        return PACKAGED_SCHEMA.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):  # missing (the full path then builds it from the models) or unreadable
         raise _Unexpected from None
 
 
@@ -163,8 +175,8 @@ def fast(argv: Sequence[str]) -> int | None:
     """The exit code after answering `argv` here, or None when it takes the full path (nothing printed)."""
     args = list(argv)
     try:
-        if args == ["reference"]:
-            text = _reference()
+        if args in (["reference"], ["schema"]):
+            text = _reference() if args[0] == "reference" else _schema()
 
             def show() -> None:
                 sys.stdout.write(text)

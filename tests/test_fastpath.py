@@ -13,7 +13,7 @@ from planner import fastpath
 from planner.cli import app, run
 from planner.hardware import get_hardware, hardware_names
 
-FAST = (("reference",), ("hardware", "list"), ("hardware", "show", "h100"))
+FAST = (("reference",), ("schema",), ("hardware", "list"), ("hardware", "show", "h100"))
 WIDTHS = ("60", "80", "120", "200")
 COLORS = ({}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}, {"TERM": "dumb"}, {"FORCE_COLOR": "1", "TERM": "dumb"})
 RICH_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
@@ -60,6 +60,12 @@ def test_fast_path_piped_width(capsys, monkeypatch, argv):
         assert max(len(line) for line in fast[1].splitlines()) == 140
 
 
+def test_schema_fast_path_prints_the_file_the_full_path_prints():
+    from planner.cli.schema import PACKAGED_SCHEMA
+
+    assert fastpath.PACKAGED_SCHEMA == PACKAGED_SCHEMA and PACKAGED_SCHEMA.is_file()
+
+
 def test_colors_do_reach_the_output(capsys, monkeypatch):
     """The color cases above compare styled output, not two plain copies."""
     fast, _ = _both(capsys, monkeypatch, ("hardware", "list"), {"FORCE_COLOR": "1", "COLUMNS": "120"})
@@ -73,7 +79,7 @@ def test_colors_do_reach_the_output(capsys, monkeypatch):
                                   ("hardware", "show", "hardware_specs/h100.toml"),
                                   ("hardware", "show", "h100", "--json"), ("hardware", "show", "nope"),
                                   ("hardware", "show", "all"), ("reference", "--check"),
-                                  ("reference", "--write"), ("Reference",), ("schema",), ("plan", "--help")])
+                                  ("reference", "--write"), ("Reference",), ("schema", "--write"), ("plan", "--help")])
 def test_everything_else_falls_through(capsys, argv):
     assert fastpath.fast(list(argv)) is None
     assert capsys.readouterr().out == ""
