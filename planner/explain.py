@@ -30,7 +30,7 @@ import functools
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -327,11 +327,7 @@ def _split_dims(wl: Workload) -> tuple[int, ...]:
 
 def divisors_allow(wl: Workload, n: int) -> bool:
     """Whether n splits into N_DP | b/E, N_TP,ff | d_ff, N_TP,model | d_model, N_PP | L, N_EP | E (prime by prime)."""
-    if wl.batch_tokens % wl.experts:
-        return False
-    for k in _split_dims(wl):
-        n //= math.gcd(n, k)
-    return n == 1
+    return not wl.batch_tokens % wl.experts and _missing_factor(n, _split_dims(wl)) == 1
 
 
 def can_form(hw: Hardware, wl: Workload, n: int) -> bool:
@@ -353,16 +349,21 @@ def split_divisors(wl: Workload) -> list[int] | None:
     (nothing splits) or when there are more than MAX_SPLIT_DIVISORS."""
     if wl.batch_tokens % wl.experts:
         return []
-    powers: dict[int, int] = {}
-    for k in _split_dims(wl):
-        for p, e in _prime_factors(k).items():
-            powers[p] = powers.get(p, 0) + e
-    if math.prod(e + 1 for e in powers.values()) > MAX_SPLIT_DIVISORS:
+    factors = _split_factors(wl)
+    if math.prod(e + 1 for e in factors.values()) > MAX_SPLIT_DIVISORS:
         return None
-    out = [1]
-    for p, e in powers.items():
-        out = [d * p**i for d in out for i in range(e + 1)]
-    return sorted(out)
+    return list(ascending_divisors(factors))
+
+
+def _filling_below(hw: Hardware, counts: Sequence[int], n: int) -> int | None:
+    """The largest of the ascending `counts` below n that fills hw's levels (levels_allow); None: none."""
+    return next((c for c in reversed(counts[:bisect.bisect_left(counts, n)]) if levels_allow(hw, c)), None)
+
+
+def _filling_above(hw: Hardware, counts: Sequence[int], n: int) -> int | None:
+    """The smallest of the ascending `counts` above n that fills hw's levels (levels_allow, which also keeps it within
+    the top level); None: none."""
+    return next((c for c in counts[bisect.bisect_right(counts, n):] if levels_allow(hw, c)), None)
 
 
 def nearby_counts(hw: Hardware, wl: Workload, n: int) -> tuple[int | None, int | None]:
@@ -371,16 +372,12 @@ def nearby_counts(hw: Hardware, wl: Workload, n: int) -> tuple[int | None, int |
     The counts the degrees can split are the divisors of one number (split_divisors), so the nearest usable ones are
     found among those however far from n they lie, in time that does not grow with n. For dimensions with too many
     divisors to list, counts are scanned one by one, SCAN_REACH each way."""
-    top = hw.max_gpus
     splits = split_divisors(wl)
-    if splits is None:
-        reach = n + SCAN_REACH if top is None else min(top, n + SCAN_REACH)
-        below = next((k for k in range(n - 1, max(0, n - SCAN_REACH), -1) if can_form(hw, wl, k)), None)
-        return below, next((k for k in range(n + 1, reach + 1) if can_form(hw, wl, k)), None)
-    i = bisect.bisect_left(splits, n)
-    below = next((k for k in reversed(splits[:i]) if levels_allow(hw, k)), None)
-    above = next((k for k in splits[i:] if k > n and (top is None or k <= top) and levels_allow(hw, k)), None)
-    return below, above
+    if splits is not None:
+        return _filling_below(hw, splits, n), _filling_above(hw, splits, n)
+    reach = n + SCAN_REACH if hw.max_gpus is None else min(hw.max_gpus, n + SCAN_REACH)
+    below = next((k for k in range(n - 1, max(0, n - SCAN_REACH), -1) if can_form(hw, wl, k)), None)
+    return below, next((k for k in range(n + 1, reach + 1) if can_form(hw, wl, k)), None)
 
 
 @dataclass(frozen=True)
@@ -462,6 +459,15 @@ def _prime_factors(k: int) -> dict[int, int]:
     return out
 
 
+def _split_factors(wl: Workload) -> dict[int, int]:
+    """{prime: exponent} of Q = d_ff d_model L E (b/E), the number every usable GPU count divides."""
+    factors: dict[int, int] = {}
+    for k in _split_dims(wl):
+        for p, e in _prime_factors(k).items():
+            factors[p] = factors.get(p, 0) + e
+    return factors
+
+
 def ascending_divisors(factors: dict[int, int]) -> Iterator[int]:
     """Every divisor of prod p^e over `factors`, each once, in increasing order, lazily.
 
@@ -515,10 +521,7 @@ def fit_search(hw: Hardware, wl: Workload, options: SearchOptions,
     if room <= 0 or wl.batch_tokens % wl.experts:
         return FitSearch(None, 1, None, True)
     start = max(1, math.ceil(STATE_BYTES_PER_PARAM * wl.params / room))
-    factors: dict[int, int] = {}
-    for k in _split_dims(wl):
-        for p, e in _prime_factors(k).items():
-            factors[p] = factors.get(p, 0) + e
+    factors = _split_factors(wl)
     last: int | None = None
     priced = 0
     complete = True  # every count priced so far had all its degree tuples priced
@@ -562,8 +565,10 @@ def _level_rule(hw: Hardware) -> str:
             + ("" if hw.max_gpus is None else f", and at most {hw.max_gpus} GPUs"))
 
 
-def _missing_factor(wl: Workload, n: int) -> int:
-    for k in _split_dims(wl):
+def _missing_factor(n: int, dims: Iterable[int]) -> int:
+    """What of n is left after each of `dims` in turn takes its greatest common divisor with it (1: n splits over
+    them, prime by prime)."""
+    for k in dims:
         n //= math.gcd(n, k)
     return n
 
@@ -611,9 +616,7 @@ def toy_batches_that_split(hw: Hardware, wl: Workload, options: SearchOptions, n
     fits_memory_on), so only batches that really split and fit are named; at most BATCHES_TRIED are priced."""
     if wl.transformer is not None or not levels_allow(hw, n):
         return []
-    rest = n
-    for k in (wl.d_ff, wl.d_model, wl.layers, wl.experts):
-        rest //= math.gcd(rest, k)
+    rest = _missing_factor(n, (wl.d_ff, wl.d_model, wl.layers, wl.experts))
     per_expert = wl.batch_tokens // wl.experts
     low, high = per_expert // rest, -(-per_expert // rest)
     sides = ([(low - j) * rest for j in range(BATCHES_TRIED // 2) if low - j > 0],
@@ -810,7 +813,7 @@ def _explain_fixed(hw: Hardware, wl: Workload, options: SearchOptions, n: int, r
         return (f"{n:,} GPUs cannot form a cluster of {hw.name}: the GPUs must fill {_level_rule(hw)}\n"
                 f"{_nearby_text(hw, wl, options, n)}")
     if not divisors_allow(wl, n):
-        missing = _missing_factor(wl, n)
+        missing = _missing_factor(n, _split_dims(wl))
         return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide d_ff={wl.d_ff}, "
                 f"d_model={wl.d_model}, L={wl.layers}, E={wl.experts} and b/E={wl.batch_tokens // wl.experts}, and "
                 f"together they lack the factor {missing:,} of {n:,}\n{_nearby_text(hw, wl, options, n)}"
@@ -926,7 +929,7 @@ class UsableCounts:
         if not levels_allow(self.hw, n):
             return f"{n:,} GPUs cannot fill {_level_rule(self.hw)}"
         if self.wl.transformer is None:
-            missing = _missing_factor(self.wl, n)
+            missing = _missing_factor(n, _split_dims(self.wl))
             if missing > 1:
                 return (f"{n:,} GPUs cannot be split into degrees dividing d_ff={self.wl.d_ff}, d_model="
                         f"{self.wl.d_model}, L={self.wl.layers}, E={self.wl.experts} and b/E="
@@ -936,17 +939,11 @@ class UsableCounts:
 
     def below(self, n: int) -> int | None:
         """The largest usable count below n (None: none)."""
-        import bisect
-
-        k = bisect.bisect_left(self.counts, n)
-        return next((c for c in reversed(self.counts[:k]) if levels_allow(self.hw, c)), None)
+        return _filling_below(self.hw, self.counts, n)
 
     def above(self, n: int) -> int | None:
         """The smallest usable count above n (None: none, or none within the top level)."""
-        import bisect
-
-        k = bisect.bisect_right(self.counts, n)
-        return next((c for c in self.counts[k:] if levels_allow(self.hw, c)), None)
+        return _filling_above(self.hw, self.counts, n)
 
 
 BATCHES_TRIED = 6
