@@ -17,7 +17,7 @@ from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
 from planner.economics import facility_power_MW, fmt_MW, fmt_pct, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
-from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction
+from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction, wall_clock_days
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
@@ -275,7 +275,7 @@ def plan_from_evaluation(hw: Hardware, wl: Workload, ev: Evaluation, result: Sea
     (planner.economics). The price defaults to the hardware file's."""
     lay = ev.layout
     good = None if failures is None else goodput_at(failures, ev.gpus, wl.params)
-    wall = ev.training_days if good is None else (ev.training_days / good.goodput if good.goodput > 0 else math.inf)
+    wall = wall_clock_days(ev.training_days, None if good is None else good.goodput)
     gpu_hours = ev.gpus * ev.training_s / 3600.0
     racks = _rack_fields(hw, ev.gpus)
     # Racks a job takes in part (GB200/GB300 NVL72: `unit`/`usable` on the lowest level) are held whole; a job smaller
@@ -872,10 +872,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
         if result.layout is None:
             raise _Answer(None, None)
         ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
-        # The wall-clock days exactly as plan_from_evaluation writes them into the document.
-        good = None if fm is None else goodput_at(fm, ev.gpus, workload.params)
-        raise _Answer(ev.gpus, ev.training_days if good is None else
-                      (ev.training_days / good.goodput if good.goodput > 0 else math.inf), result.step_q)
+        good = None if fm is None else goodput_at(fm, ev.gpus, workload.params).goodput
+        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 
@@ -1057,7 +1055,6 @@ def _smaller_clusters(hw: Hardware, wl: Workload, options: SearchOptions, gpus: 
             return Probe(res.status, None, None)
         ev = _evaluate(hw, wl, res.layout, dp_overlap=options.dp_overlap)
         good = None if fm is None else goodput_at(fm, ev.gpus, wl.params).goodput
-        wall = ev.training_days if good is None else (ev.training_days / good if good > 0 else math.inf)
-        return Probe(res.status, ev.training_days, wall)
+        return Probe(res.status, ev.training_days, wall_clock_days(ev.training_days, good))
 
     return smaller_clusters(hw, wl, options, gpus, days, probe)

@@ -29,7 +29,7 @@ import numpy as np
 
 from planner import api
 from planner.errors import Infeasible, InvalidInput
-from planner.goodput import goodput_at
+from planner.goodput import goodput_at, wall_clock_days
 from planner.overrides import parse_overrides
 from planner.schema import Confidence, Layout, Plan, Spread, UncertainInput, Workload
 from planner.schema.request import PlanRequest
@@ -221,11 +221,9 @@ def confidence(plan: Plan, plan_kwargs: PlanRequest | Mapping[str, Any], probabi
                 hw = api.resolve(plan_kwargs.get("gpu", "h100"), plan_kwargs.get("profile") or plan.profile, parsed)
                 try:
                     ev = api.evaluate(lay, hw, wl, dp_overlap=plan.dp_overlap)
-                    days = ev.training_days if ev.memory.fits else math.inf
-                    if plan.goodput is not None:
-                        fm = api.failure_model(plan_kwargs.get("failures", "default"), parsed)
-                        g = goodput_at(fm, n, wl.params).goodput
-                        days = days / g if g > 0 else math.inf
+                    g = None if plan.goodput is None else goodput_at(
+                        api.failure_model(plan_kwargs.get("failures", "default"), parsed), n, wl.params).goodput
+                    days = wall_clock_days(ev.training_days if ev.memory.fits else math.inf, g)
                 except InvalidInput:
                     days = math.inf
             priced[key] = days

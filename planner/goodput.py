@@ -139,6 +139,12 @@ def _daly(model: FailureModel, n: float, size: float) -> tuple[float, float, flo
     return min(1.0, g), mtbf, delta, tau, restart
 
 
+def wall_clock_days(training_days: float, goodput: float | None) -> float:
+    """The days a cluster is held to train `training_days` of compute at `goodput` (the useful share of wall-clock
+    time; None: no failure model, the same days); infinite at zero goodput. A plan's wall_clock_days."""
+    return training_days if goodput is None else (training_days / goodput if goodput > 0 else math.inf)
+
+
 def goodput_at(model: FailureModel, gpus: float, params: float) -> Goodput:
     """Daly's expected goodput of a job on `gpus` GPUs training a model of `params` parameters, with its terms."""
     size = checkpoint_bytes(params)

@@ -235,7 +235,7 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     """(GPUs, wall-clock days) of the plan's own layout priced under the request with `sets`; None when it no longer
     fits or misses the deadline."""
     from planner import api
-    from planner.goodput import goodput_at
+    from planner.goodput import goodput_at, wall_clock_days
     from planner.overrides import parse_overrides
 
     if plan.gpus is None or plan.deadline_days is None or plan.layout is None:
@@ -247,10 +247,9 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     if not ev.memory.fits:
         return None  # the move took this layout away: search
     parsed = parse_overrides(sets)
-    days = ev.training_days
-    if plan.goodput is not None:
-        g = goodput_at(api.failure_model(request.failures, parsed), plan.gpus, wl.params).goodput
-        days = days / g if g > 0 else math.inf
+    g = None if plan.goodput is None else goodput_at(api.failure_model(request.failures, parsed), plan.gpus,
+                                                     wl.params).goodput
+    days = wall_clock_days(ev.training_days, g)
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
