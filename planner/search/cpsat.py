@@ -645,10 +645,7 @@ class Model:
         self.m.clear_hints()
         self.m.add_hint(self.x[i], True)  # a partial hint: the chosen tuple and its factor vectors
         for g, tab in self.tables.items():
-            hit = tab.tup == i
-            for d, fac in tab.factors.items():
-                hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
-            for k in np.nonzero(hit)[0]:
+            for k in _placement_rows(tab, i, layout):
                 self.m.add_hint(self.y[g][k], True)
 
     def exclude(self, layout: Layout) -> None:
@@ -660,10 +657,7 @@ class Model:
             return
         picks = [self.x[i]]
         for g, tab in self.tables.items():
-            hit = tab.tup == i
-            for d, fac in tab.factors.items():
-                hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
-            ks = np.nonzero(hit)[0]
+            ks = _placement_rows(tab, i, layout)
             if len(ks) == 0:
                 return
             picks.append(self.y[g][int(ks[0])])
@@ -694,6 +688,14 @@ def _row_of(t: Tuples, layout: Layout) -> int | None:
     return int(match[0]) if len(match) == 1 else None
 
 
+def _placement_rows(tab: PairTable, i: int, layout: Layout) -> np.ndarray:
+    """The rows of one group's pair table that pair tuple row `i` with `layout`'s factor vectors of that group."""
+    hit = tab.tup == i
+    for d, fac in tab.factors.items():
+        hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
+    return np.nonzero(hit)[0]
+
+
 def layout_quanta(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool) -> int:
     """CP-SAT's integer step of one layout: the model's S with that layout chosen, i.e. the largest branch, each
     branch the sum of its tuple part and its group parts, each rounded up to quanta as `Model` writes them. Its
@@ -710,10 +712,7 @@ def layout_quanta(hw: Hardware, wl: Workload, layout: Layout, dp_overlap: bool) 
     per_tuple = tuple_forms(hw, wl, q, dp_overlap)
     rows = {}
     for g, tab in tables.items():
-        hit = np.ones(len(tab.tup), dtype=bool)
-        for d, fac in tab.factors.items():
-            hit &= (fac == np.array(layout.placement[d])[None, :]).all(axis=1)
-        ks = np.nonzero(hit)[0]
+        ks = _placement_rows(tab, 0, layout)  # the tables' one tuple
         if len(ks) != 1:
             raise ValueError(f"the layout's factor vectors of group {g} are not a placement of its tuple")
         rows[g] = int(ks[0])
