@@ -437,8 +437,8 @@ def ep_stage_times(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here) -
             w = _mlp_side(name)
             mlp_f, mlp_d = mlp_f + w * t[1], mlp_d + w * (t[0] - t[1])
             side_f, side_b = side_f + (1.0 - w) * t[1], side_b + (1.0 - w) * (t[0] - t[1])
+    share = np.asarray(gemm_side, dtype=np.float64) / np.maximum(gemm_all, 1e-300)
     for t in quant:
-        share = np.asarray(gemm_side, dtype=np.float64) / np.maximum(gemm_all, 1e-300)
         mlp_f, mlp_d = mlp_f + share * t[1], mlp_d + share * (t[0] - t[1])
         side_f, side_b = side_f + (1.0 - share) * t[1], side_b + (1.0 - share) * (t[0] - t[1])
     out = (side_f, mlp_d, mlp_w + mlp_f, side_b)
@@ -707,6 +707,7 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
             for k, v in zip(EP_STAGE_TOTALS, stages, strict=True):
                 transformer[k] = v
             transformer["ep_rest_s"] = np.maximum(matmul_s - sum(stages, np.zeros_like(matmul_s)), 0.0)
+    unpaired = ep_unpaired_share(cols)
     return {
         **transformer,
         **{k: shape[k] for k in shape_keys(wl)},
@@ -718,8 +719,8 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
         "stretch": 1.0 / (1.0 - f_b),
         # Stage-wise EP overlap (`branches`): the hidden share of the all-to-all, a quarter under each stage.
         "ep_stage_share": hw.profile.overlap_ep / (EP_STAGES * (1.0 - f_b)),
-        "ep_unpaired_stretch": ep_unpaired_share(cols) / (1.0 - f_b),
-        "ep_unpaired_share": hw.profile.overlap_ep * ep_unpaired_share(cols) / (EP_STAGES * (1.0 - f_b)),
+        "ep_unpaired_stretch": unpaired / (1.0 - f_b),
+        "ep_unpaired_share": hw.profile.overlap_ep * unpaired / (EP_STAGES * (1.0 - f_b)),
         # Under 1F1B each GPU waits out its share (1/N_PP of the layers) of every microbatch's serial latency;
         # under ZB-H2 those latencies hide behind other microbatches' work (App. 8.1.5); the floor still sees them.
         "lat_share": latency_share(hw, zb, m / pp),
