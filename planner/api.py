@@ -167,9 +167,9 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
     check_type("recompute", recompute, (str,), "'none', 'selective' or 'full'")
     placed_ep = ep
     extra: dict[str, int | None] = {"first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
-    if etp is not None and (etp != tp or dp % ep):  # parallel folding: the placed degrees are the attention
-        extra.update(expert_ep=ep, etp=etp)       # layout, ep 1 (etp = tp with dp a multiple of ep is the plain
-        placed_ep = 1                             # expert layout, as validate and --emit megatron read it)
+    if etp is not None and folds_experts(tp, dp, ep, etp):  # the placed degrees are the attention layout, ep 1
+        extra.update(expert_ep=ep, etp=etp)
+        placed_ep = 1
     if dp % placed_ep:
         raise InvalidInput(f"dp {dp} (Megatron's data-parallel size, which counts the expert ranks) is not a "
                            f"multiple of ep {placed_ep}")
@@ -193,6 +193,14 @@ def megatron_layout(workload: Workload, gpu: str | Hardware = "h100", *, tp: int
                       placement=placed or greedy_placement(hw, degrees, fixed))  # type: ignore[arg-type]
     except ValidationError as exc:
         raise InvalidInput(f"impossible layout: {validation_message(exc)}") from None
+
+
+def folds_experts(tp: int, dp: int, ep: int, etp: int | None) -> bool:
+    """Whether Megatron's sizes fold the expert layout (parallel folding: ep x etp over dp x cp x tp): an expert
+    tensor-parallel size other than tp, or an ep that Megatron's dp does not hold. etp equal to tp (what --emit
+    megatron writes) or unset, with dp a multiple of ep, is the plain expert layout carved from the data-parallel
+    ranks. One rule for `megatron_layout`, `planner evaluate`'s flags and validate's published runs."""
+    return (etp is not None and etp != tp) or dp % ep != 0
 
 
 def megatron_placement(hw: Hardware, degrees: Mapping[str, int]) -> dict[str, tuple[int, ...]] | None:

@@ -16,7 +16,6 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import ValidationError
 
 from planner.errors import MAX_TOML_BYTES, InvalidInput, parse_toml, read_text_file, validation_message
@@ -87,10 +86,9 @@ def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
     Expert parallelism is carved from the data-parallel ranks (our N_DP = dp / ep) unless the run folds its expert
     layout (Megatron's parallel folding: an expert TP size other than tp, or an ep that dp does not hold): then the
     placed degrees are the attention layout (ep 1) and the expert layout is expert_ep x etp over dp x cp x tp."""
-    from planner.export import RANK_ORDER
-    from planner.parallel.space import rank_order_factors
+    from planner.api import folds_experts, megatron_placement
 
-    folded = (run.etp is not None and run.etp != run.tp) or run.dp % run.ep != 0
+    folded = folds_experts(run.tp, run.dp, run.ep, run.etp)
     mbs = run.micro_batch or 1
     seqs_per_rank, rem = divmod(run.global_batch_sequences, run.dp)
     if rem or seqs_per_rank % mbs:
@@ -100,16 +98,14 @@ def layout_of(run: PublishedRun, hw: Hardware) -> Layout:
               "ep": 1 if folded else run.ep, "cp": run.cp,
               "interleave": run.vpp, "microbatches": seqs_per_rank // mbs, "sp": int(run.sp),
               "recompute": {"none": 0, "selective": 1, "full": 2}[run.recompute], "zero": run.zero}
-    cols = {k: np.array([v], dtype=np.int64) for k, v in values.items()}
-    fixed, ok = rank_order_factors(hw, {**cols, "zero_bubble": np.array([False])}, RANK_ORDER)
-    if not ok[0]:
+    placement = megatron_placement(hw, values)
+    if placement is None:
         raise InvalidInput(f"{run.id}: the layout cannot be placed on {hw.name} in rank order")
     extra: dict[str, int | None] = {"first_stage_layers": run.first_stage_layers,
                                     "last_stage_layers": run.last_stage_layers}
     if folded:
         extra.update(expert_ep=run.ep, etp=run.etp if run.etp is not None else run.tp)
-    return Layout(**values, **extra, schedule="1f1b",
-                  placement={d: tuple(int(x) for x in fixed[d][0]) for d in fixed})
+    return Layout(**values, **extra, schedule="1f1b", placement=placement)
 
 
 def reported_flop_per_token(run: PublishedRun, wl: Workload) -> float:

@@ -271,7 +271,7 @@ def evaluate_command(
         # validate` reads a published run and as `--emit megatron` writes one (it always names
         # --expert-tensor-parallel-size); any other --etp folds the expert layout (Megatron's parallel folding)
         tp_size = tp if tp is not None else dims.get("tp_ff") or 1
-        if etp is not None and etp == tp_size and (dims.get("dp") or 1) % (dims.get("ep") or 1) == 0:
+        if etp is not None and not api.folds_experts(tp_size, dims.get("dp") or 1, dims.get("ep") or 1, etp):
             notes.append(f"--etp {etp} equals the tensor-parallel size: the expert layers keep the attention's "
                          "tensor split (no folding)")
         elif etp is not None:  # parallel folding: the placed degrees are the attention layout, ep 1
