@@ -176,8 +176,8 @@ def sensitivity_table(plan: Plan, width: int | None = None) -> Table:
     title = (f"What moves the answer: re-planned with one input changed (plan: {sens.base_gpus or 0:,} GPUs, "
              f"{fmt_days(sens.base_days)})")
 
-    def cell(value: str, g: int | None, d: float | None) -> str:
-        return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}, {fmt_days(d)}"
+    def cell(value: str, g: int | None, d: float | None, unit: str = "") -> str:
+        return f"{value} -> infeasible" if g is None else f"{value} -> {g:,}{unit}, {fmt_days(d)}"
 
     def swings(r: SensitivityRow) -> tuple[str, str]:
         return ("infeasible" if r.swing == float("inf") else fmt_pct(r.swing),
@@ -196,13 +196,11 @@ def sensitivity_table(plan: Plan, width: int | None = None) -> Table:
     t.add_column("input (kind): value", no_wrap=True)
     t.add_column("re-planned with the input low / high; swing", overflow="fold")
 
-    def gpus(value: str, g: int | None, d: float | None) -> str:
-        return f"{value} -> infeasible" if g is None else f"{value} -> {g:,} GPUs, {fmt_days(d)}"
-
     for r in sens.rows:
         gpu_swing, day_swing = swings(r)
         t.add_row(f"{r.input}\n  ({r.why}): {r.base}",
-                  f"low {gpus(r.low, r.gpus_low, r.days_low)}\nhigh {gpus(r.high, r.gpus_high, r.days_high)}\n"
+                  f"low {cell(r.low, r.gpus_low, r.days_low, ' GPUs')}\n"
+                  f"high {cell(r.high, r.gpus_high, r.days_high, ' GPUs')}\n"
                   f"swing: GPUs {gpu_swing}, days {day_swing}")
     return t
 
