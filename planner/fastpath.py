@@ -1,9 +1,12 @@
 """The console script `planner`: the few invocations that only print shipped data are answered here with the
-standard library and rich, before typer is imported (typer alone builds and converts a command's options for about
-as long as the rest of the command line takes to start); everything else goes to planner.cli.main.
+standard library (and rich for the hardware tables), before typer is imported (typer alone builds and converts a
+command's options for about as long as the rest of the command line takes to start); everything else goes to
+planner.cli.main.
 
 Fast invocations (argv exactly, nothing else):
 
+    planner --help                 the group's help page, drawn without typer or rich (planner/fasthelp.py); bare
+    planner                        `planner` prints the same page (exit 2, as typer's no-args help)
     planner reference              the checked-in docs/reference/*.md pages, when running from a source checkout
     planner schema                 the packaged JSON Schema (planner/schema/plan.schema.json), as the full path does
     planner hardware list          the table, from the shipped hardware TOML files read with tomllib
@@ -174,9 +177,21 @@ def _hardware_show(name: str) -> list[Any]:
 def fast(argv: Sequence[str]) -> int | None:
     """The exit code after answering `argv` here, or None when it takes the full path (nothing printed)."""
     args = list(argv)
+    code = 0
     try:
         if args in (["reference"], ["schema"]):
             text = _reference() if args[0] == "reference" else _schema()
+
+            def show() -> None:
+                sys.stdout.write(text)
+        elif args in ([], ["--help"]):  # the group's help page (bare `planner` prints it and exits 2)
+            from planner.fasthelp import Unsupported, page
+
+            try:
+                text = page() + ("\n" if args else "")
+            except Unsupported:
+                return None
+            code = 0 if args else 2
 
             def show() -> None:
                 sys.stdout.write(text)
@@ -200,7 +215,7 @@ def fast(argv: Sequence[str]) -> int | None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    return 0
+    return code
 
 
 def main() -> None:

@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
                  "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
-    ("cli", ("planner.cli", "planner.fastpath")),  # fastpath: the `planner` script, before typer
+    ("cli", ("planner.cli", "planner.fastpath", "planner.fasthelp", "planner.helptext")),  # fastpath: the `planner`
+    # script, before typer; fasthelp and its generated helptext: `planner --help` without typer
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
 )
 
