@@ -105,7 +105,8 @@ def wrap(text: str, width: int) -> list[tuple[int, int]]:
     """rich's word wrap of one line of text at `width` cells, as (start, end) of each line: a line breaks before the
     word that does not fit, keeps its trailing white space unless that runs past `width`. A word longer than `width`
     (rich would cut it) or a character that is not one cell wide: Unsupported."""
-    if any(not (" " <= c <= "~" or "\xa0" <= c <= "\u02ff" or "\u2010" <= c <= "\u2027") for c in text):
+    if any(not (" " <= c <= "~" or "\xa0" <= c <= "\u02ff" or "\u2010" <= c <= "\u2027" or c == "\u221e")
+           for c in text):
         raise Unsupported("a character whose width rich measures differently")
     breaks: list[int] = []
     offset = 0

@@ -157,11 +157,19 @@ def _read_hardware(path: Path) -> SimpleNamespace:
         raise _Unexpected from None
 
 
-def _hardware_list() -> Any:
-    from planner.render.light import hardware_list_table
-
+def _hardware_views() -> list[SimpleNamespace]:
     paths = sorted(_specs_folder().glob("*.toml"), key=lambda p: p.stem)  # hardware_names()'s order
-    return hardware_list_table([_read_hardware(p) for p in paths])
+    return [_read_hardware(p) for p in paths]
+
+
+def _hardware_list_plain(hardware: list[SimpleNamespace]) -> str:
+    """The same table drawn without rich (planner/fasttable.py); fasthelp.Unsupported where it would differ."""
+    from planner import fasttable
+    from planner.hardware_listing import LIST_COLUMNS, LIST_TITLE, PIPED_WIDTH, list_row
+
+    width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
+    rows = [list_row(hw) for hw in hardware]
+    return fasttable.to_text(fasttable.render(LIST_TITLE, LIST_COLUMNS, rows, width), styled)
 
 
 def _hardware_show(name: str) -> list[Any]:
@@ -196,9 +204,24 @@ def fast(argv: Sequence[str]) -> int | None:
             def show() -> None:
                 sys.stdout.write(text)
         elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
-            items = [_hardware_list()] if args[1] == "list" else _hardware_show(args[2])
+            plain = None
+            if args[1] == "list":
+                from planner.fasthelp import Unsupported as NotPlain
+
+                views = _hardware_views()
+                try:
+                    plain = _hardware_list_plain(views)
+                except NotPlain:  # rich draws it
+                    from planner.render.light import hardware_list_table
+
+                    items = [hardware_list_table(views)]
+            else:
+                items = _hardware_show(args[2])
 
             def show() -> None:
+                if plain is not None:
+                    sys.stdout.write(plain)
+                    return
                 from planner.render import stdout_console
 
                 console = stdout_console()

@@ -19,7 +19,7 @@ from planner.cli import app, run
 from planner.hardware import get_hardware, hardware_names
 
 FAST = (("reference",), ("schema",), ("hardware", "list"), ("hardware", "show", "h100"))
-WIDTHS = ("60", "80", "120", "200")
+WIDTHS = ("40", "60", "80", "100", "120", "200")
 COLORS = ({}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}, {"TERM": "dumb"}, {"FORCE_COLOR": "1", "TERM": "dumb"})
 RICH_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
             "JUPYTER_COLUMNS", "JUPYTER_LINES", "TERMINAL_WIDTH")
@@ -340,3 +340,41 @@ def test_help_console_script_imports_neither_typer_nor_rich():
     full = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           env={**env, fastpath.FULL_PATH_ENV: "1"})
     assert full.stdout == fast.stdout and "typer" in full.stderr and full.stderr.endswith(" 0")
+
+
+@pytest.mark.parametrize("width", ["80", "100", "140", "200"])
+def test_hardware_list_is_drawn_without_rich_where_it_fits(monkeypatch, width):
+    """At 80 columns and wider (and piped, 140) `hardware list` is drawn by planner/fasttable.py, not by rich; the
+    tests above compare its bytes with the full path's at every width and colour setting."""
+    monkeypatch.setenv("COLUMNS", width)
+    assert fastpath._hardware_list_plain(fastpath._hardware_views()).count("\n") > 16
+
+
+@pytest.mark.parametrize("width", ["20", "40", "60"])
+def test_hardware_list_narrower_than_its_words_is_left_to_rich(monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", width)
+    with pytest.raises(fasthelp.Unsupported):
+        fastpath._hardware_list_plain(fastpath._hardware_views())
+
+
+def test_hardware_list_console_script_imports_no_rich():
+    probe = ("import sys; sys.argv[1:] = ['hardware', 'list']\nfrom planner.fastpath import main\n"
+             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+             "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', "
+             "'click', 'rich'))) + ' ' + repr(code))")
+    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
+    fast = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert fast.stderr == "[] 0"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", [60, 117])
+@pytest.mark.parametrize("term", [{"TERM": "xterm-256color"}, {"TERM": "dumb"}],
+                         ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()))
+def test_hardware_list_on_a_terminal(columns, term):
+    script = str(Path(sys.executable).parent / "planner")
+    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
+    env.update(term)
+    fast = _pty_run([script, "hardware", "list"], env, columns)
+    full = _pty_run([script, "hardware", "list"], {**env, fastpath.FULL_PATH_ENV: "1"}, columns)
+    assert fast == full and fast[0] == 0
