@@ -49,6 +49,28 @@ def test_quantize_work_is_the_recipes_bytes_at_hbm_bandwidth(recipe: str, bytes_
     assert row.seconds == pytest.approx(by_hand, rel=1e-9)
 
 
+def test_rowwise_work_is_torchaos_casts_per_module_and_the_backward_rescale() -> None:
+    """torchao's row-wise recipe (profiles/realistic.toml [recipe.rowwise]): every nn.Linear casts its own input at
+    8 B per element (torchao's roofline: (2 + 1 + 2) + (2 + 1)), so the attention input is cast three times (wq, wk,
+    wv) and the MLP input twice (w1, w3); each output gradient once at 8 B; and the backward GEMMs' 16-bit outputs
+    are scaled after the GEMM at 4 B per element: every module's input gradient and every weight gradient."""
+    ev, wl, microbatches = _evaluate("fp8", "rowwise")
+    (row,) = [op for op in ev.ops if op.name.startswith("quantize")]
+    tokens = 8192
+    per_module_inputs = 3 * 4096 + 4096 + 2 * 4096 + 14336  # wq wk wv, wo, w1 w3, w2: 38,912 per token
+    assert per_module_inputs == 38912
+    per_token_bytes = per_module_inputs * 8 + OUTPUT_ELEMENTS * 8 + per_module_inputs * 4  # 811,008
+    # weight gradients: q 4096 x 4096, kv 2048 x 4096, o 4096 x 4096, up + gate 28,672 x 4096, down 4096 x 14,336
+    layer_params = 4096 * (4096 + 2048 + 4096 + 28672) + 4096 * 14336  # 218,103,808
+    by_hand = LAYERS * microbatches * (tokens * per_token_bytes + layer_params * 4) / (H100_HBM_Bps *
+                                                                                       ELEMENTWISE_FRACTION)
+    assert row.seconds == pytest.approx(by_hand, rel=1e-9)
+    # no slower GEMM kernel: the row-wise GEMMs are priced as the per-tensor ones
+    current, _, _ = _evaluate("fp8", "current")
+    gemm = {op.name: op.seconds for op in current.ops if op.kind == "gemm"}
+    assert {op.name: op.seconds for op in ev.ops if op.kind == "gemm"} == pytest.approx(gemm)
+
+
 def test_fp8_gemms_run_at_the_measured_fp8_fraction_of_the_fp8_peak() -> None:
     """The MAMF tables: H100 FP8 1402.6 of 1979 TFLOP/s (0.709), BF16 0.801 of 989: a large FP8 GEMM is
     0.709 x 2 / 0.801 = 1.77x as fast as BF16 (the GEMM kernels only; quantization is its own row)."""

@@ -252,6 +252,14 @@ class Rates:
         share = 1.0 - self.recipe.kept_layer_fraction
         return np.asarray(share * self.recipe.quantize_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
 
+    def rescale_s(self, elements) -> np.ndarray:
+        """Seconds to scale `elements` of a backward GEMM's 16-bit output after the GEMM (0 for a recipe whose GEMMs
+        apply the scales themselves), at element-wise HBM bandwidth; the recipe's 16-bit layers rescale nothing."""
+        if not self.low or self.recipe is None or self.recipe.rescale_bytes_per_element == 0.0:
+            return np.zeros(1)
+        share = 1.0 - self.recipe.kept_layer_fraction
+        return np.asarray(share * self.recipe.rescale_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
+
     def attention(self, flop) -> tuple[np.ndarray, np.ndarray]:
         """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs (16-bit)."""
         g, prof = self.hw.gpu, self.hw.profile
@@ -363,9 +371,15 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
         if low and r.low and r.recipe is not None:
             # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
-            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass.
-            fwd_q = r.quantize_s(np.asarray(i, dtype=np.float64) * n) * copies
+            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass; a recipe that casts
+            # per module casts X once for each of the GEMM's modules (their dY are disjoint slices: one cast in all).
+            # A recipe that rescales its backward GEMMs' outputs passes over each module's input gradient (n x inp)
+            # and the weight gradient (out x inp) once more.
+            lin = gemm.linears if r.recipe.cast_per_linear else 1
+            x = np.asarray(i, dtype=np.float64) * n
+            fwd_q = r.quantize_s(x * lin) * copies
             bwd_q = r.quantize_s(np.asarray(o, dtype=np.float64) * n) * copies
+            bwd_q = bwd_q + r.rescale_s(x * gemm.linears + np.asarray(o, dtype=np.float64) * i) * copies
             quant.append(np.stack(np.broadcast_arrays(fwd_q + bwd_q, fwd_q)))
     if quant:
         q = functools.reduce(operator.add, quant)

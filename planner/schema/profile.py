@@ -78,6 +78,16 @@ class Recipe(BaseModel):
         "it, write the low-precision copies the passes need (row- and column-wise), their scales, and the extra "
         "read of an amax pass (current scaling). Priced as element-wise work at HBM bandwidth, once per GEMM input "
         "per pass that consumes it.")
+    cast_per_linear: bool = Field(
+        False, description="Whether every weight matrix (torch.nn.Linear) quantizes its own input, so an input shared "
+        "by separate projections (torchtitan's wq, wk, wv; w1, w3) is cast once per projection: torchao's float8 "
+        "Linear outside its tensorwise TP path. False: one quantization per GEMM input (Transformer Engine's fused "
+        "modules; torchao's tensorwise TP casts the module input once, PrepareFloat8ModuleInput).")
+    rescale_bytes_per_element: float = Field(
+        0.0, ge=0, description="HBM bytes per element of a backward GEMM's output for scaling it after the GEMM "
+        "(read and write the 16-bit output): torchao's row-wise recipe runs its activation- and weight-gradient "
+        "GEMMs on the tensor-wise kernel with unit scales and multiplies the row and column scales in afterwards. "
+        "Priced as element-wise work on each module's input gradient (tokens x input width) and weight gradient.")
     weight_cast_bytes_per_param: float = Field(
         0.0, ge=0, description="HBM bytes per parameter to refresh the low-precision weight copies once per step "
         "(after the optimizer), priced with the optimizer step.")
