@@ -68,6 +68,10 @@ class Gemm:
     """Whether a low-precision recipe runs this GEMM in FP8 / FP4. False for the MoE router, which Megatron Core
     keeps in its original precision under every FP8 recipe (Megatron-LM docs/discussions/deepseek-v3-gb200-
     optimization: "SDPA/Embedding/LM Head/Router/Loss/Optimizer ... remain at their original high precision")."""
+    shared_input: bool = False
+    """Its input is the previous GEMM's (the key/value projection reads the query projection's input): a recipe that
+    casts a module's input once (Transformer Engine's fused QKV projection, torchao's PrepareFloat8ModuleInput)
+    quantizes it for the first GEMM only."""
     linears: int = 1
     """Weight matrices (torch.nn.Linear modules) the GEMM stands for where a framework keeps the projections apart:
     2 for the key and value projections (torchtitan's attention.wk and attention.wv) and for SwiGLU's gate and up
@@ -406,7 +410,8 @@ def transformer_ops(wl: Workload) -> ModelOps:
         qk = v = tr.head_dim
         q = Dim(tr.heads * qk, "tp_ff")
         kv = Dim(2 * tr.kv_heads * qk, "tp_ff", max_split=tr.kv_heads)
-        gemms += [Gemm("q", out=q, inp=dm), Gemm("kv", out=kv, inp=dm, linears=2), Gemm("o", out=dm, inp=q)]
+        gemms += [Gemm("q", out=q, inp=dm), Gemm("kv", out=kv, inp=dm, linears=2, shared_input=True),
+                  Gemm("o", out=dm, inp=q)]
         ars += [AllReduce("q partial output", words=q, group="tp_model"),
                 AllReduce("kv partial output", words=kv, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]
