@@ -396,17 +396,17 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
         if low and r.low and r.recipe is not None:
             # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
-            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass; a recipe that casts
-            # per module casts X once for each of the GEMM's modules (their dY are disjoint slices: one cast in all).
-            # A recipe that rescales its backward GEMMs' outputs passes over each module's input gradient (n x inp)
-            # and the weight gradient (out x inp) once more.
-            # A recipe that casts a module's input once casts an input two GEMMs share (Q and KV) once; one that
-            # gathers the TP inputs in FP8 casts a column-parallel GEMM's input and a row-parallel GEMM's output
-            # gradient on the sequence shard (`gathered_quantize_s`).
+            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass. A recipe that casts
+            # per module casts X once for each of the GEMM's modules (their dY are disjoint slices: one cast in
+            # all); one that casts a module's input once casts an input two GEMMs share (Q and KV) once, and under
+            # FP8 TP gathers a column-parallel GEMM's input and a row-parallel GEMM's output gradient on the
+            # sequence shard (`gathered_quantize_s`). A recipe that rescales its backward GEMMs' outputs passes
+            # over each module's input gradient (n x inp) and the weight gradient (out x inp) once more.
             x = np.asarray(i, dtype=np.float64) * n
             y = np.asarray(o, dtype=np.float64) * n
+            lin = gemm.linears if r.recipe.cast_per_linear else 1
             if r.recipe.cast_per_linear:
-                fwd_q = r.quantize_s(x * gemm.linears)
+                fwd_q = r.quantize_s(x * lin)
                 bwd_q = r.quantize_s(y)
             else:
                 g = r.tp_gather(cols) if not routed else np.ones(1)
@@ -416,7 +416,7 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
                          r.gathered_quantize_s(x, g) if column else r.quantize_s(x))
                 bwd_q = r.gathered_quantize_s(y, g) if row else r.quantize_s(y)
             fwd_q = fwd_q * copies
-            bwd_q = (bwd_q + r.rescale_s(x * gemm.linears + np.asarray(o, dtype=np.float64) * i)) * copies
+            bwd_q = (bwd_q + r.rescale_s(x * lin + np.asarray(o, dtype=np.float64) * i)) * copies
             quant.append(np.stack(np.broadcast_arrays(fwd_q + bwd_q, fwd_q)))
     if quant:
         q = functools.reduce(operator.add, quant)
