@@ -571,9 +571,11 @@ def solver_report(result: SearchResult) -> SolverReport:
 
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2,
-               goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
+               goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
+               seed_q: int | None = None) -> SearchResult:
     """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput). `exclude`: a layout
-    the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`)."""
+    the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`). `seed_q`: a seed's integer step
+    on options.min_gpus (CP-SAT only: cpsat.solve_cpsat, `_seed_quanta`)."""
     if exclude is not None and solver != "cpsat":
         raise InvalidInput("a runner-up search (exclude) needs the CP-SAT solver")
     if solver == "exhaustive":
@@ -583,7 +585,7 @@ def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: f
     from planner.search.cpsat import solve_cpsat
 
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput,
-                       exclude=exclude)
+                       exclude=exclude, seed_q=seed_q if solver == "cpsat" else None)
 
 
 def _rank_order() -> tuple[str, ...]:
@@ -599,15 +601,28 @@ def _skip_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
 
     With the proof's premises (no cluster below N = proof.layout.gpus meets the deadline: options.min_gpus is N; every
     other layout the search can choose on N has an integer step >= runner_up_q), the proof's layout L is the
-    answer when, priced here in CP-SAT's integer reading (cpsat.layout_quanta), its step S_L meets N's deadline cap
+    answer when, priced here in CP-SAT's integer reading (`_seed_quanta`), its step S_L meets N's deadline cap
     and S_L < runner_up_q: then N has a layout within the deadline, so the search decides N, and L is the only layout
-    of least integer step there, so CP-SAT's step stage can only choose L (no tie for the network stage to break).
-    The check also asks that L is a layout of the space and fits the memory rule the search applies."""
+    of least integer step there, so CP-SAT's step stage can only choose L (no tie for the network stage to break)."""
+    lay = proof.layout
+    s_q = _seed_quanta(hw, wl, options, deadline_s, solver, fm, lay)
+    if s_q is None or s_q >= proof.runner_up_q:
+        return None
+    return SearchResult("cpsat", "optimal", lay, 0.0, 0, step_q=s_q,
+                        notes=["proven without a search: the plan's layout stays the only fastest on its count"])
+
+
+def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float, solver: str,
+                 fm: FailureModel | None, lay: Layout) -> int | None:
+    """The integer step (CP-SAT's reading, cpsat.layout_quanta) of `lay` under this hardware when it can seed the
+    search of a re-plan bounded at its count (options.min_gpus = lay.gpus, deadline mode, CP-SAT, no other limit):
+    `lay` is a layout of the space, fits the memory rule the search applies, and meets its count's deadline cap.
+    None otherwise. A seed only lowers that count's cap (cpsat.solve_cpsat's `seed_q`); a skip proof also needs it
+    below a runner-up (`_skip_search`)."""
     from planner.cost.memory import usable_bytes
     from planner.search.cpsat import deadline_quanta, layout_quanta
     from planner.search.presolve import tuple_memory
 
-    lay = proof.layout
     if solver != "cpsat" or options.min_gpus != lay.gpus or options.gpus is not None or options.rank_order:
         return None
     if options.max_gpus is not None or options.below_gpus is not None or check_layout(hw, wl, lay):
@@ -622,11 +637,18 @@ def _skip_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
         return None
     g = goodput_fraction(fm, wl.params)(float(lay.gpus)) if fm is not None else 1.0
     cap = deadline_quanta(deadline_s, float(g), wl.steps)
-    s_q = layout_quanta(hw, wl, lay, options.dp_overlap)
-    if (cap is not None and s_q > cap) or s_q >= proof.runner_up_q:
-        return None
-    return SearchResult("cpsat", "optimal", lay, 0.0, 0, step_q=s_q,
-                        notes=["proven without a search: the plan's layout stays the only fastest on its count"])
+    last = _LAST_QUANTA[0] if _LAST_QUANTA else None
+    if last is not None and last[0] is hw and last[1] is wl and last[2] == lay and last[3] == options.dp_overlap:
+        s_q = last[4]  # the same objects a moment ago: a skip that failed, now a seed
+    else:
+        s_q = layout_quanta(hw, wl, lay, options.dp_overlap)
+        _LAST_QUANTA[:] = [(hw, wl, lay, options.dp_overlap, s_q)]
+    return None if cap is not None and s_q > cap else s_q
+
+
+_LAST_QUANTA: list[tuple[Hardware, Workload, Layout, bool, int]] = []
+"""`_seed_quanta`'s last layout_quanta (holding its objects, compared by identity): one re-plan prices its layout
+once for the skip proof and the seed."""
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -705,8 +727,8 @@ def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
     return _plan(request, min_gpus=min_gpus)
 
 
-def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof | None = None
-                  ) -> tuple[int | None, float | None]:
+def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof | None = None,
+                  seed: Layout | None = None) -> tuple[int | None, float | None]:
     """(GPUs, wall-clock days) of `replan(request, min_gpus)`, (None, None) where it raises Infeasible: what a
     sensitivity row reads, without the plan document, its notes and the explanation of an infeasible plan. The search
     is the same call; with a proven `min_gpus` the critical-path shortcut (`_past_latency_wall`, which only turns a
@@ -715,7 +737,11 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
 
     `proof` (a SkipProof): when the caller has proven what it states, and `min_gpus` is its layout's count, the
     search is skipped if that layout, priced in CP-SAT's integer reading under this request, meets the deadline on
-    that count and its step is below the proof's runner-up step: the answer is then that layout (`_skip_search`)."""
+    that count and its step is below the proof's runner-up step: the answer is then that layout (`_skip_search`).
+
+    `seed` (a layout of `min_gpus` GPUs, the plan's own; a proof's layout serves as one): when it fits and meets the
+    deadline on that count under this request, its integer step lowers that count's cap in the search
+    (`_seed_quanta`, cpsat.solve_cpsat's `seed_q`): fewer tuples priced and modelled, the same decision."""
     if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
         try:
             p = replan(request, min_gpus)
@@ -723,7 +749,7 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
             return None, None
         return p.gpus, p.wall_clock_days
     try:
-        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, proof=proof)
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, proof=proof, seed=seed)
     except _Answer as done:
         return done.gpus, done.days
     except Infeasible:
@@ -792,12 +818,12 @@ def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -
 
 def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None,
           below_gpus: int | None = None, lean: bool = False, exclude: Layout | None = None,
-          proof: SkipProof | None = None) -> Plan:
+          proof: SkipProof | None = None, seed: Layout | None = None) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
     limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`; `below_gpus`:
     see `fewest_below` (raises _NoneBelow when no layout is found below it); `lean`: see `replan_answer` (raises
     _Answer once the count and the days are known; deadline mode without a fixed cluster or a power limit);
-    `exclude`: see `runner_up_quanta`; `proof`: see `replan_answer`."""
+    `exclude`: see `runner_up_quanta`; `proof`, `seed`: see `replan_answer`."""
     r = request
     workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
@@ -861,14 +887,18 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                            f"precision {hw.gpu.instead_of(workload.precision)}")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = None
+    seed_q = None
     if lean and proof is not None and deadline_s is not None:
         result = _skip_search(hw, workload, options, deadline_s, solver, fm, proof)
+        seed = proof.layout if seed is None else seed
+    if result is None and lean and seed is not None and deadline_s is not None:
+        seed_q = _seed_quanta(hw, workload, options, deadline_s, solver, fm, seed)
     if result is None and not (lean and options.min_gpus is not None):
         result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params),
-                            exclude=exclude)
+                            exclude=exclude, seed_q=seed_q)
     if result.layout is None and below_gpus is not None:
         raise _NoneBelow(result.status)
     rack_notes: list[str] = []

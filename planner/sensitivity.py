@@ -36,7 +36,7 @@ from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
     from planner.api import SkipProof
-    from planner.schema import Plan
+    from planner.schema import Layout, Plan
     from planner.schema.request import PlanRequest
 
 ESTIMATE_FACTORS = (0.8, 1.2)
@@ -152,12 +152,17 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(task: tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
-    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None, skip proof or None)."""
+Task = tuple["PlanRequest", "int | None", "SkipProof | None", "Layout | None"]
+"""One re-plan: the request, its proven least GPU count or None, a skip proof or None, a seed or None (the plan's
+layout when the count is the plan's: api.replan_answer)."""
+
+
+def _replan(task: Task) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one re-plan (`Task`)."""
     from planner import api
 
-    request, min_gpus, proof = task
-    return api.replan_answer(request, min_gpus, proof)
+    request, min_gpus, proof, seed = task
+    return api.replan_answer(request, min_gpus, proof, seed)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
@@ -253,7 +258,7 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
+def run_moves(tasks: Sequence[Task], jobs: int | None = None,
               ray: str | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
@@ -425,6 +430,22 @@ def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, An
     return None if runner_up is None else api.SkipProof(layout, runner_up)
 
 
+SEED = True
+"""Re-plans bounded at the plan's count are seeded with the plan's layout (api.replan_answer's `seed`); False only
+to measure what the seed saves (benchmarks/replan_speed.py --no-seed) and in the tests that compare."""
+
+
+def _seed(plan: Plan) -> Layout | None:
+    """The plan's layout as the seed of the re-plans bounded at its count: it is a layout of that count (the seed
+    lowers only that count's cap, and only when it still fits and meets the deadline under the move)."""
+    from planner.export import layout_of
+
+    if not SEED or plan.layout is None or plan.gpus is None:
+        return None
+    layout = layout_of(plan)
+    return layout if layout.gpus == plan.gpus else None
+
+
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
                 ray: str | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
@@ -486,13 +507,16 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             group = group[1:]
     first, chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
-    tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
-             if results[p["slot"]] is None]
+    seed = _seed(plan)
+    tasks: list[Task] = [(p["request"], p["bound"], proof if p["slows"] else None,
+                          seed if seed is not None and p["bound"] == plan.gpus else None)
+                         for p in pending if results[p["slot"]] is None]
     if stats is not None:
         stats.update(moved=len(results), searched=len(tasks) + first,
-                     bounded=sum(b is not None for _, b, _ in tasks) + first,
+                     bounded=sum(t[1] is not None for t in tasks) + first,
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
-                         p is not None for _, _, p in tasks), chained=chained)
+                         t[2] is not None for t in tasks), chained=chained,
+                     seeded=sum(t[3] is not None for t in tasks))
     _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)

@@ -941,12 +941,20 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                 time_limit_s: float | None = 60.0, workers: int = 2,
-                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
+                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
+                seed_q: int | None = None) -> SearchResult:
     """Fewest GPUs (deadline mode) or least step time (`options.gpus`), decided by CP-SAT count by count.
 
     `goodput` g(N) (planner.goodput) scales the deadline of every count N: compute time <= deadline x g(N). The
     counts whose N g(N) cannot hold the workload's compute at peak are left out before any table is built.
-    `exclude`: a layout no model may choose (`_decide_count`): the search's answer is then the best of the rest."""
+    `exclude`: a layout no model may choose (`_decide_count`): the search's answer is then the best of the rest.
+
+    `seed_q` (with a proven `options.min_gpus` N, deadline mode): the integer step (quanta) of a layout of N GPUs that
+    the caller has priced under this hardware and found within N's deadline cap (a re-plan's seed: the plan's own
+    layout, planner.api.replan_answer). Count N is then decided first with its cap lowered to `seed_q` (the windows'
+    deadline filters too): CP-SAT's least step there is at most the seed's, so no tuple whose bound lies above it can
+    be chosen. Should the lowered count find no layout (a seed that no layout of the search matches), N is decided
+    again with its own cap: the answer is always the search's own."""
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
@@ -1056,11 +1064,22 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         # A proven bound is usually the answer of a re-plan (its move rarely changes the count): its count alone
         # first, so that no tuple of a larger count is filtered before it is decided.
         spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES), windows(index, lo + 1, n_max, WINDOW_TUPLES))
-    for ii, jj, n_lo, _n_hi in spans:
+    seed_s = deadline_s
+    if seed_q is not None and options.min_gpus is not None and deadline_s is not None and options.gpus is None \
+            and lo == float(options.min_gpus) and lo <= n_max:
+        # Count N alone with its filters and cap at the seed's step (a hair of slack on the float filters: keeping
+        # more tuples is always sound); then, only if that found nothing, N again with its own cap, and on.
+        seed_s = min(deadline_s, wl.steps * (seed_q + 1) * QUANTUM_S * (1.0 + 1e-9))
+        spans = itertools.chain(((*w, True) for w in windows(index, lo, lo, WINDOW_TUPLES)),
+                                ((*w, False) for w in spans))
+    else:
+        spans = ((*w, False) for w in spans)
+    for ii, jj, n_lo, _n_hi, lowered in spans:
         if clock.out:
             return _timed_out(result, clock, None, n_lo, deadline_s)
-        if deadline_s is not None:
-            ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, deadline_s, options.dp_overlap)
+        window_deadline = seed_s if lowered else deadline_s
+        if window_deadline is not None:
+            ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, window_deadline, options.dp_overlap)
             if len(ii) == 0:
                 continue
         if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
@@ -1087,7 +1106,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             t = tuples_from_pairs(space, index, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs])
             if options.rank_order:
                 t = t.take(np.nonzero(rank_order_factors(hw, t, options.rank_order)[1])[0])
-            t, q = _filter(hw, wl, t, deadline_s, shapes, least, options.dp_overlap)
+            t, q = _filter(hw, wl, t, window_deadline, shapes, least, options.dp_overlap)
             if len(t):
                 kept_t.append(t)
                 kept_q.append(q)
@@ -1099,7 +1118,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         for n in np.unique(gpus):
             idx = np.nonzero(gpus == n)[0]
             try:
-                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_for(n),
+                cap = cap_for(n)
+                if lowered:
+                    assert seed_q is not None
+                    cap = seed_q if cap is None else min(cap, seed_q)
+                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap,
                                       options.dp_overlap, clock, workers, stats, options.rank_order, exclude=exclude)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
