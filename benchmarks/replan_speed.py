@@ -23,6 +23,7 @@ import time
 from planner import api
 from planner import sensitivity as sens_mod
 from planner.schema.request import PlanRequest
+from planner.search import cpsat
 from planner.sensitivity import sensitivity
 
 
@@ -31,13 +32,18 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None, help="processes for the re-plans (default: every core)")
     ap.add_argument("--no-seed", action="store_true",
                     help="re-plans bounded at the plan's count unseeded (sensitivity.SEED): what the seed saves")
+    ap.add_argument("--no-records", action="store_true",
+                    help="no count records shared between searches (search.cpsat.COUNT_RECORDS): what they save")
     args = ap.parse_args()
     if args.no_seed:
         sens_mod.SEED = False
+    if args.no_records:
+        cpsat.COUNT_RECORDS = False
     kw = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic")
     api.plan(**kw)  # warm-up
     times, cpus = [], []
     for _ in range(3):
+        cpsat.clear_records()  # each plan filters its counts from cold, as `plan --sensitivity` does once
         t0, c0 = time.perf_counter(), cpu_s()
         plan = api.plan(**kw)
         times.append(time.perf_counter() - t0)

@@ -757,6 +757,21 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
     return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
 
 
+def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
+    """The layout `replan(request, min_gpus)` chooses (None when infeasible), on the lean path of `replan_answer`
+    (deadline mode, no fixed cluster, no power limit; `seed` as there): what a certificate reads
+    (planner.sensitivity._certify), without the plan document."""
+    if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
+        raise InvalidInput("replan_layout needs a deadline, no --gpus and no --power")
+    try:
+        _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, seed=seed)
+    except _Answer as done:
+        return done.layout
+    except Infeasible:
+        return None
+    return None  # not reached: a lean _plan always raises
+
+
 class SkipProof(NamedTuple):
     """What planner.sensitivity proves before a re-plan may skip its search (`replan_answer`, `_skip_search`): on
     `layout.gpus` GPUs, every layout but `layout` that the search of the re-planned request can choose has an integer
@@ -770,11 +785,13 @@ class SkipProof(NamedTuple):
 
 class _Answer(Exception):
     """A lean plan's answer (`replan_answer`): the GPUs and wall-clock days, None for both when infeasible; `step_q`
-    the search's proven integer step (a runner-up search's, `runner_up_quanta`)."""
+    the search's proven integer step (a runner-up search's, `runner_up_quanta`); `layout` the search's layout
+    (`replan_layout`)."""
 
-    def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None):
+    def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None,
+                 layout: Layout | None = None):
         super().__init__(gpus, days)
-        self.gpus, self.days, self.step_q = gpus, days, step_q
+        self.gpus, self.days, self.step_q, self.layout = gpus, days, step_q, layout
 
 
 def runner_up_quanta(request: PlanRequest, layout: Layout) -> int | None:
@@ -911,7 +928,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
             raise _Answer(None, None)
         ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
         good = None if fm is None else goodput_at(fm, ev.gpus, workload.params).goodput
-        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q)
+        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q, result.layout)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 

@@ -315,6 +315,28 @@ def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any,
     return out
 
 
+SEED = True
+"""Re-plans bounded at the plan's count are seeded with the plan's layout (api.replan_answer's `seed`); False only
+to measure what the seed saves (benchmarks/replan_speed.py --no-seed) and in the tests that compare."""
+
+
+def _seed(plan: Plan) -> Layout | None:
+    """The plan's layout as the seed of the re-plans bounded at its count: it is a layout of that count (the seed
+    lowers only that count's cap, and only when it still fits and meets the deadline under the move)."""
+    return _plan_layout(plan) if SEED else None
+
+
+def _plan_layout(plan: Plan) -> Layout | None:
+    """The plan's layout as a search layout (planner.export.layout_of), None when the plan has none or it is not a
+    layout of the plan's count."""
+    from planner.export import layout_of
+
+    if plan.layout is None or plan.gpus is None:
+        return None
+    layout = layout_of(plan)
+    return layout if layout.gpus == plan.gpus else None
+
+
 def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
     """A lower bound on the GPU count of every re-plan that moves one of `texts` (speeding moves of one `family`),
     and whether each such re-plan's answer is the plan's own layout re-priced.
@@ -345,11 +367,10 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     if family == "goodput":
         return bound, True
     if family == "memory":
-        try:
-            chosen = api.replan(corner, bound)
-        except Infeasible:
+        layout = _plan_layout(plan)
+        if layout is None or corner.power_mw is not None:
             return bound, False
-        return bound, chosen.gpus == plan.gpus and chosen.layout == plan.layout
+        return bound, api.replan_layout(corner, bound, layout if SEED else None) == layout
     return bound, False
 
 
@@ -428,22 +449,6 @@ def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, An
     base = request.model_copy(update={"workers": 1, "why_smaller": False})
     runner_up = api.runner_up_quanta(base, layout)
     return None if runner_up is None else api.SkipProof(layout, runner_up)
-
-
-SEED = True
-"""Re-plans bounded at the plan's count are seeded with the plan's layout (api.replan_answer's `seed`); False only
-to measure what the seed saves (benchmarks/replan_speed.py --no-seed) and in the tests that compare."""
-
-
-def _seed(plan: Plan) -> Layout | None:
-    """The plan's layout as the seed of the re-plans bounded at its count: it is a layout of that count (the seed
-    lowers only that count's cap, and only when it still fits and meets the deadline under the move)."""
-    from planner.export import layout_of
-
-    if not SEED or plan.layout is None or plan.gpus is None:
-        return None
-    layout = layout_of(plan)
-    return layout if layout.gpus == plan.gpus else None
 
 
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,

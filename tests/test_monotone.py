@@ -558,3 +558,80 @@ def test_a_failure_chain_bound_is_the_searched_answer():
         moved = request.model_copy(update={"overrides": [f"{field}={row.high}"], "workers": 1, "why_smaller": False})
         assert api.replan_answer(moved, None) == (row.gpus_high, row.days_high)
         assert row.gpus_high is not None and row.gpus_high > 30720
+
+
+def _check_seeds(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Each field moved by each factor (above 1: the slowing way, below: the speeding way), the re-plan bounded at
+    the plan's count N: seeded with the plan's layout (api.replan_answer's `seed`), unseeded, and the exhaustive
+    enumerator over the counts from N give the same GPUs and days. Returns (seeded, not seeded: the plan's layout
+    no longer fit or missed the deadline under the move)."""
+    from planner.cost.step import evaluate
+
+    plan, req, proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = []
+    real = api._seed_quanta
+
+    def spy(*a):
+        out = real(*a)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(api, "_seed_quanta", spy)
+    for field in fields:
+        name, value = _current(field, "h100", "realistic")
+        for factor in factors:
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            moved = req.model_copy(update={"overrides": [text], "workers": 1})
+            seeded = api.replan_answer(moved, n0, None, proof.layout)
+            plain = api.replan_answer(moved, n0)
+            assert seeded == plain, text
+            sets = parse_overrides([text])
+            hw = api.resolve("h100", "realistic", sets)
+            g = goodput_fraction(api.failure_model("default", sets), SKIP_WL.params)
+            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
+                                                                max_gpus=8 * n0), 10.0 * 86400, goodput=g)
+            assert truth.status == "optimal" and truth.layout is not None, text
+            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+            days = ev.training_days / float(g(float(ev.gpus)))
+            assert seeded[0] == ev.gpus and seeded[1] is not None, text
+            assert math.isclose(seeded[1], days, rel_tol=1e-8), (text, seeded[1], days)
+    return sum(used), len(used) - sum(used)
+
+
+SEED_QUICK = ["profile.network.latency_us", "profile.memory.headroom_GB"]
+
+
+def test_a_seeded_replan_gives_the_unseeded_and_the_enumerators_answer(monkeypatch):
+    """A latency and a memory reserve moved both ways by 1.25x: every seeded re-plan is the unseeded one and the
+    enumerator's (the slow set moves every declared input)."""
+    seeded, not_seeded = _check_seeds(SEED_QUICK, (1 / 1.25, 1.25), monkeypatch)
+    assert seeded >= 3, (seeded, not_seeded)
+
+
+@pytest.mark.slow
+def test_a_seeded_replan_gives_the_unseeded_and_the_enumerators_answer_for_every_input(monkeypatch):
+    """Every declared input (step, memory and failure families), moved both ways by 1.25x and 2x: seeded and
+    unseeded re-plans and the enumerator agree; some moves leave the plan's layout unusable as a seed."""
+    seeded, not_seeded = _check_seeds(PROFILE_FIELDS + FAILURE_FIELDS, (0.5, 1 / 1.25, 1.25, 2.0), monkeypatch)
+    assert seeded >= 10 and not_seeded >= 1, (seeded, not_seeded)
+    print("seeded", seeded, "not seeded", not_seeded)
+
+
+def test_a_seed_below_the_counts_best_changes_nothing():
+    """cpsat.solve_cpsat with a seed step below the count's true best (a seed no layout matches): the lowered count
+    finds nothing, the count is decided again with its own cap, and the answer is the unseeded search's; with the
+    true best as the seed, the same answer too."""
+    from planner.search.cpsat import layout_quanta, solve_cpsat
+
+    plan, _req, proof = _skip_case()
+    hw = api.resolve("h100", "realistic")
+    g = goodput_fraction(get_failure_model("default"), SKIP_WL.params)
+    opts = SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=plan.gpus)
+    s0 = layout_quanta(hw, SKIP_WL, proof.layout, plan.dp_overlap)
+    base = solve_cpsat(hw, SKIP_WL, opts, 10.0 * 86400, workers=1, goodput=g)
+    assert base.status == "optimal" and base.layout == proof.layout and base.step_q == s0
+    for seed_q in (s0 - 1, s0 // 2, s0):
+        res = solve_cpsat(hw, SKIP_WL, opts, 10.0 * 86400, workers=1, goodput=g, seed_q=seed_q)
+        assert (res.status, res.layout, res.step_q) == (base.status, base.layout, base.step_q), seed_q

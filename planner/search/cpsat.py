@@ -1032,6 +1032,8 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
+    record = _count_record(hw, wl, options, deadline_s) if deadline_s is not None and options.gpus is None else None
+    n_mp = np.asarray(mp_size(index.mp), dtype=np.float64) if record is not None else None
 
     def decided(found: tuple) -> SearchResult:
         """The answer from the first count whose `_decide_count` found a layout: optimal, or the time limit's best."""
@@ -1078,10 +1080,24 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
         if clock.out:
             return _timed_out(result, clock, None, n_lo, deadline_s)
         window_deadline = seed_s if lowered else deadline_s
-        if window_deadline is not None:
+        recorded: dict[int, tuple[Tuples, dict[str, np.ndarray]]] = {}
+        use_record = record is not None and not lowered
+        if use_record:
+            assert record is not None
+            assert n_mp is not None
+            pair_n = n_mp[ii] * index.dps[jj].astype(np.float64)
+            known = record.covered(pair_n)
+            if known.any():
+                recorded = {n: record.counts[n] for n in np.unique(pair_n[known]).astype(np.int64).tolist()
+                            if n in record.counts}
+                ii, jj = ii[~known], jj[~known]
+        if window_deadline is not None and len(ii):
             ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, window_deadline, options.dp_overlap)
-            if len(ii) == 0:
-                continue
+        if window_deadline is not None and len(ii) == 0 and not recorded:
+            if use_record:
+                assert record is not None
+                record.cover(n_lo, _n_hi)
+            continue
         if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
             lazy = _LazyCount(hw, wl, space, index, ii, jj, shapes, least, options, slice_pairs, clock)
             try:  # the first groups are expanded here, slice by slice with the clock checked between slices
@@ -1110,20 +1126,29 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             if len(t):
                 kept_t.append(t)
                 kept_q.append(q)
-        if not kept_t:
-            continue
-        t = Tuples.concat(kept_t)
-        q = {k: np.concatenate([d[k] for d in kept_q]) for k in kept_q[0]}
-        gpus = t.gpus
-        for n in np.unique(gpus):
-            idx = np.nonzero(gpus == n)[0]
+        by_count = dict(recorded)
+        if kept_t:
+            t = Tuples.concat(kept_t)
+            q = {k: np.concatenate([d[k] for d in kept_q]) for k in kept_q[0]}
+            gpus = t.gpus
+            for n in np.unique(gpus).tolist():
+                idx = np.nonzero(gpus == n)[0]
+                by_count[n] = (t.take(idx), {k: v[idx] for k, v in q.items()})
+                if use_record:
+                    assert record is not None
+                    record.keep(n, *by_count[n])
+        if use_record:
+            assert record is not None
+            record.cover(n_lo, _n_hi)  # every pair of these counts filtered: what survived is kept above
+        for n in sorted(by_count):
+            t_n, q_n = by_count[n]
             try:
                 cap = cap_for(n)
                 if lowered:
                     assert seed_q is not None
                     cap = seed_q if cap is None else min(cap, seed_q)
-                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap,
-                                      options.dp_overlap, clock, workers, stats, options.rank_order, exclude=exclude)
+                found = _decide_count(hw, wl, t_n, q_n, cap, options.dp_overlap, clock, workers, stats,
+                                      options.rank_order, exclude=exclude)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:
@@ -1132,6 +1157,90 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _timed_out(result, clock, None, n_max, deadline_s)
     return result("infeasible", None)
+
+
+COUNT_RECORDS = True
+"""Searches in one process keep what their windows' filters left of each GPU count (`_CountRecord`), for later
+searches with the same hardware, workload, options and deadline; False only to measure what that saves."""
+COUNT_RECORD_ENTRIES = 4
+COUNT_RECORD_TUPLES = 200_000
+"""Most tuples one record keeps; past it, later counts are filtered again by every search (memory stays bounded)."""
+
+
+@dataclass
+class _CountRecord:
+    """What the deadline filters of the searches with one key (`_count_record`) left of each GPU count: `counts`
+    holds each count's surviving tuples and their quantities (in the count's order), for every count within the
+    intervals [lo[k], hi[k]] that some search filtered whole (a covered count absent from `counts` kept nothing).
+
+    The filters (`_pair_filter`, `_filter`: level filling, memory, dominated options, the placement-free bound
+    against the deadline at goodput 1) read the hardware, the workload, the options and the deadline only, never the
+    goodput, a proven bound, a runner-up's excluded layout or a seed; and each count's pairs are the same in every
+    search that reaches it (rows larger than a search's largest cluster pair with no count it visits). So a search
+    of the plan, its runner-up, a certificate and the re-plans that move only a failure input (the same hardware)
+    decide the counts one of them filtered from the same tuples, without filtering them again."""
+
+    lo: list[float] = dataclasses.field(default_factory=list)
+    hi: list[float] = dataclasses.field(default_factory=list)
+    counts: dict[int, tuple[Tuples, dict[str, np.ndarray]]] = dataclasses.field(default_factory=dict)
+    size: int = 0
+    full: bool = False
+
+    def covered(self, n: np.ndarray) -> np.ndarray:
+        """Whether each count in `n` lies in a covered interval."""
+        if not self.lo:
+            return np.zeros(len(n), dtype=bool)
+        lo, hi = np.array(self.lo), np.array(self.hi)
+        k = np.searchsorted(lo, n, side="right") - 1
+        return (k >= 0) & (n <= hi[np.maximum(k, 0)])
+
+    def keep(self, n: int, t: Tuples, q: dict[str, np.ndarray]) -> None:
+        if self.full or self.size + len(t) > COUNT_RECORD_TUPLES:
+            self.full = True  # nothing more is covered either (`cover`)
+            return
+        for arr in [*t.cols.values(), *q.values()]:
+            arr.setflags(write=False)
+        self.counts[n] = (t, q)
+        self.size += len(t)
+
+    def cover(self, a: float, b: float) -> None:
+        """Counts a..b were filtered whole (their survivors kept); intervals merged where they touch."""
+        if self.full:
+            return
+        spans = sorted([*zip(self.lo, self.hi), (a, b)])
+        lo: list[float] = []
+        hi: list[float] = []
+        for x, y in spans:
+            if lo and x <= hi[-1] + 1:
+                hi[-1] = max(hi[-1], y)
+            else:
+                lo.append(x)
+                hi.append(y)
+        self.lo, self.hi = lo, hi
+
+
+_COUNT_RECORDS: dict[tuple, _CountRecord] = {}
+
+
+def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> _CountRecord | None:
+    """The record of searches with this hardware, workload, options (but for where the windows start and end) and
+    deadline; a new one when none is kept (the least recently used dropped). None when COUNT_RECORDS is off."""
+    if not COUNT_RECORDS:
+        return None
+    key = (repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
+    record = _COUNT_RECORDS.pop(key, None)
+    if record is None:
+        record = _CountRecord()
+        while len(_COUNT_RECORDS) >= COUNT_RECORD_ENTRIES:
+            _COUNT_RECORDS.pop(next(iter(_COUNT_RECORDS)))
+    _COUNT_RECORDS[key] = record  # most recently used last
+    return record
+
+
+def clear_records() -> None:
+    """Forget every count record (`_CountRecord`): a measurement of one plan from cold filters
+    (benchmarks/replan_speed.py)."""
+    _COUNT_RECORDS.clear()
 
 
 _SHARED: dict[tuple[Workload, SearchOptions, float], tuple[dict[str, np.ndarray], PairIndex]] = {}
