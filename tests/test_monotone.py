@@ -616,7 +616,6 @@ def test_a_seeded_replan_gives_the_unseeded_and_the_enumerators_answer_for_every
     unseeded re-plans and the enumerator agree; some moves leave the plan's layout unusable as a seed."""
     seeded, not_seeded = _check_seeds(PROFILE_FIELDS + FAILURE_FIELDS, (0.5, 1 / 1.25, 1.25, 2.0), monkeypatch)
     assert seeded >= 10 and not_seeded >= 1, (seeded, not_seeded)
-    print("seeded", seeded, "not seeded", not_seeded)
 
 
 def test_a_seed_below_the_counts_best_changes_nothing():

@@ -746,6 +746,10 @@ def _status_name(status) -> str:
 WINDOW_TUPLES = 300_000
 """Windows of GPU count hold about this many degree tuples (whole GPU-count groups; memory stays bounded)."""
 
+BOUNDED_WINDOW_TUPLES = 30_000
+"""Windows past a proven bound's count (a re-plan, `solve_cpsat`) hold about this many tuples: 0.6x the CPU of
+WINDOW_TUPLES for the re-plans of `plan --sensitivity` whose count moves up (docs/benchmarks.md, fifth pass)."""
+
 INCUMBENT_BATCH = 8
 """Tuples in the first incumbent model (step 3a): the best-bound tuples of a GPU count; later batches grow."""
 
@@ -1064,8 +1068,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     spans = windows(index, lo, n_max, WINDOW_TUPLES)
     if options.min_gpus is not None and deadline_s is not None and lo == float(options.min_gpus) and lo <= n_max:
         # A proven bound is usually the answer of a re-plan (its move rarely changes the count): its count alone
-        # first, so that no tuple of a larger count is filtered before it is decided.
-        spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES), windows(index, lo + 1, n_max, WINDOW_TUPLES))
+        # first, so that no tuple of a larger count is filtered before it is decided; past it, smaller windows (a
+        # re-plan whose count moves up usually moves by a few counts: a large window filters many counts beyond
+        # its answer). Each count is still filtered whole and decided in order, so the answer is the same.
+        spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES),
+                                windows(index, lo + 1, n_max, BOUNDED_WINDOW_TUPLES))
     seed_s = deadline_s
     if seed_q is not None and options.min_gpus is not None and deadline_s is not None and options.gpus is None \
             and lo == float(options.min_gpus) and lo <= n_max:
