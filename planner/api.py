@@ -572,10 +572,11 @@ def solver_report(result: SearchResult) -> SolverReport:
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2,
                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
-               seed_q: int | None = None) -> SearchResult:
+               seed_q: int | None = None, base_hw: Hardware | None = None) -> SearchResult:
     """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput). `exclude`: a layout
     the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`). `seed_q`: a seed's integer step
-    on options.min_gpus (CP-SAT only: cpsat.solve_cpsat, `_seed_quanta`)."""
+    on options.min_gpus (CP-SAT only: cpsat.solve_cpsat, `_seed_quanta`); `base_hw`: see cpsat.solve_cpsat (a
+    SkipProof's `base`)."""
     if exclude is not None and solver != "cpsat":
         raise InvalidInput("a runner-up search (exclude) needs the CP-SAT solver")
     if solver == "exhaustive":
@@ -585,7 +586,7 @@ def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: f
     from planner.search.cpsat import solve_cpsat
 
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput,
-                       exclude=exclude, seed_q=seed_q if solver == "cpsat" else None)
+                       exclude=exclude, seed_q=seed_q if solver == "cpsat" else None, base_hw=base_hw)
 
 
 def _rank_order() -> tuple[str, ...]:
@@ -757,6 +758,16 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
     return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
 
 
+def request_hardware(request: PlanRequest) -> Hardware:
+    """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
+    `_plan` resolves it."""
+    overrides: Sequence[str] = request.overrides
+    if request.memory_headroom_GB is not None:
+        overrides = [*overrides, f"profile.memory.headroom_GB={request.memory_headroom_GB!r}"]
+    profile = default_profile(request.gpu, request.profile, request.workload, request.runs_on is not None)
+    return resolve(request.gpu, profile, parse_overrides(overrides))
+
+
 def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
     """The layout `replan(request, min_gpus)` chooses (None when infeasible), on the lean path of `replan_answer`
     (deadline mode, no fixed cluster, no power limit; `seed` as there): what a certificate reads
@@ -781,6 +792,10 @@ class SkipProof(NamedTuple):
 
     layout: Layout
     runner_up_q: int
+    base: Hardware | None = None
+    """The plan's own hardware (`request_hardware`), when the proof's moves also price no layout faster than it and
+    fit the same layouts: the re-plan's search then filters the counts the plan's searches filtered from their
+    survivors only (cpsat.solve_cpsat's `base_hw`)."""
 
 
 class _Answer(Exception):
@@ -842,13 +857,12 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     _Answer once the count and the days are known; deadline mode without a fixed cluster or a power limit);
     `exclude`: see `runner_up_quanta`; `proof`, `seed`: see `replan_answer`."""
     r = request
-    workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
+    workload, gpus, days, schedule = r.workload, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
     if r.memory_headroom_GB is not None:
         overrides = [*overrides, f"profile.memory.headroom_GB={r.memory_headroom_GB!r}"]
     sets = parse_overrides(overrides)
-    profile = default_profile(gpu, r.profile, workload, r.runs_on is not None)
-    hw = resolve(gpu, profile, sets)
+    hw = request_hardware(r)
     dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
     fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
     ignored = []
@@ -915,7 +929,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params),
-                            exclude=exclude, seed_q=seed_q)
+                            exclude=exclude, seed_q=seed_q, base_hw=proof.base if proof is not None else None)
     if result.layout is None and below_gpus is not None:
         raise _NoneBelow(result.status)
     rack_notes: list[str] = []

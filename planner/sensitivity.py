@@ -448,7 +448,7 @@ def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, An
         return None
     base = request.model_copy(update={"workers": 1, "why_smaller": False})
     runner_up = api.runner_up_quanta(base, layout)
-    return None if runner_up is None else api.SkipProof(layout, runner_up)
+    return None if runner_up is None else api.SkipProof(layout, runner_up, api.request_hardware(base))
 
 
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,

@@ -85,3 +85,64 @@ def test_a_full_record_keeps_and_covers_nothing_more(monkeypatch):
     assert len(t) == 0
     with pytest.raises(ValueError):
         rec.counts[2][1]["step_lb"][0] = 1.0  # kept arrays are read-only: a search that wrote into them fails
+
+
+def test_a_slowing_step_move_filtered_from_the_plans_survivors_gives_the_same_answer(monkeypatch):
+    """A re-plan whose step input moves the slowing way, given the plan's hardware as its base (SkipProof.base):
+    the counts the plan's search filtered are filtered from the plan's survivors only, and the answer is the
+    re-plan's without the base, the re-plan's searched from the compute bound, and the enumerator's."""
+    _check_narrowing(("profile.gemm.sustained_factor", "levels.*.bw_bidir_GBps"), (2.0,), monkeypatch)
+
+
+@pytest.mark.slow
+def test_every_slowing_step_move_filtered_from_the_plans_survivors_gives_the_same_answer(monkeypatch):
+    """The same for every step-family input, moved the slowing way by 1.05x, 1.25x and 2x."""
+    from test_monotone import STEP_FIELDS
+
+    _check_narrowing(STEP_FIELDS, (1.05, 1.25, 2.0), monkeypatch)
+
+
+def _check_narrowing(fields, factors, monkeypatch):
+    from test_monotone import _current, _slower
+
+    from planner import sensitivity as sens
+    from planner.cost.step import evaluate
+    from planner.goodput import get_failure_model, goodput_fraction
+    from planner.overrides import parse_overrides
+    from planner.parallel.space import SearchOptions
+    from planner.search.exhaustive import solve_exhaustive
+
+    cpsat.clear_records()
+    plan = api.plan(**KW)
+    req = PlanRequest(**KW)
+    n0, layout = plan.gpus, layout_of(plan)
+    assert n0 is not None
+    base = api.request_hardware(req)
+    narrowed = []
+    real = cpsat._filter
+
+    def spy(hw, wl, t, *a):
+        narrowed.append(not t["dp"].flags.writeable)  # a base record's tuples are read-only
+        return real(hw, wl, t, *a)
+
+    monkeypatch.setattr(cpsat, "_filter", spy)
+    for field in fields:
+        name, value = _current(field, "h100", "realistic")
+        for factor in factors:
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            moved = req.model_copy(update={"overrides": [text]})
+            with_base = api.replan_answer(moved, n0, api.SkipProof(layout, 1, base))  # runner-up 1: never skips
+            assert with_base == api.replan_answer(moved, n0, api.SkipProof(layout, 1)), text
+            assert with_base == api.replan_answer(moved, None), text
+            sets = parse_overrides([text])
+            hw = api.resolve("h100", "realistic", sets)
+            g = goodput_fraction(get_failure_model("default"), WL.params)
+            truth = solve_exhaustive(hw, WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
+                                                           max_gpus=8 * n0), 10.0 * 86400, goodput=g)
+            assert truth.layout is not None
+            ev = evaluate(hw, WL, truth.layout, dp_overlap=plan.dp_overlap)
+            assert with_base[0] == ev.gpus, text
+            assert with_base[1] is not None and abs(with_base[1] / (ev.training_days / float(g(float(ev.gpus)))) - 1) \
+                < 1e-8, text
+    assert any(narrowed) and not all(narrowed)
+    cpsat.clear_records()

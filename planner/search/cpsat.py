@@ -946,7 +946,7 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                 time_limit_s: float | None = 60.0, workers: int = 2,
                 goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
-                seed_q: int | None = None) -> SearchResult:
+                seed_q: int | None = None, base_hw: Hardware | None = None) -> SearchResult:
     """Fewest GPUs (deadline mode) or least step time (`options.gpus`), decided by CP-SAT count by count.
 
     `goodput` g(N) (planner.goodput) scales the deadline of every count N: compute time <= deadline x g(N). The
@@ -958,7 +958,13 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     layout, planner.api.replan_answer). Count N is then decided first with its cap lowered to `seed_q` (the windows'
     deadline filters too): CP-SAT's least step there is at most the seed's, so no tuple whose bound lies above it can
     be chosen. Should the lowered count find no layout (a seed that no layout of the search matches), N is decided
-    again with its own cap: the answer is always the search's own."""
+    again with its own cap: the answer is always the search's own.
+
+    `base_hw` (deadline mode): a hardware under which, the caller has proven, no layout is slower than under `hw`
+    and the same layouts fit (the plan's, for a re-plan that moves a step input the slowing way: planner.monotone,
+    tests/test_monotone.py). A count that the base's searches filtered whole (its count record, `_CountRecord`) is
+    filtered here from the base's survivors only: a tuple whose bound missed the deadline under the base has a
+    step above it under `hw` too, so it cannot be chosen."""
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
@@ -1036,7 +1042,17 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
-    record = _count_record(hw, wl, options, deadline_s) if deadline_s is not None and options.gpus is None else None
+    recording = COUNT_RECORDS and deadline_s is not None and options.gpus is None
+    base = None
+    if recording and base_hw is not None:
+        assert deadline_s is not None
+        base_key = _record_key(base_hw, wl, options, deadline_s)
+        base = _COUNT_RECORDS.pop(base_key, None)
+        if base is not None:
+            _COUNT_RECORDS[base_key] = base  # most recently used last: the re-plans that read it keep it
+    record = _count_record(hw, wl, options, deadline_s) if recording and deadline_s is not None else None
+    if base is record:
+        base = None
     n_mp = np.asarray(mp_size(index.mp), dtype=np.float64) if record is not None else None
 
     def decided(found: tuple) -> SearchResult:
@@ -1098,6 +1114,20 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
                 recorded = {n: record.counts[n] for n in np.unique(pair_n[known]).astype(np.int64).tolist()
                             if n in record.counts}
                 ii, jj = ii[~known], jj[~known]
+                pair_n = pair_n[~known]
+            if base is not None and len(ii):
+                # Counts the base hardware's searches filtered whole: under this hardware no tuple is faster and
+                # the same tuples fit, so only the base's survivors can meet the deadline; they are filtered again
+                # here (priced under this hardware), the other pairs of those counts never.
+                from_base = base.covered(pair_n)
+                for n in np.unique(pair_n[from_base]).astype(np.int64).tolist():
+                    if n in base.counts:
+                        t_b, _ = base.counts[n]
+                        t_n, q_n = _filter(hw, wl, t_b, deadline_s, shapes, least, options.dp_overlap)
+                        if len(t_n):
+                            recorded[n] = (t_n, q_n)
+                            record.keep(n, t_n, q_n)
+                ii, jj = ii[~from_base], jj[~from_base]
         if window_deadline is not None and len(ii):
             ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, window_deadline, options.dp_overlap)
         if window_deadline is not None and len(ii) == 0 and not recorded:
@@ -1169,9 +1199,11 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
 COUNT_RECORDS = True
 """Searches in one process keep what their windows' filters left of each GPU count (`_CountRecord`), for later
 searches with the same hardware, workload, options and deadline; False only to measure what that saves."""
-COUNT_RECORD_ENTRIES = 4
-COUNT_RECORD_TUPLES = 200_000
-"""Most tuples one record keeps; past it, later counts are filtered again by every search (memory stays bounded)."""
+COUNT_RECORD_ENTRIES = 8
+"""Records kept (the least recently used dropped): the plan's, and those of the re-plans' moved hardware."""
+COUNT_RECORD_TUPLES = 100_000
+"""Most tuples one record keeps; past it, later counts are filtered again by every search (memory stays bounded:
+about 20 columns of 8 bytes a tuple, 16 MB a record at most)."""
 
 
 @dataclass
@@ -1234,7 +1266,7 @@ def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s
     deadline; a new one when none is kept (the least recently used dropped). None when COUNT_RECORDS is off."""
     if not COUNT_RECORDS:
         return None
-    key = (repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
+    key = _record_key(hw, wl, options, deadline_s)
     record = _COUNT_RECORDS.pop(key, None)
     if record is None:
         record = _CountRecord()
@@ -1242,6 +1274,10 @@ def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s
             _COUNT_RECORDS.pop(next(iter(_COUNT_RECORDS)))
     _COUNT_RECORDS[key] = record  # most recently used last
     return record
+
+
+def _record_key(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> tuple:
+    return (repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
 
 
 def clear_records() -> None:
