@@ -337,7 +337,8 @@ def _plan_layout(plan: Plan) -> Layout | None:
     return layout if layout.gpus == plan.gpus else None
 
 
-def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
+def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str], least: int | None = None
+             ) -> tuple[int | None, bool]:
     """A lower bound on the GPU count of every re-plan that moves one of `texts` (speeding moves of one `family`),
     and whether each such re-plan's answer is the plan's own layout re-priced.
 
@@ -353,13 +354,15 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
       plan's and the corner's, so when the corner's own choice on N GPUs (a search from N) is the plan's layout, that
       layout is every re-plan's choice too: re-priced;
     - otherwise each re-plan searches from the bound.
+    `least`: a proven lower bound on the corner's count (a previous corner's count, when `texts` are some of its
+    moves: this corner is that one with the other moves moved back the slowing way), where its search starts.
     (None, False) when the corner did not settle or is infeasible."""
     from planner import api
 
     assert plan.gpus is not None
     corner = request.model_copy(update={"overrides": (*request.overrides, *texts), "workers": 1, "why_smaller": False})
     try:
-        bound = api.fewest_below(corner, plan.gpus)
+        bound = api.fewest_below(corner, plan.gpus, least)
     except (Infeasible, InvalidInput):
         return None, False
     if bound != plan.gpus:
@@ -496,8 +499,9 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
         # Fastest first, by the plan's own layout re-priced under each move (a guess that only orders the tries: a
         # corner that fails drops its fastest move and tries again; every bound is proven by the corner's search).
         group = sorted(members, key=lambda m: _layout_days(plan, request, m["request"].overrides))
+        least = None
         for _ in range(CERTIFY_TRIES):
-            bound, reprice = _certify(plan, request, family, [m["text"] for m in group])
+            bound, reprice = _certify(plan, request, family, [m["text"] for m in group], least)
             certified += 1
             if bound is None:
                 break
@@ -509,7 +513,8 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
                     repriced += 1
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
-            group = group[1:]
+            group = group[1:]  # fewer speeding moves: the next corner needs at least this one's count
+            least = bound
     first, chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
     seed = _seed(plan)

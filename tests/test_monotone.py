@@ -309,6 +309,14 @@ def test_a_family_certificate_bounds_every_move_of_the_family(family):
     assert c_enum.status == c_cp.status and c_enum.status in ("optimal", "infeasible")
     bound = n0 if c_enum.layout is None else c_enum.layout.gpus
     assert (n0 if c_cp.layout is None else c_cp.layout.gpus) == bound <= n0
+    # A corner of fewer moves (the next try of sensitivity._certify) searched from this corner's count: the
+    # enumerator's answer over every count below n0.
+    hw_s, g_s = _instance(fast[1:])
+    s_enum = solve_exhaustive(hw_s, TOY_LONG, below, deadline_s, goodput=g_s)
+    s_cp = solve_cpsat(hw_s, TOY_LONG, dataclasses.replace(below, min_gpus=bound), deadline_s, workers=1, goodput=g_s)
+    assert s_enum.status == s_cp.status and s_enum.status in ("optimal", "infeasible")
+    s_count = n0 if s_enum.layout is None else s_enum.layout.gpus
+    assert s_count >= bound and (n0 if s_cp.layout is None else s_cp.layout.gpus) == s_count
     changed = 0
     for speeding in (True, False):
         for text in _family_moves(family, speeding):
@@ -347,6 +355,12 @@ def test_fewest_below_proves_the_plans_count_or_finds_the_moved_one():
     assert moved.gpus is not None and moved.gpus < 30720
     assert api.fewest_below(fast, 30720) == moved.gpus
     assert api.fewest_below(fast, moved.gpus) == moved.gpus
+    # A corner of two speeding moves needs no more GPUs; the GEMM move alone, searched from that corner's count (the
+    # next certificate try, sensitivity._certify's `least`), finds its own count again.
+    corner = PlanRequest(**big, overrides=["profile.gemm.sustained_factor=0.96", "gpu.l2_GBps=7729"])
+    least = api.fewest_below(corner, 30720)
+    assert least is not None and least <= moved.gpus
+    assert api.fewest_below(fast, 30720, least) == moved.gpus
 
 
 STEP_FIELDS = [f for f in PROFILE_FIELDS if sens._family(f) == "step"]
