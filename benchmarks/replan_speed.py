@@ -56,7 +56,8 @@ def main() -> None:
     searched, bounded = stats["searched"], stats["bounded"]
     print(f"plan: {one:.3f} s wall, {one_cpu:.3f} s CPU (median of {len(times)}); --sensitivity "
           f"({2 * len(sens.rows)} moved inputs, {len(sens.rows)} rows; {2 * len(sens.rows) - searched} re-priced, "
-          f"{searched} searched, {bounded} of them from a proven count, {stats['skip_proofs']} with a skip proof, "
+          f"{searched} searched, {bounded} of them from a proven count, {stats['skip_proofs']} with a skip proof "
+          f"({stats['corner_proofs']} of them speeding moves', from a corner's runner-up), "
           f"{stats['chained']} bounded by another failure move's answer, "
           f"{stats['seeded']} seeded with the plan's layout; "
           f"{stats['certificates']} family certificates, which re-priced {stats['certified_repriced']}): "

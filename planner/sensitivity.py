@@ -454,6 +454,68 @@ def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, An
     return None if runner_up is None else api.SkipProof(layout, runner_up, api.request_hardware(base))
 
 
+CORNER_PROOF_TRIES = 3
+"""Runner-up searches tried for the speeding step moves (`_speeding_skip_proofs`); each drops the fastest move."""
+
+
+def _speeding_skip_proofs(plan: Plan, request: PlanRequest, members: list[dict[str, Any]],
+                          runner_up: int | None = None) -> int:
+    """Skip proofs for step moves in their speeding direction bounded at the plan's count N by their family's
+    certificate (`_certify`): sets p["proof"] on each member it covers; returns how many.
+
+    The plan's runner-up bounds nothing for a move that may speed every layout, but the runner-up R_C of a *corner*
+    C of such moves does, on N (`api.runner_up_quanta` under C: CP-SAT's least integer step over every layout of N
+    GPUs but the plan's layout L): each member m is C with the other members moved back the slowing way, which
+    lowers no part of any layout's integer step and changes neither which layouts fit nor the goodput
+    (planner.monotone; tests/test_monotone.py), so every layout but L has an integer step of at least R_C under m,
+    and no smaller cluster meets the deadline (the certificate). So api.SkipProof(L, R_C) holds for m, and its
+    re-plan is L re-priced when L's integer step under m is below R_C and within N's cap (api._skip_search checks
+    both). Members are tried least speeding first (by L's integer step under each, cpsat.layout_quanta): first
+    those whose step stays above S_L^2 / R (a corner that speeds L by no more than the plan's own margin), then,
+    while some member of the try is not covered, without its fastest member (at most CORNER_PROOF_TRIES runner-up
+    searches). `runner_up`: the plan's own runner-up step when known (the slowing moves' proof). How this stays
+    within "CP-SAT decides": docs/model.md §10."""
+    from planner import api
+    from planner.search.cpsat import layout_quanta
+
+    layout = _plan_layout(plan)
+    base = request.model_copy(update={"workers": 1, "why_smaller": False})
+    if len(members) < SKIP_MIN_MOVES or layout is None or request.solver != "cpsat" or request.runs_on is not None:
+        return 0
+    if request.gpus is not None or request.deadline_days is None:
+        return 0
+    wl = _priced(plan, request, request.overrides)
+    if runner_up is None:
+        runner_up = api.runner_up_quanta(base, layout)  # the plan's own, unless the slowing moves' proof has it
+    if wl is None or runner_up is None:
+        return 0
+    s0 = layout_quanta(api.request_hardware(base), wl[1], layout, plan.dp_overlap)
+    steps = {id(m): layout_quanta(api.request_hardware(m["request"]), wl[1], layout, plan.dp_overlap)
+             for m in members}
+    group = sorted(members, key=lambda m: -steps[id(m)])
+    group = [m for m in group if steps[id(m)] * runner_up >= s0 * s0] or group[:SKIP_MIN_MOVES]
+    covered = 0
+    for _ in range(CORNER_PROOF_TRIES):
+        if len(group) < SKIP_MIN_MOVES:
+            break
+        corner = base.model_copy(update={"overrides": (*base.overrides, *(m["text"] for m in group))})
+        r_c = api.runner_up_quanta(corner, layout)
+        if r_c is None:
+            break
+        proof = api.SkipProof(layout, r_c)
+        left = []
+        for m in group:
+            if steps[id(m)] < r_c:
+                m["proof"] = proof
+                covered += 1
+            else:
+                left.append(m)
+        if not left:
+            break
+        group = [m for m in left if m is not group[-1]]  # drop the fastest member; the covered ones are done
+    return covered
+
+
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
                 ray: str | None = None) -> Sensitivity:
     """Re-plan `plan` (the answer to `request`) with each input of `candidates` moved down and up: each re-plan is
@@ -517,15 +579,20 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             least = bound
     first, chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
+    for p in pending:
+        p["proof"] = proof if p["slows"] else None
+    corner_proofs = _speeding_skip_proofs(plan, request, [
+        p for p in pending if results[p["slot"]] is None and p["speeds"] and p["bound"] == plan.gpus
+        and _family(p["field"]) == "step"], proof.runner_up_q if proof is not None else None)
     seed = _seed(plan)
-    tasks: list[Task] = [(p["request"], p["bound"], proof if p["slows"] else None,
+    tasks: list[Task] = [(p["request"], p["bound"], p["proof"],
                           seed if seed is not None and p["bound"] == plan.gpus else None)
                          for p in pending if results[p["slot"]] is None]
     if stats is not None:
         stats.update(moved=len(results), searched=len(tasks) + first,
                      bounded=sum(t[1] is not None for t in tasks) + first,
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
-                         t[2] is not None for t in tasks), chained=chained,
+                         t[2] is not None for t in tasks), chained=chained, corner_proofs=corner_proofs,
                      seeded=sum(t[3] is not None for t in tasks))
     _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)

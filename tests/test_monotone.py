@@ -648,3 +648,64 @@ def test_a_seed_below_the_counts_best_changes_nothing():
     for seed_q in (s0 - 1, s0 // 2, s0):
         res = solve_cpsat(hw, SKIP_WL, opts, 10.0 * 86400, workers=1, goodput=g, seed_q=seed_q)
         assert (res.status, res.layout, res.step_q) == (base.status, base.layout, base.step_q), seed_q
+
+
+def _check_corner_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Step inputs moved the speeding way by each factor (below 1): the certificate (the corner of all of them,
+    searched below the plan's count) proves the plan's count; sensitivity._speeding_skip_proofs then covers some
+    moves with a corner's runner-up, and each re-plan with its proof gives what the re-plan searched from the
+    compute bound and the exhaustive enumerator give. Returns (skipped, searched)."""
+    from planner.cost.step import evaluate
+
+    plan, req, _proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = []
+    real = api._skip_search
+
+    def spy(*a):
+        out = real(*a)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(api, "_skip_search", spy)
+    for factor in factors:
+        members = []
+        for field in fields:
+            name, value = _current(field, "h100", "realistic")
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            members.append({"request": req.model_copy(update={"overrides": [text], "workers": 1}), "text": text,
+                            "proof": None})
+        corner = req.model_copy(update={"overrides": [m["text"] for m in members], "workers": 1})
+        assert api.fewest_below(corner, n0) == n0  # the family certificate: the premise of the corner proofs
+        covered = sens._speeding_skip_proofs(plan, req, members)
+        assert covered == sum(m["proof"] is not None for m in members)
+        for m in members:
+            text = m["text"]
+            got = api.replan_answer(m["request"], n0, m["proof"])
+            assert got == api.replan_answer(m["request"], None), text
+            hw, g = api.resolve("h100", "realistic", parse_overrides([text])), goodput_fraction(
+                get_failure_model("default"), SKIP_WL.params)
+            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, max_gpus=8 * n0),
+                                     10.0 * 86400, goodput=g)
+            assert truth.status == "optimal" and truth.layout is not None, text
+            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+            assert got[0] == ev.gpus and got[1] is not None, text
+            assert math.isclose(got[1], ev.training_days / float(g(float(ev.gpus))), rel_tol=1e-8), text
+    return sum(used), len(used) - sum(used)
+
+
+def test_a_corner_skip_proof_gives_the_searched_and_the_enumerators_answer(monkeypatch):
+    """Four step inputs moved the speeding way by 1.05x: the corner proofs skip some searches, and every answer is
+    the search's from the compute bound and the enumerator's."""
+    skipped, _ = _check_corner_proofs(["profile.network.latency_us", "profile.overlap.pp",
+                                       "profile.elementwise.layer_overhead_us", "profile.elementwise.hbm_fraction"],
+                                      (1 / 1.05,), monkeypatch)
+    assert skipped >= 2
+
+
+@pytest.mark.slow
+def test_a_corner_skip_proof_gives_the_searched_and_the_enumerators_answer_for_every_step_input(monkeypatch):
+    """Every step-family input moved the speeding way by 1.01x, 1.05x and 1.25x: every answer the same."""
+    skipped, searched = _check_corner_proofs(STEP_FIELDS, (1 / 1.01, 1 / 1.05, 1 / 1.25), monkeypatch)
+    assert skipped >= 20, (skipped, searched)
