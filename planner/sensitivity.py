@@ -17,9 +17,11 @@ step time) the plan's layout re-priced is the answer when the certificate shows 
 
 A slowing move of a rate, latency or overlap may skip its search altogether (`_skip_proof`): when the plan's layout,
 priced under the move, still meets the deadline on the plan's count and is strictly faster than the plan's runner-up
-there, it is the re-plan's answer. Failure moves that push the plan past its deadline are re-planned in turn, the
-first one's count bounding the others (`_failure_chain`). Every re-plan that is searched returns only its GPUs and
-days (api.replan_answer).
+there, it is the re-plan's answer; a speeding step move certified at the plan's count may skip too, against the
+runner-up of a corner of such moves (`_speeding_skip_proofs`). Failure moves that push the plan past its deadline are
+re-planned in turn, the first one's count bounding the others (`_failure_chain`). Every re-plan that is searched
+returns only its GPUs and days (api.replan_answer); one bounded at the plan's count is seeded with the plan's layout
+(`_seed`).
 """
 
 from __future__ import annotations
