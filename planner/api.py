@@ -621,7 +621,7 @@ def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
     None otherwise. A seed only lowers that count's cap (cpsat.solve_cpsat's `seed_q`); a skip proof also needs it
     below a runner-up (`_skip_search`)."""
     from planner.cost.memory import usable_bytes
-    from planner.search.cpsat import deadline_quanta, layout_quanta
+    from planner.search.cpsat import deadline_quanta
     from planner.search.presolve import tuple_memory
 
     if solver != "cpsat" or options.min_gpus != lay.gpus or options.gpus is not None or options.rank_order:
@@ -638,18 +638,28 @@ def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
         return None
     g = goodput_fraction(fm, wl.params)(float(lay.gpus)) if fm is not None else 1.0
     cap = deadline_quanta(deadline_s, float(g), wl.steps)
-    last = _LAST_QUANTA[0] if _LAST_QUANTA else None
-    if last is not None and last[0] is hw and last[1] is wl and last[2] == lay and last[3] == options.dp_overlap:
-        s_q = last[4]  # the same objects a moment ago: a skip that failed, now a seed
-    else:
-        s_q = layout_quanta(hw, wl, lay, options.dp_overlap)
-        _LAST_QUANTA[:] = [(hw, wl, lay, options.dp_overlap, s_q)]
+    s_q = layout_quanta_shared(hw, wl, lay, options.dp_overlap)
     return None if cap is not None and s_q > cap else s_q
 
 
-_LAST_QUANTA: list[tuple[Hardware, Workload, Layout, bool, int]] = []
-"""`_seed_quanta`'s last layout_quanta (holding its objects, compared by identity): one re-plan prices its layout
-once for the skip proof and the seed."""
+_QUANTA: dict[tuple[str, Workload, str, bool], int] = {}
+QUANTA_ENTRIES = 64
+
+
+def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bool) -> int:
+    """cpsat.layout_quanta, kept per process by everything it reads (the hardware and the layout by their repr, the
+    workload, the overlap switch; the 64 most recent): the sensitivity's corner proofs price the plan's layout under
+    each move, and that move's re-plan prices it again for its skip proof or seed."""
+    from planner.search.cpsat import layout_quanta
+
+    key = (repr(hw), wl, repr(lay), dp_overlap)
+    s_q = _QUANTA.pop(key, None)
+    if s_q is None:
+        s_q = layout_quanta(hw, wl, lay, dp_overlap)
+        while len(_QUANTA) >= QUANTA_ENTRIES:
+            _QUANTA.pop(next(iter(_QUANTA)))
+    _QUANTA[key] = s_q  # most recently used last
+    return s_q
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,

@@ -472,13 +472,12 @@ def _speeding_skip_proofs(plan: Plan, request: PlanRequest, members: list[dict[s
     (planner.monotone; tests/test_monotone.py), so every layout but L has an integer step of at least R_C under m,
     and no smaller cluster meets the deadline (the certificate). So api.SkipProof(L, R_C) holds for m, and its
     re-plan is L re-priced when L's integer step under m is below R_C and within N's cap (api._skip_search checks
-    both). Members are tried least speeding first (by L's integer step under each, cpsat.layout_quanta): first
+    both). Members are tried least speeding first (by L's integer step under each, api.layout_quanta_shared): first
     those whose step stays above S_L^2 / R (a corner that speeds L by no more than the plan's own margin), then,
     while some member of the try is not covered, without its fastest member (at most CORNER_PROOF_TRIES runner-up
     searches). `runner_up`: the plan's own runner-up step when known (the slowing moves' proof). How this stays
     within "CP-SAT decides": docs/model.md §10."""
     from planner import api
-    from planner.search.cpsat import layout_quanta
 
     layout = _plan_layout(plan)
     base = request.model_copy(update={"workers": 1, "why_smaller": False})
@@ -491,8 +490,8 @@ def _speeding_skip_proofs(plan: Plan, request: PlanRequest, members: list[dict[s
         runner_up = api.runner_up_quanta(base, layout)  # the plan's own, unless the slowing moves' proof has it
     if wl is None or runner_up is None:
         return 0
-    s0 = layout_quanta(api.request_hardware(base), wl[1], layout, plan.dp_overlap)
-    steps = {id(m): layout_quanta(api.request_hardware(m["request"]), wl[1], layout, plan.dp_overlap)
+    s0 = api.layout_quanta_shared(api.request_hardware(base), wl[1], layout, plan.dp_overlap)
+    steps = {id(m): api.layout_quanta_shared(api.request_hardware(m["request"]), wl[1], layout, plan.dp_overlap)
              for m in members}
     group = sorted(members, key=lambda m: -steps[id(m)])
     group = [m for m in group if steps[id(m)] * runner_up >= s0 * s0] or group[:SKIP_MIN_MOVES]
