@@ -276,6 +276,8 @@ def _price(run: PublishedRun, wl: Workload, hw: Hardware, chosen: ExecutionProfi
     if run.ep_comm_overlap:
         prof = prof.model_copy(update={"overlap_ep": prof.overlap_ep_comm,
                                        "overlap_ep_stages": prof.overlap_ep_comm_stages})
+    if run.cuda_graph_impl == "none":  # every kernel launched eagerly: the host-bound floor on the MoE layers
+        prof = prof.model_copy(update={"host_moe_layer_s": prof.host_eager_moe_layer_s})
     if run.compiled:
         prof = prof.model_copy(update={"compiled": True})
     if run.mla_recompute_up_proj:
