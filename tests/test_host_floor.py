@@ -30,7 +30,9 @@ def test_host_floor_by_hand():
     # GPU: no traffic; the paper profile: no optimizer term).
     hw = with_profile(H100, PAPER.model_copy(update={"host_moe_layer_s": 1.0}))
     wl = tiny_moe()
-    assert evaluate(hw, wl, _layout(1, 2)).step.step_s == pytest.approx(8.0, rel=1e-9)
+    ev = evaluate(hw, wl, _layout(1, 2))
+    assert ev.step.step_s == pytest.approx(8.0, rel=1e-9)
+    assert ev.bottleneck.startswith("host-bound floor")
     # Two stages of 2 layers, 4 microbatches: 4 x 2 x 1 = 8 s of host time on each stage, stretched by the 1F1B
     # bubble f_b = (2 - 1) / (2 - 1 + 4) = 1/5: 8 / (1 - 1/5) = 10 s, plus the point-to-point latencies the
     # other branches carry too (microseconds).
