@@ -479,8 +479,10 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return False
     if key == "overlap.cp" and wl is not None and wl.transformer is None:
         return False  # context parallelism splits sequences: transformers only
-    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap"):
-        return False  # read only by validation, for a published run that enabled TP / EP communication overlap
+    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap", "moe.eager_host_layer_us"):
+        # read only by validation, for a published run that enabled TP / EP communication overlap or captured no
+        # CUDA graph
+        return False
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
