@@ -813,12 +813,12 @@ class SkipProof(NamedTuple):
 class _Answer(Exception):
     """A lean plan's answer (`replan_answer`): the GPUs and wall-clock days, None for both when infeasible; `step_q`
     the search's proven integer step (a runner-up search's, `runner_up_quanta`); `layout` the search's layout
-    (`replan_layout`)."""
+    (`replan_layout`); `status` the search's status (`fewest_below` reads 'optimal' only)."""
 
     def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None,
-                 layout: Layout | None = None):
+                 layout: Layout | None = None, status: str | None = None):
         super().__init__(gpus, days)
-        self.gpus, self.days, self.step_q, self.layout = gpus, days, step_q, layout
+        self.gpus, self.days, self.step_q, self.layout, self.status = gpus, days, step_q, layout, status
 
 
 def runner_up_quanta(request: PlanRequest, layout: Layout) -> int | None:
@@ -854,9 +854,12 @@ def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -
     if request.gpus is not None or request.deadline_days is None:
         raise InvalidInput("fewest_below needs a deadline and no --gpus")
     try:
-        p = _plan(request, explain_limits=False, min_gpus=min_gpus, below_gpus=gpus)
+        # Without a power limit, the lean path: the count and the search's status, without the plan document.
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, below_gpus=gpus, lean=request.power_mw is None)
     except _NoneBelow as stop:
         return gpus if stop.args[0] == "infeasible" else None
+    except _Answer as found:
+        return found.gpus if found.status == "optimal" else None
     return p.gpus if p.status == "optimal" else None
 
 
@@ -954,7 +957,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
             raise _Answer(None, None)
         ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
         good = None if fm is None else goodput_at(fm, ev.gpus, workload.params).goodput
-        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q, result.layout)
+        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q, result.layout, result.status)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 
