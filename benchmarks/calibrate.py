@@ -53,6 +53,9 @@ GRID: dict[str, list[Any]] = {
     "megatron-bridge.overlap_ep": [0.0, 0.25, 0.5, 0.75, 1.0],
     # Runs whose recipe turns on Megatron's overlap_moe_expert_parallel_comm (records' ep_comm_overlap).
     "overlap_ep_comm": [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0],
+    # Host-bound floor of eagerly launched MoE layers (records' cuda_graph_impl = 'none'): CPU seconds to issue one
+    # MoE layer's forward and backward kernels for one microbatch (docs/model.md §1c); 0 prices no floor.
+    "host_eager_moe_layer_s": [x * 1e-3 for x in (0, 2, 4, 6, 8, 9, 10, 10.5, 11, 12, 14)],
 }
 
 

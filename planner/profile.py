@@ -73,6 +73,8 @@ FIELDS: dict[str, str] = {
     "overlap.ep_comm_overlap": "overlap_ep_comm",
     "overlap.ep_stages": "overlap_ep_stages",
     "overlap.ep_comm_stages": "overlap_ep_comm_stages",
+    "moe.host_layer_us": "host_moe_layer_s",
+    "moe.eager_host_layer_us": "host_eager_moe_layer_s",
     "overlap.zero": "overlap_zero",
     "moe.imbalance": "moe_imbalance",
     "moe.dispatch_dedup": "moe_dispatch_dedup",

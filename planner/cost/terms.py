@@ -570,6 +570,11 @@ def has_ep_stages(wl: Workload) -> bool:
     return wl.transformer is not None and wl.model_ops is not None and bool(wl.model_ops.layer.alltoalls)
 
 
+def has_host_floor(wl: Workload, profile: ExecutionProfile) -> bool:
+    """The profile prices a host-bound floor on this workload's MoE layers (docs/model.md §1c)."""
+    return wl.transformer is not None and wl.experts > 1 and profile.host_moe_layer_s > 0
+
+
 def shape_keys(wl: Workload) -> tuple[str, ...]:
     """The keys `shape_times` returns for this workload."""
     if wl.transformer is None:
@@ -758,6 +763,10 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
             for k, v in zip(EP_STAGE_TOTALS, stages, strict=True):
                 transformer[k] = v
             transformer["ep_rest_s"] = np.maximum(matmul_s - sum(stages, np.zeros_like(matmul_s)), 0.0)
+        if has_host_floor(wl, hw.profile):
+            # Host-bound floor: the CPU issues every MoE layer's kernels of every microbatch on the busiest device
+            # (every layer priced as an MoE layer, as above); the stage takes at least that long.
+            transformer["host_s"] = m * device_layers(wl, cols) * hw.profile.host_moe_layer_s
     unpaired = ep_unpaired_share(cols)
     return {
         **transformer,
@@ -1274,6 +1283,10 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER, 
                 parts += ((("stretch", EP_STAGE_TOTALS[k]), ("ep_unpaired_share", "a2a_bw")) if mask >> k & 1 else
                           (("ep_unpaired_stretch", EP_STAGE_TOTALS[k]), ("ep_stage_share", "a2a_bw")))
             out.append(Branch(f"ep_stages_{mask}", dp + waits + (("stretch", "ep_rest_s"),) + parts + exposed))
+    if has_host_floor(wl, profile):
+        # Host-bound floor: max(GPU time, host time) per stage, the host's time stretched by the bubble like the
+        # GEMMs' (the launches of one microbatch's layers cannot start before the previous ones are issued).
+        out.append(Branch("host", dp + waits + (("stretch", "host_s"),)))
     if dp_overlap:
         out.append(Branch("dp", fixed + dp_lat + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))

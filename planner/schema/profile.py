@@ -200,6 +200,13 @@ class ExecutionProfile(BaseModel):
                                     "applies to the hidden share (overlap_ep); the rest stays exposed.")
     overlap_ep_comm_stages: bool = Field(False, description="overlap_ep_stages for runs with the framework's "
                                          "expert-parallel overlap on (validation records' ep_comm_overlap).")
+    host_moe_layer_s: float = Field(0.0, ge=0, description="Host-bound floor: CPU time to issue one MoE layer's "
+                                    "kernels for one microbatch, forward and backward, when they are launched "
+                                    "eagerly (no CUDA graph). A pipeline stage then takes at least its MoE layers x "
+                                    "microbatches x this (planner.cost.terms 'host' branch); 0: no floor.")
+    host_eager_moe_layer_s: float = Field(0.0, ge=0, description="host_moe_layer_s for runs that capture no CUDA "
+                                          "graph (validation records' cuda_graph_impl = 'none'); records with "
+                                          "graphs or without the field keep host_moe_layer_s.")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
