@@ -63,6 +63,7 @@ FIELDS: dict[str, str] = {
     "overlap.pp": "overlap_pp",
     "overlap.tp_comm_overlap": "overlap_tp_comm",
     "overlap.cp": "overlap_cp",
+    "network.tp_gather_low_precision": "tp_gather_low_precision",
     "context.kv_expanded": "cp_kv_expanded",
     "context.grad_bytes": "cp_grad_bytes",
     "context.grad_returns": "cp_grad_returns",

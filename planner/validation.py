@@ -518,9 +518,10 @@ def write_report(rows: list[ValidationRow], doc_path: Path, png_path: Path, prof
         "(its attention sinks run in Transformer Engine's fused cuDNN attention in these containers, so an unfused "
         "backend is ruled out; head dimension 64, biased and clamped SwiGLU experts are priced as plain kernels); "
         "the recipes' expert-parallel overlap (records' ep_comm_overlap) is priced as Megatron schedules it, each "
-        "quarter of the all-to-all under one sub-module of another microbatch (docs/model.md §1c), which puts the "
-        "force-balanced Qwen3 and DeepSeek-V3 runs inside one NVL72 rack or node at 0.92-1.08x (Qwen3-30B-A3B on "
-        "B200 aside, 1.33x) and still over-predicts the ones whose all-to-all crosses InfiniBand (" + _ratios(priced, (
+        "quarter of the all-to-all under one sub-module of another microbatch (docs/model.md §1c), which, with "
+        "MXFP8's grouped expert GEMMs at their measured rate, puts the force-balanced Qwen3 and DeepSeek-V3 runs "
+        "inside one NVL72 rack or node at 0.85-1.06x (Qwen3-30B-A3B on B200 aside, 1.23x); the ones whose "
+        "all-to-all crosses InfiniBand: (" + _ratios(priced, (
             ("DeepSeek-V3 EP 32 on B200", "mbridge260401-deepseek-v3-256gpu-mxfp8-b200"),
             ("Qwen3-235B EP 32 on H100", "mbridge260401-qwen3-235b-a22b-256gpu-fp8"))) + "); the records now carry the "
         "recipes' CUDA-graph settings (cuda_graph_impl, cuda_graph_scope), and the MoE layers of the runs that "
