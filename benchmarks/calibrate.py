@@ -36,7 +36,6 @@ GRID: dict[str, list[Any]] = {
     # 2024), FlashAttention-3 and cuDNN's 70-75 %: which one a torchtitan run got is not published
     "torchtitan.attention_fwd_fraction": [0.3, 0.35, 0.4, 0.5, 0.6, 0.7],
     "torchtitan.attention_bwd_fraction": [0.25, 0.3, 0.35, 0.4, 0.5],
-    "rowwise_efficiency": [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0],
     "gemm_sustained_factor": [round(x, 3) for x in np.arange(0.70, 1.0001, 0.025)],
     # per-layer launch overhead: about 50 kernels a layer at up to 8 us each bounds it at 400 us
     "layer_overhead_s": [x * 1e-6 for x in (0, 50, 100, 150, 200, 250, 300, 350, 400)],
@@ -54,6 +53,9 @@ GRID: dict[str, list[Any]] = {
     "megatron-bridge.overlap_ep": [0.0, 0.25, 0.5, 0.75, 1.0],
     # Runs whose recipe turns on Megatron's overlap_moe_expert_parallel_comm (records' ep_comm_overlap).
     "overlap_ep_comm": [0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0],
+    # Host-bound floor of eagerly launched MoE layers (records' cuda_graph_impl = 'none'): CPU seconds to issue one
+    # MoE layer's forward and backward kernels for one microbatch (docs/model.md §1c); 0 prices no floor.
+    "host_eager_moe_layer_s": [x * 1e-3 for x in (0, 2, 4, 6, 8, 9, 10, 10.5, 11, 12, 14)],
 }
 
 
@@ -73,9 +75,6 @@ def apply(base: ExecutionProfile, values: dict[str, Any]) -> ExecutionProfile:
             update["gemm_sustained_by_family"] = {**update.get("gemm_sustained_by_family",
                                                                   base.gemm_sustained_by_family),
                                                   H100_500W: value}
-        elif key == "rowwise_efficiency":
-            update["recipes"] = {**base.recipes,
-                                 "rowwise": base.recipes["rowwise"].model_copy(update={"gemm_efficiency": value})}
         elif "." in key:
             fw, field = key.split(".", 1)
             frameworks.setdefault(fw, {})[field] = value
@@ -91,8 +90,6 @@ def current(base: ExecutionProfile) -> dict[str, Any]:
             out[key] = base.gemm_sustained_by_family.get("B200", base.gemm_sustained_factor)
         elif key == "h100_500w_sustained":
             out[key] = base.gemm_sustained_by_family.get(H100_500W, base.gemm_sustained_factor)
-        elif key == "rowwise_efficiency":
-            out[key] = base.recipes["rowwise"].gemm_efficiency
         elif "." in key:
             fw, field = key.split(".", 1)
             out[key] = base.frameworks.get(fw, {}).get(field, getattr(base, field))

@@ -479,8 +479,10 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return False
     if key == "overlap.cp" and wl is not None and wl.transformer is None:
         return False  # context parallelism splits sequences: transformers only
-    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap"):
-        return False  # read only by validation, for a published run that enabled TP / EP communication overlap
+    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap", "moe.eager_host_layer_us"):
+        # read only by validation, for a published run that enabled TP / EP communication overlap or captured no
+        # CUDA graph
+        return False
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
               "fp4": ("gemm.fp4_peak_fraction.", prof.gemm_fp4_peak_fraction)}
@@ -571,9 +573,12 @@ def solver_report(result: SearchResult) -> SolverReport:
 
 def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                solver: str = "cpsat", time_limit_s: float | None = 60.0, workers: int = 2,
-               goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
+               goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
+               seed_q: int | None = None, base_hw: Hardware | None = None) -> SearchResult:
     """`goodput` g(N): the deadline of N GPUs is deadline x g(N) of compute (planner.goodput). `exclude`: a layout
-    the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`)."""
+    the search may not choose (CP-SAT only: a runner-up search, `runner_up_quanta`). `seed_q`: a seed's integer step
+    on options.min_gpus (CP-SAT only: cpsat.solve_cpsat, `_seed_quanta`); `base_hw`: see cpsat.solve_cpsat (a
+    SkipProof's `base`)."""
     if exclude is not None and solver != "cpsat":
         raise InvalidInput("a runner-up search (exclude) needs the CP-SAT solver")
     if solver == "exhaustive":
@@ -583,7 +588,7 @@ def run_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: f
     from planner.search.cpsat import solve_cpsat
 
     return solve_cpsat(hw, wl, options, deadline_s, time_limit_s=time_limit_s, workers=workers, goodput=goodput,
-                       exclude=exclude)
+                       exclude=exclude, seed_q=seed_q if solver == "cpsat" else None, base_hw=base_hw)
 
 
 def _rank_order() -> tuple[str, ...]:
@@ -599,15 +604,28 @@ def _skip_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
 
     With the proof's premises (no cluster below N = proof.layout.gpus meets the deadline: options.min_gpus is N; every
     other layout the search can choose on N has an integer step >= runner_up_q), the proof's layout L is the
-    answer when, priced here in CP-SAT's integer reading (cpsat.layout_quanta), its step S_L meets N's deadline cap
+    answer when, priced here in CP-SAT's integer reading (`_seed_quanta`), its step S_L meets N's deadline cap
     and S_L < runner_up_q: then N has a layout within the deadline, so the search decides N, and L is the only layout
-    of least integer step there, so CP-SAT's step stage can only choose L (no tie for the network stage to break).
-    The check also asks that L is a layout of the space and fits the memory rule the search applies."""
+    of least integer step there, so CP-SAT's step stage can only choose L (no tie for the network stage to break)."""
+    lay = proof.layout
+    s_q = _seed_quanta(hw, wl, options, deadline_s, solver, fm, lay)
+    if s_q is None or s_q >= proof.runner_up_q:
+        return None
+    return SearchResult("cpsat", "optimal", lay, 0.0, 0, step_q=s_q,
+                        notes=["proven without a search: the plan's layout stays the only fastest on its count"])
+
+
+def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float, solver: str,
+                 fm: FailureModel | None, lay: Layout) -> int | None:
+    """The integer step (CP-SAT's reading, cpsat.layout_quanta) of `lay` under this hardware when it can seed the
+    search of a re-plan bounded at its count (options.min_gpus = lay.gpus, deadline mode, CP-SAT, no other limit):
+    `lay` is a layout of the space, fits the memory rule the search applies, and meets its count's deadline cap.
+    None otherwise. A seed only lowers that count's cap (cpsat.solve_cpsat's `seed_q`); a skip proof also needs it
+    below a runner-up (`_skip_search`)."""
     from planner.cost.memory import usable_bytes
-    from planner.search.cpsat import deadline_quanta, layout_quanta
+    from planner.search.cpsat import deadline_quanta
     from planner.search.presolve import tuple_memory
 
-    lay = proof.layout
     if solver != "cpsat" or options.min_gpus != lay.gpus or options.gpus is not None or options.rank_order:
         return None
     if options.max_gpus is not None or options.below_gpus is not None or check_layout(hw, wl, lay):
@@ -622,11 +640,28 @@ def _skip_search(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
         return None
     g = goodput_fraction(fm, wl.params)(float(lay.gpus)) if fm is not None else 1.0
     cap = deadline_quanta(deadline_s, float(g), wl.steps)
-    s_q = layout_quanta(hw, wl, lay, options.dp_overlap)
-    if (cap is not None and s_q > cap) or s_q >= proof.runner_up_q:
-        return None
-    return SearchResult("cpsat", "optimal", lay, 0.0, 0, step_q=s_q,
-                        notes=["proven without a search: the plan's layout stays the only fastest on its count"])
+    s_q = layout_quanta_shared(hw, wl, lay, options.dp_overlap)
+    return None if cap is not None and s_q > cap else s_q
+
+
+_QUANTA: dict[tuple[str, Workload, str, bool], int] = {}
+QUANTA_ENTRIES = 64
+
+
+def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bool) -> int:
+    """cpsat.layout_quanta, kept per process by everything it reads (the hardware and the layout by their repr, the
+    workload, the overlap switch; the 64 most recent): the sensitivity's corner proofs price the plan's layout under
+    each move, and that move's re-plan prices it again for its skip proof or seed."""
+    from planner.search.cpsat import layout_quanta
+
+    key = (repr(hw), wl, repr(lay), dp_overlap)
+    s_q = _QUANTA.pop(key, None)
+    if s_q is None:
+        s_q = layout_quanta(hw, wl, lay, dp_overlap)
+        while len(_QUANTA) >= QUANTA_ENTRIES:
+            _QUANTA.pop(next(iter(_QUANTA)))
+    _QUANTA[key] = s_q  # most recently used last
+    return s_q
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -705,8 +740,8 @@ def replan(request: PlanRequest, min_gpus: int | None) -> Plan:
     return _plan(request, min_gpus=min_gpus)
 
 
-def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof | None = None
-                  ) -> tuple[int | None, float | None]:
+def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof | None = None,
+                  seed: Layout | None = None) -> tuple[int | None, float | None]:
     """(GPUs, wall-clock days) of `replan(request, min_gpus)`, (None, None) where it raises Infeasible: what a
     sensitivity row reads, without the plan document, its notes and the explanation of an infeasible plan. The search
     is the same call; with a proven `min_gpus` the critical-path shortcut (`_past_latency_wall`, which only turns a
@@ -715,7 +750,11 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
 
     `proof` (a SkipProof): when the caller has proven what it states, and `min_gpus` is its layout's count, the
     search is skipped if that layout, priced in CP-SAT's integer reading under this request, meets the deadline on
-    that count and its step is below the proof's runner-up step: the answer is then that layout (`_skip_search`)."""
+    that count and its step is below the proof's runner-up step: the answer is then that layout (`_skip_search`).
+
+    `seed` (a layout of `min_gpus` GPUs, the plan's own; a proof's layout serves as one): when it fits and meets the
+    deadline on that count under this request, its integer step lowers that count's cap in the search
+    (`_seed_quanta`, cpsat.solve_cpsat's `seed_q`): fewer tuples priced and modelled, the same decision."""
     if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
         try:
             p = replan(request, min_gpus)
@@ -723,12 +762,37 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
             return None, None
         return p.gpus, p.wall_clock_days
     try:
-        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, proof=proof)
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, proof=proof, seed=seed)
     except _Answer as done:
         return done.gpus, done.days
     except Infeasible:
         return None, None
     return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
+
+
+def request_hardware(request: PlanRequest) -> Hardware:
+    """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
+    `_plan` resolves it."""
+    overrides: Sequence[str] = request.overrides
+    if request.memory_headroom_GB is not None:
+        overrides = [*overrides, f"profile.memory.headroom_GB={request.memory_headroom_GB!r}"]
+    profile = default_profile(request.gpu, request.profile, request.workload, request.runs_on is not None)
+    return resolve(request.gpu, profile, parse_overrides(overrides))
+
+
+def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
+    """The layout `replan(request, min_gpus)` chooses (None when infeasible), on the lean path of `replan_answer`
+    (deadline mode, no fixed cluster, no power limit; `seed` as there): what a certificate reads
+    (planner.sensitivity._certify), without the plan document."""
+    if request.gpus is not None or request.power_mw is not None or request.deadline_days is None:
+        raise InvalidInput("replan_layout needs a deadline, no --gpus and no --power")
+    try:
+        _plan(request, explain_limits=False, min_gpus=min_gpus, lean=True, seed=seed)
+    except _Answer as done:
+        return done.layout
+    except Infeasible:
+        return None
+    return None  # not reached: a lean _plan always raises
 
 
 class SkipProof(NamedTuple):
@@ -740,15 +804,21 @@ class SkipProof(NamedTuple):
 
     layout: Layout
     runner_up_q: int
+    base: Hardware | None = None
+    """The plan's own hardware (`request_hardware`), when the proof's moves also price no layout faster than it and
+    fit the same layouts: the re-plan's search then filters the counts the plan's searches filtered from their
+    survivors only (cpsat.solve_cpsat's `base_hw`)."""
 
 
 class _Answer(Exception):
     """A lean plan's answer (`replan_answer`): the GPUs and wall-clock days, None for both when infeasible; `step_q`
-    the search's proven integer step (a runner-up search's, `runner_up_quanta`)."""
+    the search's proven integer step (a runner-up search's, `runner_up_quanta`); `layout` the search's layout
+    (`replan_layout`); `status` the search's status (`fewest_below` reads 'optimal' only)."""
 
-    def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None):
+    def __init__(self, gpus: int | None, days: float | None, step_q: int | None = None,
+                 layout: Layout | None = None, status: str | None = None):
         super().__init__(gpus, days)
-        self.gpus, self.days, self.step_q = gpus, days, step_q
+        self.gpus, self.days, self.step_q, self.layout, self.status = gpus, days, step_q, layout, status
 
 
 def runner_up_quanta(request: PlanRequest, layout: Layout) -> int | None:
@@ -784,28 +854,30 @@ def fewest_below(request: PlanRequest, gpus: int, min_gpus: int | None = None) -
     if request.gpus is not None or request.deadline_days is None:
         raise InvalidInput("fewest_below needs a deadline and no --gpus")
     try:
-        p = _plan(request, explain_limits=False, min_gpus=min_gpus, below_gpus=gpus)
+        # Without a power limit, the lean path: the count and the search's status, without the plan document.
+        p = _plan(request, explain_limits=False, min_gpus=min_gpus, below_gpus=gpus, lean=request.power_mw is None)
     except _NoneBelow as stop:
         return gpus if stop.args[0] == "infeasible" else None
+    except _Answer as found:
+        return found.gpus if found.status == "optimal" else None
     return p.gpus if p.status == "optimal" else None
 
 
 def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | None = None,
           below_gpus: int | None = None, lean: bool = False, exclude: Layout | None = None,
-          proof: SkipProof | None = None) -> Plan:
+          proof: SkipProof | None = None, seed: Layout | None = None) -> Plan:
     """The plan of a validated request (see `plan`). `explain_limits` False: an infeasible plan within a buyer's
     limit does not re-plan to say what would fit (the re-plans that say it). `min_gpus`: see `replan`; `below_gpus`:
     see `fewest_below` (raises _NoneBelow when no layout is found below it); `lean`: see `replan_answer` (raises
     _Answer once the count and the days are known; deadline mode without a fixed cluster or a power limit);
-    `exclude`: see `runner_up_quanta`; `proof`: see `replan_answer`."""
+    `exclude`: see `runner_up_quanta`; `proof`, `seed`: see `replan_answer`."""
     r = request
-    workload, gpu, gpus, days, schedule = r.workload, r.gpu, r.gpus, r.deadline_days, r.schedule
+    workload, gpus, days, schedule = r.workload, r.gpus, r.deadline_days, r.schedule
     overrides: Sequence[str] = r.overrides
     if r.memory_headroom_GB is not None:
         overrides = [*overrides, f"profile.memory.headroom_GB={r.memory_headroom_GB!r}"]
     sets = parse_overrides(overrides)
-    profile = default_profile(gpu, r.profile, workload, r.runs_on is not None)
-    hw = resolve(gpu, profile, sets)
+    hw = request_hardware(r)
     dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
     fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
     ignored = []
@@ -861,14 +933,18 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                            f"precision {hw.gpu.instead_of(workload.precision)}")
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = None
+    seed_q = None
     if lean and proof is not None and deadline_s is not None:
         result = _skip_search(hw, workload, options, deadline_s, solver, fm, proof)
+        seed = proof.layout if seed is None else seed
+    if result is None and lean and seed is not None and deadline_s is not None:
+        seed_q = _seed_quanta(hw, workload, options, deadline_s, solver, fm, seed)
     if result is None and not (lean and options.min_gpus is not None):
         result = _past_latency_wall(hw, workload, options, deadline_s, solver)
     if result is None:
         result = run_search(hw, workload, options, deadline_s, solver=solver, time_limit_s=time_limit_s,
                             workers=workers, goodput=None if fm is None else goodput_fraction(fm, workload.params),
-                            exclude=exclude)
+                            exclude=exclude, seed_q=seed_q, base_hw=proof.base if proof is not None else None)
     if result.layout is None and below_gpus is not None:
         raise _NoneBelow(result.status)
     rack_notes: list[str] = []
@@ -881,7 +957,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
             raise _Answer(None, None)
         ev = _evaluate(hw, workload, result.layout, dp_overlap=dp_overlap)
         good = None if fm is None else goodput_at(fm, ev.gpus, workload.params).goodput
-        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q)
+        raise _Answer(ev.gpus, wall_clock_days(ev.training_days, good), result.step_q, result.layout, result.status)
     if result.layout is None:
         from planner.explain import explain_infeasible, infeasibility_facts
 

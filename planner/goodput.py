@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -206,19 +206,30 @@ def useful_gpu_range(g, need_gpu_seconds: float, deadline_s: float, n_max: float
     count that could meet the deadline is left out."""
     if n_max < 1:
         return None
-    grid = [1.0]
-    while grid[-1] < n_max:
-        grid.append(min(n_max, max(grid[-1] + 1.0, grid[-1] * 1.01)))
     import numpy as np
 
-    at = np.array(grid)
-    values = g.scan(at) if isinstance(g, GoodputCurve) else np.array([g(n) for n in grid], dtype=np.float64)
+    at = _scan_grid(float(n_max))
+    values = g.scan(at) if isinstance(g, GoodputCurve) else np.array([g(float(n)) for n in at], dtype=np.float64)
     ok = np.nonzero(at * values * deadline_s >= need_gpu_seconds)[0]
     if len(ok) == 0:
         return None
-    lo = grid[max(0, int(ok[0]) - 1)]
-    hi = grid[min(len(grid) - 1, int(ok[-1]) + 1)]
+    lo = float(at[max(0, int(ok[0]) - 1)])
+    hi = float(at[min(len(at) - 1, int(ok[-1]) + 1)])
     return lo, hi
+
+
+@lru_cache(maxsize=8)
+def _scan_grid(n_max: float):
+    """`useful_gpu_range`'s grid up to `n_max` (1, then each point 1 % or one GPU above the last, capped at n_max), as
+    a read-only array: built once per n_max in a process (re-plans of one request share it)."""
+    import numpy as np
+
+    grid = [1.0]
+    while grid[-1] < n_max:
+        grid.append(min(n_max, max(grid[-1] + 1.0, grid[-1] * 1.01)))
+    at = np.array(grid)
+    at.setflags(write=False)
+    return at
 
 
 __all__ = [

@@ -17,9 +17,11 @@ step time) the plan's layout re-priced is the answer when the certificate shows 
 
 A slowing move of a rate, latency or overlap may skip its search altogether (`_skip_proof`): when the plan's layout,
 priced under the move, still meets the deadline on the plan's count and is strictly faster than the plan's runner-up
-there, it is the re-plan's answer. Failure moves that push the plan past its deadline are re-planned in turn, the
-first one's count bounding the others (`_failure_chain`). Every re-plan that is searched returns only its GPUs and
-days (api.replan_answer).
+there, it is the re-plan's answer; a speeding step move certified at the plan's count may skip too, against the
+runner-up of a corner of such moves (`_speeding_skip_proofs`). Failure moves that push the plan past its deadline are
+re-planned in turn, the first one's count bounding the others (`_failure_chain`). Every re-plan that is searched
+returns only its GPUs and days (api.replan_answer); one bounded at the plan's count is seeded with the plan's layout
+(`_seed`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from planner.schema.sensitivity import Sensitivity, SensitivityRow
 
 if TYPE_CHECKING:
     from planner.api import SkipProof
-    from planner.schema import Plan
+    from planner.schema import Layout, Plan
     from planner.schema.request import PlanRequest
 
 ESTIMATE_FACTORS = (0.8, 1.2)
@@ -152,12 +154,17 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     return out
 
 
-def _replan(task: tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
-    """(GPUs, wall-clock days) of one re-plan (request, proven least GPU count or None, skip proof or None)."""
+Task = tuple["PlanRequest", "int | None", "SkipProof | None", "Layout | None"]
+"""One re-plan: the request, its proven least GPU count or None, a skip proof or None, a seed or None (the plan's
+layout when the count is the plan's: api.replan_answer). A task of the first three alone has no seed."""
+
+
+def _replan(task: Task | tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
+    """(GPUs, wall-clock days) of one re-plan (`Task`)."""
     from planner import api
 
-    request, min_gpus, proof = task
-    return api.replan_answer(request, min_gpus, proof)
+    request, min_gpus, proof, *seed = task
+    return api.replan_answer(request, min_gpus, proof, seed[0] if seed else None)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
@@ -253,7 +260,7 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
+def run_moves(tasks: Sequence[Task | tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
               ray: str | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
@@ -310,7 +317,30 @@ def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any,
     return out
 
 
-def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]) -> tuple[int | None, bool]:
+SEED = True
+"""Re-plans bounded at the plan's count are seeded with the plan's layout (api.replan_answer's `seed`); False only
+to measure what the seed saves (benchmarks/replan_speed.py --no-seed) and in the tests that compare."""
+
+
+def _seed(plan: Plan) -> Layout | None:
+    """The plan's layout as the seed of the re-plans bounded at its count: it is a layout of that count (the seed
+    lowers only that count's cap, and only when it still fits and meets the deadline under the move)."""
+    return _plan_layout(plan) if SEED else None
+
+
+def _plan_layout(plan: Plan) -> Layout | None:
+    """The plan's layout as a search layout (planner.export.layout_of), None when the plan has none or it is not a
+    layout of the plan's count."""
+    from planner.export import layout_of
+
+    if plan.layout is None or plan.gpus is None:
+        return None
+    layout = layout_of(plan)
+    return layout if layout.gpus == plan.gpus else None
+
+
+def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str], least: int | None = None
+             ) -> tuple[int | None, bool]:
     """A lower bound on the GPU count of every re-plan that moves one of `texts` (speeding moves of one `family`),
     and whether each such re-plan's answer is the plan's own layout re-priced.
 
@@ -326,13 +356,15 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
       plan's and the corner's, so when the corner's own choice on N GPUs (a search from N) is the plan's layout, that
       layout is every re-plan's choice too: re-priced;
     - otherwise each re-plan searches from the bound.
+    `least`: a proven lower bound on the corner's count (a previous corner's count, when `texts` are some of its
+    moves: this corner is that one with the other moves moved back the slowing way), where its search starts.
     (None, False) when the corner did not settle or is infeasible."""
     from planner import api
 
     assert plan.gpus is not None
     corner = request.model_copy(update={"overrides": (*request.overrides, *texts), "workers": 1, "why_smaller": False})
     try:
-        bound = api.fewest_below(corner, plan.gpus)
+        bound = api.fewest_below(corner, plan.gpus, least)
     except (Infeasible, InvalidInput):
         return None, False
     if bound != plan.gpus:
@@ -340,11 +372,10 @@ def _certify(plan: Plan, request: PlanRequest, family: str, texts: Sequence[str]
     if family == "goodput":
         return bound, True
     if family == "memory":
-        try:
-            chosen = api.replan(corner, bound)
-        except Infeasible:
+        layout = _plan_layout(plan)
+        if layout is None or corner.power_mw is not None:
             return bound, False
-        return bound, chosen.gpus == plan.gpus and chosen.layout == plan.layout
+        return bound, api.replan_layout(corner, bound, layout if SEED else None) == layout
     return bound, False
 
 
@@ -422,7 +453,68 @@ def _skip_proof(plan: Plan, request: PlanRequest, members: Sequence[dict[str, An
         return None
     base = request.model_copy(update={"workers": 1, "why_smaller": False})
     runner_up = api.runner_up_quanta(base, layout)
-    return None if runner_up is None else api.SkipProof(layout, runner_up)
+    return None if runner_up is None else api.SkipProof(layout, runner_up, api.request_hardware(base))
+
+
+CORNER_PROOF_TRIES = 3
+"""Runner-up searches tried for the speeding step moves (`_speeding_skip_proofs`); each drops the fastest move."""
+
+
+def _speeding_skip_proofs(plan: Plan, request: PlanRequest, members: list[dict[str, Any]],
+                          runner_up: int | None = None) -> int:
+    """Skip proofs for step moves in their speeding direction bounded at the plan's count N by their family's
+    certificate (`_certify`): sets p["proof"] on each member it covers; returns how many.
+
+    The plan's runner-up bounds nothing for a move that may speed every layout, but the runner-up R_C of a *corner*
+    C of such moves does, on N (`api.runner_up_quanta` under C: CP-SAT's least integer step over every layout of N
+    GPUs but the plan's layout L): each member m is C with the other members moved back the slowing way, which
+    lowers no part of any layout's integer step and changes neither which layouts fit nor the goodput
+    (planner.monotone; tests/test_monotone.py), so every layout but L has an integer step of at least R_C under m,
+    and no smaller cluster meets the deadline (the certificate). So api.SkipProof(L, R_C) holds for m, and its
+    re-plan is L re-priced when L's integer step under m is below R_C and within N's cap (api._skip_search checks
+    both). Members are tried least speeding first (by L's integer step under each, api.layout_quanta_shared): first
+    those whose step stays above S_L^2 / R (a corner that speeds L by no more than the plan's own margin), then,
+    while some member of the try is not covered, without its fastest member (at most CORNER_PROOF_TRIES runner-up
+    searches). `runner_up`: the plan's own runner-up step when known (the slowing moves' proof). How this stays
+    within "CP-SAT decides": docs/model.md §10."""
+    from planner import api
+
+    layout = _plan_layout(plan)
+    base = request.model_copy(update={"workers": 1, "why_smaller": False})
+    if len(members) < SKIP_MIN_MOVES or layout is None or request.solver != "cpsat" or request.runs_on is not None:
+        return 0
+    if request.gpus is not None or request.deadline_days is None:
+        return 0
+    wl = _priced(plan, request, request.overrides)
+    if runner_up is None:
+        runner_up = api.runner_up_quanta(base, layout)  # the plan's own, unless the slowing moves' proof has it
+    if wl is None or runner_up is None:
+        return 0
+    s0 = api.layout_quanta_shared(api.request_hardware(base), wl[1], layout, plan.dp_overlap)
+    steps = {id(m): api.layout_quanta_shared(api.request_hardware(m["request"]), wl[1], layout, plan.dp_overlap)
+             for m in members}
+    group = sorted(members, key=lambda m: -steps[id(m)])
+    group = [m for m in group if steps[id(m)] * runner_up >= s0 * s0] or group[:SKIP_MIN_MOVES]
+    covered = 0
+    for _ in range(CORNER_PROOF_TRIES):
+        if len(group) < SKIP_MIN_MOVES:
+            break
+        corner = base.model_copy(update={"overrides": (*base.overrides, *(m["text"] for m in group))})
+        r_c = api.runner_up_quanta(corner, layout)
+        if r_c is None:
+            break
+        proof = api.SkipProof(layout, r_c)
+        left = []
+        for m in group:
+            if steps[id(m)] < r_c:
+                m["proof"] = proof
+                covered += 1
+            else:
+                left.append(m)
+        if not left:
+            break
+        group = [m for m in left if m is not group[-1]]  # drop the fastest member; the covered ones are done
+    return covered
 
 
 def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats: dict[str, int] | None = None,
@@ -470,8 +562,9 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
         # Fastest first, by the plan's own layout re-priced under each move (a guess that only orders the tries: a
         # corner that fails drops its fastest move and tries again; every bound is proven by the corner's search).
         group = sorted(members, key=lambda m: _layout_days(plan, request, m["request"].overrides))
+        least = None
         for _ in range(CERTIFY_TRIES):
-            bound, reprice = _certify(plan, request, family, [m["text"] for m in group])
+            bound, reprice = _certify(plan, request, family, [m["text"] for m in group], least)
             certified += 1
             if bound is None:
                 break
@@ -483,16 +576,25 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
                     repriced += 1
             if bound == plan.gpus or len(group) <= CERTIFY_MIN_MOVES:
                 break
-            group = group[1:]
+            group = group[1:]  # fewer speeding moves: the next corner needs at least this one's count
+            least = bound
     first, chained = _failure_chain(plan, request, pending, results)
     proof = _skip_proof(plan, request, [p for p in pending if results[p["slot"]] is None and p["slows"]])
-    tasks = [(p["request"], p["bound"], proof if p["slows"] else None) for p in pending
-             if results[p["slot"]] is None]
+    for p in pending:
+        p["proof"] = proof if p["slows"] else None
+    corner_proofs = _speeding_skip_proofs(plan, request, [
+        p for p in pending if results[p["slot"]] is None and p["speeds"] and p["bound"] == plan.gpus
+        and _family(p["field"]) == "step"], proof.runner_up_q if proof is not None else None)
+    seed = _seed(plan)
+    tasks: list[Task] = [(p["request"], p["bound"], p["proof"],
+                          seed if seed is not None and p["bound"] == plan.gpus else None)
+                         for p in pending if results[p["slot"]] is None]
     if stats is not None:
         stats.update(moved=len(results), searched=len(tasks) + first,
-                     bounded=sum(b is not None for _, b, _ in tasks) + first,
+                     bounded=sum(t[1] is not None for t in tasks) + first,
                      certificates=certified, certified_repriced=repriced, skip_proofs=sum(
-                         p is not None for _, _, p in tasks), chained=chained)
+                         t[2] is not None for t in tasks), chained=chained, corner_proofs=corner_proofs,
+                     seeded=sum(t[3] is not None for t in tasks))
     _PRICED.clear()
     searched = run_moves(tasks, jobs, ray)
     fill = iter(searched)

@@ -309,6 +309,14 @@ def test_a_family_certificate_bounds_every_move_of_the_family(family):
     assert c_enum.status == c_cp.status and c_enum.status in ("optimal", "infeasible")
     bound = n0 if c_enum.layout is None else c_enum.layout.gpus
     assert (n0 if c_cp.layout is None else c_cp.layout.gpus) == bound <= n0
+    # A corner of fewer moves (the next try of sensitivity._certify) searched from this corner's count: the
+    # enumerator's answer over every count below n0.
+    hw_s, g_s = _instance(fast[1:])
+    s_enum = solve_exhaustive(hw_s, TOY_LONG, below, deadline_s, goodput=g_s)
+    s_cp = solve_cpsat(hw_s, TOY_LONG, dataclasses.replace(below, min_gpus=bound), deadline_s, workers=1, goodput=g_s)
+    assert s_enum.status == s_cp.status and s_enum.status in ("optimal", "infeasible")
+    s_count = n0 if s_enum.layout is None else s_enum.layout.gpus
+    assert s_count >= bound and (n0 if s_cp.layout is None else s_cp.layout.gpus) == s_count
     changed = 0
     for speeding in (True, False):
         for text in _family_moves(family, speeding):
@@ -347,6 +355,12 @@ def test_fewest_below_proves_the_plans_count_or_finds_the_moved_one():
     assert moved.gpus is not None and moved.gpus < 30720
     assert api.fewest_below(fast, 30720) == moved.gpus
     assert api.fewest_below(fast, moved.gpus) == moved.gpus
+    # A corner of two speeding moves needs no more GPUs; the GEMM move alone, searched from that corner's count (the
+    # next certificate try, sensitivity._certify's `least`), finds its own count again.
+    corner = PlanRequest(**big, overrides=["profile.gemm.sustained_factor=0.96", "gpu.l2_GBps=7729"])
+    least = api.fewest_below(corner, 30720)
+    assert least is not None and least <= moved.gpus
+    assert api.fewest_below(fast, 30720, least) == moved.gpus
 
 
 STEP_FIELDS = [f for f in PROFILE_FIELDS if sens._family(f) == "step"]
@@ -558,3 +572,140 @@ def test_a_failure_chain_bound_is_the_searched_answer():
         moved = request.model_copy(update={"overrides": [f"{field}={row.high}"], "workers": 1, "why_smaller": False})
         assert api.replan_answer(moved, None) == (row.gpus_high, row.days_high)
         assert row.gpus_high is not None and row.gpus_high > 30720
+
+
+def _check_seeds(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Each field moved by each factor (above 1: the slowing way, below: the speeding way), the re-plan bounded at
+    the plan's count N: seeded with the plan's layout (api.replan_answer's `seed`), unseeded, and the exhaustive
+    enumerator over the counts from N give the same GPUs and days. Returns (seeded, not seeded: the plan's layout
+    no longer fit or missed the deadline under the move)."""
+    from planner.cost.step import evaluate
+
+    plan, req, proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = []
+    real = api._seed_quanta
+
+    def spy(*a):
+        out = real(*a)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(api, "_seed_quanta", spy)
+    for field in fields:
+        name, value = _current(field, "h100", "realistic")
+        for factor in factors:
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            moved = req.model_copy(update={"overrides": [text], "workers": 1})
+            seeded = api.replan_answer(moved, n0, None, proof.layout)
+            plain = api.replan_answer(moved, n0)
+            assert seeded == plain, text
+            sets = parse_overrides([text])
+            hw = api.resolve("h100", "realistic", sets)
+            g = goodput_fraction(api.failure_model("default", sets), SKIP_WL.params)
+            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
+                                                                max_gpus=8 * n0), 10.0 * 86400, goodput=g)
+            assert truth.status == "optimal" and truth.layout is not None, text
+            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+            days = ev.training_days / float(g(float(ev.gpus)))
+            assert seeded[0] == ev.gpus and seeded[1] is not None, text
+            assert math.isclose(seeded[1], days, rel_tol=1e-8), (text, seeded[1], days)
+    return sum(used), len(used) - sum(used)
+
+
+SEED_QUICK = ["profile.network.latency_us", "profile.memory.headroom_GB"]
+
+
+def test_a_seeded_replan_gives_the_unseeded_and_the_enumerators_answer(monkeypatch):
+    """A latency and a memory reserve moved both ways by 1.25x: every seeded re-plan is the unseeded one and the
+    enumerator's (the slow set moves every declared input)."""
+    seeded, not_seeded = _check_seeds(SEED_QUICK, (1 / 1.25, 1.25), monkeypatch)
+    assert seeded >= 3, (seeded, not_seeded)
+
+
+@pytest.mark.slow
+def test_a_seeded_replan_gives_the_unseeded_and_the_enumerators_answer_for_every_input(monkeypatch):
+    """Every declared input (step, memory and failure families), moved both ways by 1.25x and 2x: seeded and
+    unseeded re-plans and the enumerator agree; some moves leave the plan's layout unusable as a seed."""
+    seeded, not_seeded = _check_seeds(PROFILE_FIELDS + FAILURE_FIELDS, (0.5, 1 / 1.25, 1.25, 2.0), monkeypatch)
+    assert seeded >= 10 and not_seeded >= 1, (seeded, not_seeded)
+
+
+def test_a_seed_below_the_counts_best_changes_nothing():
+    """cpsat.solve_cpsat with a seed step below the count's true best (a seed no layout matches): the lowered count
+    finds nothing, the count is decided again with its own cap, and the answer is the unseeded search's; with the
+    true best as the seed, the same answer too."""
+    from planner.search.cpsat import layout_quanta, solve_cpsat
+
+    plan, _req, proof = _skip_case()
+    hw = api.resolve("h100", "realistic")
+    g = goodput_fraction(get_failure_model("default"), SKIP_WL.params)
+    opts = SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=plan.gpus)
+    s0 = layout_quanta(hw, SKIP_WL, proof.layout, plan.dp_overlap)
+    base = solve_cpsat(hw, SKIP_WL, opts, 10.0 * 86400, workers=1, goodput=g)
+    assert base.status == "optimal" and base.layout == proof.layout and base.step_q == s0
+    for seed_q in (s0 - 1, s0 // 2, s0):
+        res = solve_cpsat(hw, SKIP_WL, opts, 10.0 * 86400, workers=1, goodput=g, seed_q=seed_q)
+        assert (res.status, res.layout, res.step_q) == (base.status, base.layout, base.step_q), seed_q
+
+
+def _check_corner_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Step inputs moved the speeding way by each factor (below 1): the certificate (the corner of all of them,
+    searched below the plan's count) proves the plan's count; sensitivity._speeding_skip_proofs then covers some
+    moves with a corner's runner-up, and each re-plan with its proof gives what the re-plan searched from the
+    compute bound and the exhaustive enumerator give. Returns (skipped, searched)."""
+    from planner.cost.step import evaluate
+
+    plan, req, _proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = []
+    real = api._skip_search
+
+    def spy(*a):
+        out = real(*a)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(api, "_skip_search", spy)
+    for factor in factors:
+        members = []
+        for field in fields:
+            name, value = _current(field, "h100", "realistic")
+            text = f"{name}={sens._fmt(_slower(field, value, factor))}"
+            members.append({"request": req.model_copy(update={"overrides": [text], "workers": 1}), "text": text,
+                            "proof": None})
+        corner = req.model_copy(update={"overrides": [m["text"] for m in members], "workers": 1})
+        assert api.fewest_below(corner, n0) == n0  # the family certificate: the premise of the corner proofs
+        covered = sens._speeding_skip_proofs(plan, req, members)
+        assert covered == sum(m["proof"] is not None for m in members)
+        for m in members:
+            text = m["text"]
+            got = api.replan_answer(m["request"], n0, m["proof"])
+            assert got == api.replan_answer(m["request"], None), text
+            hw, g = api.resolve("h100", "realistic", parse_overrides([text])), goodput_fraction(
+                get_failure_model("default"), SKIP_WL.params)
+            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, max_gpus=8 * n0),
+                                     10.0 * 86400, goodput=g)
+            assert truth.status == "optimal" and truth.layout is not None, text
+            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+            assert got[0] == ev.gpus and got[1] is not None, text
+            assert math.isclose(got[1], ev.training_days / float(g(float(ev.gpus))), rel_tol=1e-8), text
+    return sum(used), len(used) - sum(used)
+
+
+def test_a_corner_skip_proof_gives_the_searched_and_the_enumerators_answer(monkeypatch):
+    """Four step inputs moved the speeding way by 1.05x: the corner proofs skip some searches, and every answer is
+    the search's from the compute bound and the enumerator's."""
+    skipped, _ = _check_corner_proofs(["profile.network.latency_us", "profile.overlap.pp",
+                                       "profile.elementwise.layer_overhead_us", "profile.elementwise.hbm_fraction"],
+                                      (1 / 1.05,), monkeypatch)
+    assert skipped >= 2
+
+
+@pytest.mark.slow
+def test_a_corner_skip_proof_gives_the_searched_and_the_enumerators_answer_for_every_step_input(monkeypatch):
+    """Every step-family input moved the speeding way by 1.01x, 1.05x and 1.25x: every answer the same."""
+    skipped, searched = _check_corner_proofs(STEP_FIELDS, (1 / 1.01, 1 / 1.05, 1 / 1.25), monkeypatch)
+    assert skipped >= 20, (skipped, searched)

@@ -15,8 +15,9 @@ H100_HBM_Bps = 3352e9  # hardware_specs/h100.toml
 ELEMENTWISE_FRACTION = 0.85  # profiles/realistic.toml [elementwise] hbm_fraction
 
 # Llama 3 8B (models/llama3-8b.toml): d_model 4096, 32 query heads x 128, 8 KV heads, SwiGLU d_ff 14,336, 32 layers.
-# Per layer and token, the GEMM inputs (columns of X) and outputs (rows of dY) of q, kv, o, mlp up+gate, mlp down:
-INPUT_ELEMENTS = 4096 + 4096 + 4096 + 4096 + 14336  # 30,720
+# Per layer and token, the GEMM inputs (columns of X) and outputs (rows of dY) of q, kv, o, mlp up+gate, mlp down;
+# q and kv share their input, which a recipe casting once per module input (Transformer Engine's fused QKV) casts once:
+INPUT_ELEMENTS = 4096 + 4096 + 4096 + 14336  # 26,624
 OUTPUT_ELEMENTS = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096  # 43,008
 LAYERS = 32
 
@@ -47,6 +48,80 @@ def test_quantize_work_is_the_recipes_bytes_at_hbm_bandwidth(recipe: str, bytes_
     by_hand = (INPUT_ELEMENTS + OUTPUT_ELEMENTS) * tokens * bytes_per_element * LAYERS * microbatches / (
         H100_HBM_Bps * ELEMENTWISE_FRACTION)
     assert row.seconds == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_rowwise_work_is_torchaos_casts_per_module_and_the_backward_rescale() -> None:
+    """torchao's row-wise recipe (profiles/realistic.toml [recipe.rowwise]): every nn.Linear casts its own input at
+    8 B per element (torchao's roofline: (2 + 1 + 2) + (2 + 1)), so the attention input is cast three times (wq, wk,
+    wv) and the MLP input twice (w1, w3); each output gradient once at 8 B; and the backward GEMMs' 16-bit outputs
+    are scaled after the GEMM at 4 B per element: every module's input gradient and every weight gradient."""
+    ev, wl, microbatches = _evaluate("fp8", "rowwise")
+    (row,) = [op for op in ev.ops if op.name.startswith("quantize")]
+    tokens = 8192
+    per_module_inputs = 3 * 4096 + 4096 + 2 * 4096 + 14336  # wq wk wv, wo, w1 w3, w2: 38,912 per token
+    assert per_module_inputs == 38912
+    per_token_bytes = per_module_inputs * 8 + OUTPUT_ELEMENTS * 8 + per_module_inputs * 4  # 811,008
+    # weight gradients: q 4096 x 4096, kv 2048 x 4096, o 4096 x 4096, up + gate 28,672 x 4096, down 4096 x 14,336
+    layer_params = 4096 * (4096 + 2048 + 4096 + 28672) + 4096 * 14336  # 218,103,808
+    by_hand = LAYERS * microbatches * (tokens * per_token_bytes + layer_params * 4) / (H100_HBM_Bps *
+                                                                                       ELEMENTWISE_FRACTION)
+    assert row.seconds == pytest.approx(by_hand, rel=1e-9)
+    # no slower GEMM kernel: the row-wise GEMMs are priced as the per-tensor ones
+    current, _, _ = _evaluate("fp8", "current")
+    gemm = {op.name: op.seconds for op in current.ops if op.kind == "gemm"}
+    assert {op.name: op.seconds for op in ev.ops if op.kind == "gemm"} == pytest.approx(gemm)
+
+
+def _tp8(gather: bool):
+    """Llama 3 8B with TP 8 and sequence parallelism on H100 under per-tensor current scaling, with and without the
+    FP8 all-gathers of torchtitan's tensorwise TP (profile field tp_gather_low_precision)."""
+    from planner.hardware import with_profile
+
+    wl = _workload("fp8", "current")
+    seqs = wl.batch_tokens // wl.seq_len
+    lay = Layout(dp=1, tp_ff=8, tp_model=1, pp=1, microbatches=seqs, schedule="1f1b", sp=1,
+                 placement={"tp_ff": (8, 1)})
+    hw = api.resolve("h100", "realistic")
+    hw = with_profile(hw, hw.profile.model_copy(update={"tp_gather_low_precision": gather}))
+    return api.evaluate(lay, hw, wl), seqs
+
+
+def test_fp8_tp_gathers_cast_on_the_sequence_shard() -> None:
+    """torchao's Float8ColwiseParallel / Float8RowwiseParallel: a column-parallel GEMM's input and a row-parallel
+    GEMM's output gradient are cast on the 1/8 sequence shard (6 - 1 = 5 B per element of the shard) and gathered
+    in FP8, then transposed once in FP8 for the weight gradient (2 B per gathered element): 5 / 8 + 2 = 2.625 B
+    instead of 6. Per token and layer (TP 8 shards: q out 512, kv out 256, o in 512, up out 3,584, down in 1,792):
+    gathered q in, o out, up in, down out 4 x 4,096 at 2.625 B; the local o in, down in, q, kv and up outputs
+    512 + 1,792 + 512 + 256 + 3,584 at 6 B. The TP all-reduces (a reduce-scatter and an all-gather each) move
+    (2 + 1) / (2 + 2) = 0.75 of their bytes."""
+    on, seqs = _tp8(True)
+    off, _ = _tp8(False)
+    tokens = 8192  # one sequence per microbatch
+    gathered = 2.625 * 4 * 4096 + 6.0 * (512 + 1792 + 512 + 256 + 3584)  # 82,944 B per token
+    local = 6.0 * ((4096 + 512 + 4096 + 1792) + (512 + 256 + 4096 + 3584 + 4096))  # 138,240 B per token
+    hbm = H100_HBM_Bps * ELEMENTWISE_FRACTION
+    for ev, per_token in ((on, gathered), (off, local)):
+        (row,) = [op for op in ev.ops if op.name.startswith("quantize")]
+        assert row.seconds == pytest.approx(LAYERS * seqs * tokens * per_token / hbm, rel=1e-9)
+    assert on.step.tp_s == pytest.approx(0.75 * off.step.tp_s, rel=1e-9)
+
+
+def test_mxfp8_grouped_gemms_run_at_torchaos_measured_share() -> None:
+    """An expert's GEMM under MXFP8 runs as a grouped GEMM: torchao's B200 measurements (65.6 %, 65.1 % and 52.1 %
+    of the FP8 peak for forward, input gradient and weight gradient, against the dense 76.3 %) make a compute-bound
+    expert GEMM 0.763 / 0.656 = 1.163x, 0.763 / 0.651 = 1.172x and 0.763 / 0.521 = 1.464x as long as a dense one."""
+    from planner.cost.terms import Rates
+
+    hw = api.resolve("b200", "realistic")
+    r = Rates(hw, precision="fp8", recipe=hw.profile.recipe("mxfp8"), recipe_name="mxfp8")
+    out, inp, tokens = 8192.0, 8192.0, 65536.0  # large enough that the launch latency does not count
+    for pass_, ratio in (("fprop", 0.763 / 0.656), ("dgrad", 0.763 / 0.651), ("wgrad", 0.763 / 0.521)):
+        grouped = float(r.gemm_pass(out, inp, tokens, pass_, grouped=True)[()])
+        dense = float(r.gemm_pass(out, inp, tokens, pass_)[()])
+        assert grouped / dense == pytest.approx(ratio, rel=2e-3)
+    bf16 = Rates(hw)
+    assert float(bf16.gemm_pass(out, inp, tokens, "fprop", grouped=True)[()]) == pytest.approx(
+        float(bf16.gemm_pass(out, inp, tokens, "fprop")[()]))  # 16-bit grouped GEMMs keep the dense rate
 
 
 def test_fp8_gemms_run_at_the_measured_fp8_fraction_of_the_fp8_peak() -> None:
@@ -138,6 +213,32 @@ def test_cpsat_matches_the_enumerator_with_recipes_and_zero3_latency(precision: 
     assert abs(ec.step.step_s - ee.step.step_s) <= 1e-9 * ee.step.step_s
     if zero == 3 and ec.layout.dp > 1:  # the ring latency of the per-microbatch gathers is in the step
         assert ec.step.exposed_comm_s > 0
+
+
+@pytest.mark.parametrize(("recipe", "experts", "gpu", "gpus"), [
+    ("current", 1, "h100", 16), ("rowwise", 1, "h100", 16), ("mxfp8", 4, "b200", 16)])
+def test_cpsat_matches_the_enumerator_with_fp8_tp_gathers_rowwise_and_grouped_experts(recipe: str, experts: int,
+                                                                                      gpu: str, gpus: int) -> None:
+    """torchtitan's FP8 TP gathers (its framework values), the row-wise recipe's per-module casts and rescales, and
+    MXFP8's grouped expert GEMMs are terms like any other: CP-SAT proves the enumerator's optimum."""
+    from planner.hardware import get_hardware, with_profile
+    from planner.parallel.space import SearchOptions
+    from planner.profile import get_profile
+    from planner.search.cpsat import solve_cpsat
+    from planner.search.exhaustive import solve_exhaustive
+    from planner.workload.scaling import transformer_workload
+
+    prof = get_profile("realistic").for_framework("torchtitan")
+    assert prof.tp_gather_low_precision
+    hw = with_profile(get_hardware(gpu), prof)
+    shape = {"heads": 4, "kv_heads": 2, "vocab": 512, "ffn": "swiglu"} | ({"top_k": 2} if experts > 1 else {})
+    base = transformer_workload(256, 512, 8, experts, 256, 64 * 256, 1e9, shape, "tiny")
+    wl = Workload(**{**base.model_dump(), "precision": "fp8", "recipe": recipe})
+    opts = SearchOptions(gpus=gpus)
+    ex, cp = solve_exhaustive(hw, wl, opts, None), solve_cpsat(hw, wl, opts, None)
+    assert ex.status == cp.status == "optimal" and ex.space_size == cp.space_size
+    ee, ec = api.evaluate(ex.layout, hw, wl), api.evaluate(cp.layout, hw, wl)
+    assert abs(ec.step.step_s - ee.step.step_s) <= 1e-9 * ee.step.step_s
 
 
 @pytest.mark.parametrize(("precision", "expected"), [

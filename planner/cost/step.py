@@ -68,6 +68,9 @@ def bottleneck(row: dict[str, float]) -> str:
     if row["floor_s"] > row["eq21_s"]:
         return (f"latency floor: one microbatch's serial path through all layers "
                 f"({fmt_pct(row['critical_path_s'] / step)} of the step) exceeds the pipelined time")
+    if row.get("branch_host", 0.0) >= row["eq21_s"] > 0.0:
+        return ("host-bound floor: the CPU issuing every MoE layer's kernels of every microbatch "
+                f"({fmt_pct(row['branch_host'] / step)} of the step)")
     comm = row["tp_s"] + row["pp_ep_s"] + row.get("zero_s", 0.0)
     name = ("overlapped ZeRO-2/3 reduce-scatter / all-gather traffic" if row.get("zero_s", 0.0) > comm / 2
             else "overlapped TP/PP/EP network bandwidth")

@@ -36,7 +36,7 @@ from planner.cost.matmul import matmul_time_s, measured_matmul_time_s
 from planner.cost.pipeline import bubble_fraction
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, GROUPS
-from planner.profile import PAPER, ExecutionProfile, Recipe
+from planner.profile import PAPER, RECIPE_PASSES, ExecutionProfile, Recipe
 from planner.schema import Gpu, Hardware, Workload
 
 Cols = Mapping[str, np.ndarray]
@@ -218,12 +218,14 @@ class Rates:
         """Whether a layer GEMM's pass ('fprop', 'dgrad', 'wgrad') runs in low precision."""
         return self.low and (self.recipe is None or pass_ in self.recipe.passes)
 
-    def gemm(self, d1, d2, b, weight_grad: bool = False, layer: bool = True, pass_: str | None = None
-             ) -> np.ndarray:
+    def gemm(self, d1, d2, b, weight_grad: bool = False, layer: bool = True, pass_: str | None = None,
+             grouped: bool = False) -> np.ndarray:
         """One GEMM (arguments as matmul_time_s); `layer` False: an end's GEMM (the LM head), always 16-bit.
-        `pass_` names the pass (default: 'wgrad' for a weight gradient, else 'fprop')."""
+        `pass_` names the pass (default: 'wgrad' for a weight gradient, else 'fprop'); `grouped`: a routed
+        expert's GEMM, run as a grouped GEMM (the recipe's grouped_gemm_efficiency applies)."""
         prof = self.hw.profile
-        low = layer and self.low_pass(pass_ or ("wgrad" if weight_grad else "fprop"))
+        pass_ = pass_ or ("wgrad" if weight_grad else "fprop")
+        low = layer and self.low_pass(pass_)
         g = self.gpu if low else self.hw.gpu
         if prof.gemm_model == "roofline":
             return matmul_time_s(g, d1, d2, b, weight_grad=weight_grad)
@@ -231,14 +233,16 @@ class Rates:
         fraction = gemm_peak_fraction(self.hw, self.precision if low else "bf16")
         if low and self.recipe is not None:
             fraction *= self.recipe.gemm_efficiency
+            if grouped:
+                fraction *= self.recipe.grouped_gemm_efficiency[RECIPE_PASSES.index(pass_)]
         return measured_matmul_time_s(g, d1, d2, b, weight_grad, fraction, prof.gemm_tile, launch, self.hbm_Bps)
 
-    def gemm_pass(self, d1, d2, b, pass_: str, layer: bool = True) -> np.ndarray:
+    def gemm_pass(self, d1, d2, b, pass_: str, layer: bool = True, grouped: bool = False) -> np.ndarray:
         """One pass of a GEMM ('fprop', 'dgrad', 'wgrad'; arguments as `gemm`). A layer's mixes in the recipe's
         16-bit layers: (1 - f) at the low-precision rate and f at the 16-bit rate, f the share of layers the recipe
         keeps in 16-bit (every layer is priced alike, so the kept layers' time is spread over all of them)."""
         wg = pass_ == "wgrad"
-        t = self.gemm(d1, d2, b, weight_grad=wg, layer=layer, pass_=pass_)
+        t = self.gemm(d1, d2, b, weight_grad=wg, layer=layer, pass_=pass_, grouped=grouped)
         kept = self.recipe.kept_layer_fraction if (layer and self.low and self.recipe is not None) else 0.0
         if kept > 0.0:
             t = (1.0 - kept) * t + kept * self.gemm(d1, d2, b, weight_grad=wg, layer=False)
@@ -251,6 +255,34 @@ class Rates:
             return np.zeros(1)
         share = 1.0 - self.recipe.kept_layer_fraction
         return np.asarray(share * self.recipe.quantize_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
+
+    def tp_gather(self, cols: Cols) -> np.ndarray:
+        """Per row, the ranks a sequence-parallel GEMM input is gathered from in FP8 (N_TP,ff with sequence
+        parallelism on under a profile that gathers in low precision, `tp_gather_low_precision`), else 1."""
+        prof = self.hw.profile
+        if not (self.low and prof.tp_gather_low_precision and self.recipe is not None
+                and not self.recipe.cast_per_linear and "sp" in cols):
+            return np.ones(1)
+        return np.where(np.asarray(cols["sp"], dtype=bool), _f(cols, "tp_ff"), 1.0)
+
+    def gathered_quantize_s(self, elements, ranks) -> np.ndarray:
+        """Seconds to quantize `elements` of a 16-bit GEMM input gathered in FP8 from `ranks` sequence shards: the
+        recipe's cast on the rank's shard (its bytes less the column-wise copy's write, 1 B) and, on the gathered
+        tensor, the weight gradient's transposed FP8 copy (read 1 B, write 1 B). `ranks` 1: `quantize_s`."""
+        if not self.low or self.recipe is None or self.recipe.quantize_bytes_per_element == 0.0:
+            return np.zeros(1)
+        q = self.recipe.quantize_bytes_per_element
+        per_element = np.where(ranks > 1, (q - 1.0) / ranks + 2.0, q)
+        share = 1.0 - self.recipe.kept_layer_fraction
+        return np.asarray(share * per_element * elements / self.hbm_Bps, dtype=np.float64)
+
+    def rescale_s(self, elements) -> np.ndarray:
+        """Seconds to scale `elements` of a backward GEMM's 16-bit output after the GEMM (0 for a recipe whose GEMMs
+        apply the scales themselves), at element-wise HBM bandwidth; the recipe's 16-bit layers rescale nothing."""
+        if not self.low or self.recipe is None or self.recipe.rescale_bytes_per_element == 0.0:
+            return np.zeros(1)
+        share = 1.0 - self.recipe.kept_layer_fraction
+        return np.asarray(share * self.recipe.rescale_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
 
     def attention(self, flop) -> tuple[np.ndarray, np.ndarray]:
         """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs (16-bit)."""
@@ -354,8 +386,9 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         # A GEMM the recipe leaves out (the router) runs in 16 bits and quantizes nothing; without a recipe (the
         # paper profile's idealisation) every layer GEMM runs at the low-precision rate.
         low = layer and (gemm.recipe_covers or r.recipe is None)
-        parts = np.stack(np.broadcast_arrays(r.gemm_pass(o, i, n, "fprop", low), r.gemm_pass(i, o, n, "dgrad", low),
-                                             r.gemm_pass(o, i, n, "wgrad", low)))
+        parts = np.stack(np.broadcast_arrays(r.gemm_pass(o, i, n, "fprop", low, routed),
+                                             r.gemm_pass(i, o, n, "dgrad", low, routed),
+                                             r.gemm_pass(o, i, n, "wgrad", low, routed)))
         # the busiest expert rank runs `moe_imbalance` times the mean routed load
         copies = experts_here * r.hw.profile.moe_imbalance if routed else 1.0
         if routed:
@@ -363,9 +396,27 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
         out.append((gemm.name, "gemm", parts if split else parts.sum(axis=0)))
         if low and r.low and r.recipe is not None:
             # The recipe quantizes the GEMM's input X (n x inp, read by fprop and wgrad) in the forward pass and
-            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass.
-            fwd_q = r.quantize_s(np.asarray(i, dtype=np.float64) * n) * copies
-            bwd_q = r.quantize_s(np.asarray(o, dtype=np.float64) * n) * copies
+            # the output gradient dY (n x out, read by dgrad and wgrad) in the backward pass. A recipe that casts
+            # per module casts X once for each of the GEMM's modules (their dY are disjoint slices: one cast in
+            # all); one that casts a module's input once casts an input two GEMMs share (Q and KV) once, and under
+            # FP8 TP gathers a column-parallel GEMM's input and a row-parallel GEMM's output gradient on the
+            # sequence shard (`gathered_quantize_s`). A recipe that rescales its backward GEMMs' outputs passes
+            # over each module's input gradient (n x inp) and the weight gradient (out x inp) once more.
+            x = np.asarray(i, dtype=np.float64) * n
+            y = np.asarray(o, dtype=np.float64) * n
+            lin = gemm.linears if r.recipe.cast_per_linear else 1
+            if r.recipe.cast_per_linear:
+                fwd_q = r.quantize_s(x * lin)
+                bwd_q = r.quantize_s(y)
+            else:
+                g = r.tp_gather(cols) if not routed else np.ones(1)
+                column = gemm.out.split_by == "tp_ff" and gemm.inp.split_by != "tp_ff"
+                row = gemm.inp.split_by == "tp_ff"
+                fwd_q = (np.zeros(1) if gemm.shared_input else
+                         r.gathered_quantize_s(x, g) if column else r.quantize_s(x))
+                bwd_q = r.gathered_quantize_s(y, g) if row else r.quantize_s(y)
+            fwd_q = fwd_q * copies
+            bwd_q = (bwd_q + r.rescale_s(x * lin + np.asarray(o, dtype=np.float64) * i)) * copies
             quant.append(np.stack(np.broadcast_arrays(fwd_q + bwd_q, fwd_q)))
     if quant:
         q = functools.reduce(operator.add, quant)
@@ -517,6 +568,11 @@ EP_STAGE_TOTALS = tuple(f"ep_stage{k + 1}_total_s" for k in range(EP_STAGES))
 def has_ep_stages(wl: Workload) -> bool:
     """Whether the workload's layers have an expert all-to-all (a transformer with routed experts)."""
     return wl.transformer is not None and wl.model_ops is not None and bool(wl.model_ops.layer.alltoalls)
+
+
+def has_host_floor(wl: Workload, profile: ExecutionProfile) -> bool:
+    """The profile prices a host-bound floor on this workload's MoE layers (docs/model.md §1c)."""
+    return wl.transformer is not None and wl.experts > 1 and profile.host_moe_layer_s > 0
 
 
 def shape_keys(wl: Workload) -> tuple[str, ...]:
@@ -707,6 +763,10 @@ def tuple_quantities(hw: Hardware, wl: Workload, cols: Cols, shape: Mapping[str,
             for k, v in zip(EP_STAGE_TOTALS, stages, strict=True):
                 transformer[k] = v
             transformer["ep_rest_s"] = np.maximum(matmul_s - sum(stages, np.zeros_like(matmul_s)), 0.0)
+        if has_host_floor(wl, hw.profile):
+            # Host-bound floor: the CPU issues every MoE layer's kernels of every microbatch on the busiest device
+            # (every layer priced as an MoE layer, as above); the stage takes at least that long.
+            transformer["host_s"] = m * device_layers(wl, cols) * hw.profile.host_moe_layer_s
     unpaired = ep_unpaired_share(cols)
     return {
         **transformer,
@@ -919,6 +979,10 @@ def _ar_words(group: str):
                                                                  else None)
         if wl.transformer is not None:
             words = words * recompute_comm_factor(cols)
+            if group == "tp_ff":
+                # Sequence parallelism's all-reduce is a reduce-scatter and an all-gather; gathered in FP8
+                # (`Rates.tp_gather`) the all-gather moves half the bytes.
+                words = words * np.where(rates(hw, wl).tp_gather(cols) > 1.0, 0.75, 1.0)
             words = words + wl.model_ops.head.allreduce_words(cols, group)  # type: ignore[union-attr]
         return _tokens_here(wl, cols) * words
     return scale
@@ -1219,6 +1283,10 @@ def branches(wl: Workload, dp_overlap: bool, profile: ExecutionProfile = PAPER, 
                 parts += ((("stretch", EP_STAGE_TOTALS[k]), ("ep_unpaired_share", "a2a_bw")) if mask >> k & 1 else
                           (("ep_unpaired_stretch", EP_STAGE_TOTALS[k]), ("ep_stage_share", "a2a_bw")))
             out.append(Branch(f"ep_stages_{mask}", dp + waits + (("stretch", "ep_rest_s"),) + parts + exposed))
+    if has_host_floor(wl, profile):
+        # Host-bound floor: max(GPU time, host time) per stage, the host's time stretched by the bubble like the
+        # GEMMs' (the launches of one microbatch's layers cannot start before the previous ones are issued).
+        out.append(Branch("host", dp + waits + (("stretch", "host_s"),)))
     if dp_overlap:
         out.append(Branch("dp", fixed + dp_lat + waits + dp_bw))
     out.append(Branch("floor", dp + (("one", "critical_mm_s"),) + tuple(("one", p) for p in paths), eq21=False))

@@ -68,6 +68,16 @@ class Gemm:
     """Whether a low-precision recipe runs this GEMM in FP8 / FP4. False for the MoE router, which Megatron Core
     keeps in its original precision under every FP8 recipe (Megatron-LM docs/discussions/deepseek-v3-gb200-
     optimization: "SDPA/Embedding/LM Head/Router/Loss/Optimizer ... remain at their original high precision")."""
+    shared_input: bool = False
+    """Its input is the previous GEMM's (the key/value projection reads the query projection's input): a recipe that
+    casts a module's input once (Transformer Engine's fused QKV projection, torchao's PrepareFloat8ModuleInput)
+    quantizes it for the first GEMM only."""
+    linears: int = 1
+    """Weight matrices (torch.nn.Linear modules) the GEMM stands for where a framework keeps the projections apart:
+    2 for the key and value projections (torchtitan's attention.wk and attention.wv) and for SwiGLU's gate and up
+    (feed_forward.w1 and w3), which Megatron-LM and Transformer Engine fuse into one GEMM. A recipe that quantizes per
+    module (Recipe.cast_per_linear) casts the shared input once per module and rescales each module's input
+    gradient."""
 
     @property
     def params(self) -> int:
@@ -339,7 +349,8 @@ def _mlp(name: str, d_model: int, width: int, ffn: str, routed: bool, copies: in
     its input), and its activation's element-wise bytes."""
     up_rows = 2 * width if ffn == "swiglu" else width
     dm, hid, up = Dim(d_model, "tp_model"), Dim(width, "tp_ff"), Dim(up_rows, "tp_ff")
-    gemms = (Gemm(f"{name} up" + (" + gate" if ffn == "swiglu" else ""), out=up, inp=dm, routed=routed),
+    gemms = (Gemm(f"{name} up" + (" + gate" if ffn == "swiglu" else ""), out=up, inp=dm, routed=routed,
+                  linears=2 if ffn == "swiglu" else 1),
              Gemm(f"{name} down", out=dm, inp=hid, routed=routed))
     ars = (AllReduce(f"{name} up partial output", words=up, group="tp_model", copies=copies, routed=routed),
            AllReduce(f"{name} down partial output", words=dm, group="tp_ff", copies=copies, routed=routed))
@@ -399,7 +410,8 @@ def transformer_ops(wl: Workload) -> ModelOps:
         qk = v = tr.head_dim
         q = Dim(tr.heads * qk, "tp_ff")
         kv = Dim(2 * tr.kv_heads * qk, "tp_ff", max_split=tr.kv_heads)
-        gemms += [Gemm("q", out=q, inp=dm), Gemm("kv", out=kv, inp=dm), Gemm("o", out=dm, inp=q)]
+        gemms += [Gemm("q", out=q, inp=dm), Gemm("kv", out=kv, inp=dm, linears=2, shared_input=True),
+                  Gemm("o", out=dm, inp=q)]
         ars += [AllReduce("q partial output", words=q, group="tp_model"),
                 AllReduce("kv partial output", words=kv, group="tp_model"),
                 AllReduce("o partial output", words=dm, group="tp_ff")]

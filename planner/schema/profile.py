@@ -73,11 +73,25 @@ class Recipe(BaseModel):
     gemm_efficiency: Fraction = Field(
         1.0, description="Low-precision GEMM throughput with this recipe's scaling / per-tensor scaling's (block "
         "scales applied inside the GEMM's main loop cost throughput on GPUs without hardware block scaling).")
+    grouped_gemm_efficiency: tuple[Fraction, Fraction, Fraction] = Field(
+        (1.0, 1.0, 1.0), description="Low-precision grouped GEMM throughput (the routed experts' GEMMs) over the "
+        "dense large-GEMM rate, per pass (fprop, dgrad, wgrad): a grouped kernel with per-block scales reaches less "
+        "of the peak than one large GEMM, the weight gradient's (both operands grouped along the tokens) least.")
     quantize_bytes_per_element: float = Field(
         0.0, ge=0, description="HBM bytes a GEMM input's quantization moves per element of the 16-bit tensor: read "
         "it, write the low-precision copies the passes need (row- and column-wise), their scales, and the extra "
         "read of an amax pass (current scaling). Priced as element-wise work at HBM bandwidth, once per GEMM input "
         "per pass that consumes it.")
+    cast_per_linear: bool = Field(
+        False, description="Whether every weight matrix (torch.nn.Linear) quantizes its own input, so an input shared "
+        "by separate projections (torchtitan's wq, wk, wv; w1, w3) is cast once per projection: torchao's float8 "
+        "Linear outside its tensorwise TP path. False: one quantization per GEMM input (Transformer Engine's fused "
+        "modules; torchao's tensorwise TP casts the module input once, PrepareFloat8ModuleInput).")
+    rescale_bytes_per_element: float = Field(
+        0.0, ge=0, description="HBM bytes per element of a backward GEMM's output for scaling it after the GEMM "
+        "(read and write the 16-bit output): torchao's row-wise recipe runs its activation- and weight-gradient "
+        "GEMMs on the tensor-wise kernel with unit scales and multiplies the row and column scales in afterwards. "
+        "Priced as element-wise work on each module's input gradient (tokens x input width) and weight gradient.")
     weight_cast_bytes_per_param: float = Field(
         0.0, ge=0, description="HBM bytes per parameter to refresh the low-precision weight copies once per step "
         "(after the optimizer), priced with the optimizer step.")
@@ -150,6 +164,12 @@ class ExecutionProfile(BaseModel):
     overlap_tp: float = Field(1.0, ge=0, le=1, description="Share of tensor-parallel traffic hidden under GEMMs.")
     overlap_tp_comm: float = Field(1.0, ge=0, le=1, description="The same with the framework's TP communication "
                                    "overlap on (Megatron --tp-comm-overlap, torchtitan async TP).")
+    tp_gather_low_precision: bool = Field(
+        False, description="Under a low-precision recipe that casts each module input once (Recipe.cast_per_linear "
+        "false) with sequence parallelism: the framework casts the tensor-parallel GEMMs' inputs on the rank's "
+        "sequence shard and all-gathers them in FP8 (torchtitan's Float8ColwiseParallel, Float8RowwiseParallel and "
+        "PrepareFloat8ModuleInput): the forward input and backward output-gradient all-gathers move 1 byte per "
+        "element, and only a transposed FP8 copy for the weight gradient is made on the gathered tensor.")
     overlap_cp: float = Field(1.0, ge=0, le=1, description="Share of context parallelism's ring exchange hidden "
                               "under the attention kernels.")
     cp_kv_expanded: bool = Field(False, description="Context parallelism's ring carries the keys and values after "
@@ -180,6 +200,13 @@ class ExecutionProfile(BaseModel):
                                     "applies to the hidden share (overlap_ep); the rest stays exposed.")
     overlap_ep_comm_stages: bool = Field(False, description="overlap_ep_stages for runs with the framework's "
                                          "expert-parallel overlap on (validation records' ep_comm_overlap).")
+    host_moe_layer_s: float = Field(0.0, ge=0, description="Host-bound floor: CPU time to issue one MoE layer's "
+                                    "kernels for one microbatch, forward and backward, when they are launched "
+                                    "eagerly (no CUDA graph). A pipeline stage then takes at least its MoE layers x "
+                                    "microbatches x this (planner.cost.terms 'host' branch); 0: no floor.")
+    host_eager_moe_layer_s: float = Field(0.0, ge=0, description="host_moe_layer_s for runs that capture no CUDA "
+                                          "graph (validation records' cuda_graph_impl = 'none'); records with "
+                                          "graphs or without the field keep host_moe_layer_s.")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")

@@ -90,6 +90,15 @@ class PublishedRun(BaseModel):
     ep_comm_overlap: bool | None = Field(None, description="The run overlapped the expert-parallel all-to-all with "
                                          "compute (Megatron overlap_moe_expert_parallel_comm): the profile's "
                                          "overlap_ep_comm prices it; false or None: the framework's overlap_ep.")
+    cuda_graph_impl: Literal["none", "local", "transformer_engine", "full_iteration"] | None = Field(
+        None, description="CUDA graphs the run captured (Megatron cuda_graph_impl, as the recipe the source cites "
+        "sets it): 'none' (every kernel launched eagerly: the profile's host_eager_moe_layer_s floors its MoE "
+        "layers), 'local' or 'transformer_engine' (the modules cuda_graph_scope names), 'full_iteration' (the "
+        "whole forward and backward step); None: not known (no floor).")
+    cuda_graph_scope: list[str] | None = Field(None, description="The modules captured in CUDA graphs (Megatron "
+                                               "cuda_graph_scope: 'attn', 'mlp', 'moe', 'moe_router', "
+                                               "'moe_preprocess', 'full_iteration'; empty with 'full_iteration' "
+                                               "or 'none'); None: not known.")
     tp_comm_overlap: bool = Field(False, description="The run overlapped TP communication with GEMMs (Megatron "
                                   "--tp-comm-overlap, torchtitan async TP).")
     framework: str = Field("megatron", description="Training framework (an execution profile may price it "

@@ -746,6 +746,10 @@ def _status_name(status) -> str:
 WINDOW_TUPLES = 300_000
 """Windows of GPU count hold about this many degree tuples (whole GPU-count groups; memory stays bounded)."""
 
+BOUNDED_WINDOW_TUPLES = 30_000
+"""Windows past a proven bound's count (a re-plan, `solve_cpsat`) hold about this many tuples: 0.6x the CPU of
+WINDOW_TUPLES for the re-plans of `plan --sensitivity` whose count moves up (docs/benchmarks.md, fifth pass)."""
+
 INCUMBENT_BATCH = 8
 """Tuples in the first incumbent model (step 3a): the best-bound tuples of a GPU count; later batches grow."""
 
@@ -941,12 +945,26 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
 
 def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
                 time_limit_s: float | None = 60.0, workers: int = 2,
-                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None) -> SearchResult:
+                goodput: Callable[[float], float] | None = None, exclude: Layout | None = None,
+                seed_q: int | None = None, base_hw: Hardware | None = None) -> SearchResult:
     """Fewest GPUs (deadline mode) or least step time (`options.gpus`), decided by CP-SAT count by count.
 
     `goodput` g(N) (planner.goodput) scales the deadline of every count N: compute time <= deadline x g(N). The
     counts whose N g(N) cannot hold the workload's compute at peak are left out before any table is built.
-    `exclude`: a layout no model may choose (`_decide_count`): the search's answer is then the best of the rest."""
+    `exclude`: a layout no model may choose (`_decide_count`): the search's answer is then the best of the rest.
+
+    `seed_q` (with a proven `options.min_gpus` N, deadline mode): the integer step (quanta) of a layout of N GPUs that
+    the caller has priced under this hardware and found within N's deadline cap (a re-plan's seed: the plan's own
+    layout, planner.api.replan_answer). Count N is then decided first with its cap lowered to `seed_q` (the windows'
+    deadline filters too): CP-SAT's least step there is at most the seed's, so no tuple whose bound lies above it can
+    be chosen. Should the lowered count find no layout (a seed that no layout of the search matches), N is decided
+    again with its own cap: the answer is always the search's own.
+
+    `base_hw` (deadline mode): a hardware under which, the caller has proven, no layout is slower than under `hw`
+    and the same layouts fit (the plan's, for a re-plan that moves a step input the slowing way: planner.monotone,
+    tests/test_monotone.py). A count that the base's searches filtered whole (its count record, `_CountRecord`) is
+    filtered here from the base's survivors only: a tuple whose bound missed the deadline under the base has a
+    step above it under `hw` too, so it cannot be chosen."""
     clock = _Clock(float("inf") if time_limit_s is None else time_limit_s)
     space = build_space(hw, wl, options)
     size = space_size(space)
@@ -1024,6 +1042,18 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _presolve_out(result, clock)
     least = LeastFeatures(hw, wl)
+    recording = COUNT_RECORDS and deadline_s is not None and options.gpus is None
+    base = None
+    if recording and base_hw is not None:
+        assert deadline_s is not None
+        base_key = _record_key(base_hw, wl, options, deadline_s)
+        base = _COUNT_RECORDS.pop(base_key, None)
+        if base is not None:
+            _COUNT_RECORDS[base_key] = base  # most recently used last: the re-plans that read it keep it
+    record = _count_record(hw, wl, options, deadline_s) if recording and deadline_s is not None else None
+    if base is record:
+        base = None
+    n_mp = np.asarray(mp_size(index.mp), dtype=np.float64) if record is not None else None
 
     def decided(found: tuple) -> SearchResult:
         """The answer from the first count whose `_decide_count` found a layout: optimal, or the time limit's best."""
@@ -1054,15 +1084,57 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     spans = windows(index, lo, n_max, WINDOW_TUPLES)
     if options.min_gpus is not None and deadline_s is not None and lo == float(options.min_gpus) and lo <= n_max:
         # A proven bound is usually the answer of a re-plan (its move rarely changes the count): its count alone
-        # first, so that no tuple of a larger count is filtered before it is decided.
-        spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES), windows(index, lo + 1, n_max, WINDOW_TUPLES))
-    for ii, jj, n_lo, _n_hi in spans:
+        # first, so that no tuple of a larger count is filtered before it is decided; past it, smaller windows (a
+        # re-plan whose count moves up usually moves by a few counts: a large window filters many counts beyond
+        # its answer). Each count is still filtered whole and decided in order, so the answer is the same.
+        spans = itertools.chain(windows(index, lo, lo, WINDOW_TUPLES),
+                                windows(index, lo + 1, n_max, BOUNDED_WINDOW_TUPLES))
+    seed_s = deadline_s
+    if seed_q is not None and options.min_gpus is not None and deadline_s is not None and options.gpus is None \
+            and lo == float(options.min_gpus) and lo <= n_max:
+        # Count N alone with its filters and cap at the seed's step (a hair of slack on the float filters: keeping
+        # more tuples is always sound); then, only if that found nothing, N again with its own cap, and on.
+        seed_s = min(deadline_s, wl.steps * (seed_q + 1) * QUANTUM_S * (1.0 + 1e-9))
+        spans = itertools.chain(((*w, True) for w in windows(index, lo, lo, WINDOW_TUPLES)),
+                                ((*w, False) for w in spans))
+    else:
+        spans = ((*w, False) for w in spans)
+    for ii, jj, n_lo, _n_hi, lowered in spans:
         if clock.out:
             return _timed_out(result, clock, None, n_lo, deadline_s)
-        if deadline_s is not None:
-            ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, deadline_s, options.dp_overlap)
-            if len(ii) == 0:
-                continue
+        window_deadline = seed_s if lowered else deadline_s
+        recorded: dict[int, tuple[Tuples, dict[str, np.ndarray]]] = {}
+        use_record = record is not None and not lowered
+        if use_record:
+            assert record is not None
+            assert n_mp is not None
+            pair_n = n_mp[ii] * index.dps[jj].astype(np.float64)
+            known = record.covered(pair_n)
+            if known.any():
+                recorded = {n: record.counts[n] for n in np.unique(pair_n[known]).astype(np.int64).tolist()
+                            if n in record.counts}
+                ii, jj = ii[~known], jj[~known]
+                pair_n = pair_n[~known]
+            if base is not None and len(ii):
+                # Counts the base hardware's searches filtered whole: under this hardware no tuple is faster and
+                # the same tuples fit, so only the base's survivors can meet the deadline; they are filtered again
+                # here (priced under this hardware), the other pairs of those counts never.
+                from_base = base.covered(pair_n)
+                for n in np.unique(pair_n[from_base]).astype(np.int64).tolist():
+                    if n in base.counts:
+                        t_b, _ = base.counts[n]
+                        t_n, q_n = _filter(hw, wl, t_b, deadline_s, shapes, least, options.dp_overlap)
+                        if len(t_n):
+                            recorded[n] = (t_n, q_n)
+                            record.keep(n, t_n, q_n)
+                ii, jj = ii[~from_base], jj[~from_base]
+        if window_deadline is not None and len(ii):
+            ii, jj = _pair_filter(hw, wl, index, ii, jj, shapes, work, least, window_deadline, options.dp_overlap)
+        if window_deadline is not None and len(ii) == 0 and not recorded:
+            if use_record:
+                assert record is not None
+                record.cover(n_lo, _n_hi)
+            continue
         if deadline_s is None and LAZY_FIXED and len(ii) > LAZY_FIRST_PAIRS:  # fewer: all in the first step anyway
             lazy = _LazyCount(hw, wl, space, index, ii, jj, shapes, least, options, slice_pairs, clock)
             try:  # the first groups are expanded here, slice by slice with the clock checked between slices
@@ -1087,20 +1159,33 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
             t = tuples_from_pairs(space, index, ii[s0:s0 + slice_pairs], jj[s0:s0 + slice_pairs])
             if options.rank_order:
                 t = t.take(np.nonzero(rank_order_factors(hw, t, options.rank_order)[1])[0])
-            t, q = _filter(hw, wl, t, deadline_s, shapes, least, options.dp_overlap)
+            t, q = _filter(hw, wl, t, window_deadline, shapes, least, options.dp_overlap)
             if len(t):
                 kept_t.append(t)
                 kept_q.append(q)
-        if not kept_t:
-            continue
-        t = Tuples.concat(kept_t)
-        q = {k: np.concatenate([d[k] for d in kept_q]) for k in kept_q[0]}
-        gpus = t.gpus
-        for n in np.unique(gpus):
-            idx = np.nonzero(gpus == n)[0]
+        by_count = dict(recorded)
+        if kept_t:
+            t = Tuples.concat(kept_t)
+            q = {k: np.concatenate([d[k] for d in kept_q]) for k in kept_q[0]}
+            gpus = t.gpus
+            for n in np.unique(gpus).tolist():
+                idx = np.nonzero(gpus == n)[0]
+                by_count[n] = (t.take(idx), {k: v[idx] for k, v in q.items()})
+                if use_record:
+                    assert record is not None
+                    record.keep(n, *by_count[n])
+        if use_record:
+            assert record is not None
+            record.cover(n_lo, _n_hi)  # every pair of these counts filtered: what survived is kept above
+        for n in sorted(by_count):
+            t_n, q_n = by_count[n]
             try:
-                found = _decide_count(hw, wl, t.take(idx), {k: v[idx] for k, v in q.items()}, cap_for(n),
-                                      options.dp_overlap, clock, workers, stats, options.rank_order, exclude=exclude)
+                cap = cap_for(n)
+                if lowered:
+                    assert seed_q is not None
+                    cap = seed_q if cap is None else min(cap, seed_q)
+                found = _decide_count(hw, wl, t_n, q_n, cap, options.dp_overlap, clock, workers, stats,
+                                      options.rank_order, exclude=exclude)
             except _TimeUp as stop:
                 return _timed_out(result, clock, stop.args[0], float(n), deadline_s)
             if found is None:
@@ -1109,6 +1194,96 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     if clock.out:
         return _timed_out(result, clock, None, n_max, deadline_s)
     return result("infeasible", None)
+
+
+COUNT_RECORDS = True
+"""Searches in one process keep what their windows' filters left of each GPU count (`_CountRecord`), for later
+searches with the same hardware, workload, options and deadline; False only to measure what that saves."""
+COUNT_RECORD_ENTRIES = 8
+"""Records kept (the least recently used dropped): the plan's, and those of the re-plans' moved hardware."""
+COUNT_RECORD_TUPLES = 100_000
+"""Most tuples one record keeps; past it, later counts are filtered again by every search (memory stays bounded:
+about 20 columns of 8 bytes a tuple, 16 MB a record at most)."""
+
+
+@dataclass
+class _CountRecord:
+    """What the deadline filters of the searches with one key (`_count_record`) left of each GPU count: `counts`
+    holds each count's surviving tuples and their quantities (in the count's order), for every count within the
+    intervals [lo[k], hi[k]] that some search filtered whole (a covered count absent from `counts` kept nothing).
+
+    The filters (`_pair_filter`, `_filter`: level filling, memory, dominated options, the placement-free bound
+    against the deadline at goodput 1) read the hardware, the workload, the options and the deadline only, never the
+    goodput, a proven bound, a runner-up's excluded layout or a seed; and each count's pairs are the same in every
+    search that reaches it (rows larger than a search's largest cluster pair with no count it visits). So a search
+    of the plan, its runner-up, a certificate and the re-plans that move only a failure input (the same hardware)
+    decide the counts one of them filtered from the same tuples, without filtering them again."""
+
+    lo: list[float] = dataclasses.field(default_factory=list)
+    hi: list[float] = dataclasses.field(default_factory=list)
+    counts: dict[int, tuple[Tuples, dict[str, np.ndarray]]] = dataclasses.field(default_factory=dict)
+    size: int = 0
+    full: bool = False
+
+    def covered(self, n: np.ndarray) -> np.ndarray:
+        """Whether each count in `n` lies in a covered interval."""
+        if not self.lo:
+            return np.zeros(len(n), dtype=bool)
+        lo, hi = np.array(self.lo), np.array(self.hi)
+        k = np.searchsorted(lo, n, side="right") - 1
+        return (k >= 0) & (n <= hi[np.maximum(k, 0)])
+
+    def keep(self, n: int, t: Tuples, q: dict[str, np.ndarray]) -> None:
+        if self.full or self.size + len(t) > COUNT_RECORD_TUPLES:
+            self.full = True  # nothing more is covered either (`cover`)
+            return
+        for arr in [*t.cols.values(), *q.values()]:
+            arr.setflags(write=False)
+        self.counts[n] = (t, q)
+        self.size += len(t)
+
+    def cover(self, a: float, b: float) -> None:
+        """Counts a..b were filtered whole (their survivors kept); intervals merged where they touch."""
+        if self.full:
+            return
+        spans = sorted([*zip(self.lo, self.hi), (a, b)])
+        lo: list[float] = []
+        hi: list[float] = []
+        for x, y in spans:
+            if lo and x <= hi[-1] + 1:
+                hi[-1] = max(hi[-1], y)
+            else:
+                lo.append(x)
+                hi.append(y)
+        self.lo, self.hi = lo, hi
+
+
+_COUNT_RECORDS: dict[tuple, _CountRecord] = {}
+
+
+def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> _CountRecord | None:
+    """The record of searches with this hardware, workload, options (but for where the windows start and end) and
+    deadline; a new one when none is kept (the least recently used dropped). None when COUNT_RECORDS is off."""
+    if not COUNT_RECORDS:
+        return None
+    key = _record_key(hw, wl, options, deadline_s)
+    record = _COUNT_RECORDS.pop(key, None)
+    if record is None:
+        record = _CountRecord()
+        while len(_COUNT_RECORDS) >= COUNT_RECORD_ENTRIES:
+            _COUNT_RECORDS.pop(next(iter(_COUNT_RECORDS)))
+    _COUNT_RECORDS[key] = record  # most recently used last
+    return record
+
+
+def _record_key(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> tuple:
+    return (repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
+
+
+def clear_records() -> None:
+    """Forget every count record (`_CountRecord`): a measurement of one plan from cold filters
+    (benchmarks/replan_speed.py)."""
+    _COUNT_RECORDS.clear()
 
 
 _SHARED: dict[tuple[Workload, SearchOptions, float], tuple[dict[str, np.ndarray], PairIndex]] = {}

@@ -311,10 +311,10 @@ def pair_step_lower_bound(hw: Hardware, wl: Workload, rows: Mapping[str, np.ndar
         "matmul_s": matmul_s,
         "critical_mm_s": critical_mm_s,
         "exposed_s": np.zeros_like(pp),
-        # The stage-wise EP overlap's branches (profile.overlap_ep_stages) read at zero: each is then at most its
-        # true value, and the GEMM branch above keeps the bound.
-        **{k: np.zeros_like(pp) for k in (*T.EP_STAGE_TOTALS, "ep_rest_s", "ep_stage_share", "ep_unpaired_stretch",
-                                          "ep_unpaired_share")},
+        # The stage-wise EP overlap's branches (profile.overlap_ep_stages) and the host floor read at zero: each is
+        # then at most its true value, and the GEMM branch above keeps the bound.
+        **{k: np.zeros_like(pp) for k in (*T.EP_STAGE_TOTALS, "ep_rest_s", "host_s", "ep_stage_share",
+                                          "ep_unpaired_stretch", "ep_unpaired_share")},
     })
     return np.max([T.combine(b, values) for b in T.branches(wl, dp_overlap, hw.profile)], axis=0)
 
