@@ -19,7 +19,7 @@ from planner.cli import app, run
 from planner.hardware import get_hardware, hardware_names
 
 FAST = (("reference",), ("schema",), ("hardware", "list"), ("hardware", "show", "h100"))
-WIDTHS = ("40", "60", "80", "100", "120", "200")
+WIDTHS = ("60", "80", "120", "200")
 COLORS = ({}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}, {"TERM": "dumb"}, {"FORCE_COLOR": "1", "TERM": "dumb"})
 RICH_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
             "JUPYTER_COLUMNS", "JUPYTER_LINES", "TERMINAL_WIDTH")
@@ -158,7 +158,7 @@ def test_console_script_takes_the_fast_path_without_typer():
 
 # --- `planner --help` and bare `planner` (planner/fasthelp.py) --------------------------------------------------------
 
-HELP_WIDTHS = ("40", "60", "80", "100", "120", "200")
+HELP_WIDTHS = ("60", "80", "120", "200")
 HELP_COLORS = ({}, {"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}, {"TERM": "dumb"}, {"FORCE_COLOR": "1", "TERM": "dumb"},
                {"FORCE_COLOR": "1", "NO_COLOR": "1"}, {"FORCE_COLOR": "1", "TERM": "xterm-256color"},
                {"FORCE_COLOR": "1", "COLORTERM": "truecolor"}, {"FORCE_COLOR": "1", "TERM": "dumb", "LINES": "30"})
@@ -340,6 +340,14 @@ def test_help_console_script_imports_neither_typer_nor_rich():
     full = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           env={**env, fastpath.FULL_PATH_ENV: "1"})
     assert full.stdout == fast.stdout and "typer" in full.stderr and full.stderr.endswith(" 0")
+
+
+@pytest.mark.parametrize("width", ["40", "100"])
+@pytest.mark.parametrize("color", COLORS, ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()) or "plain")
+def test_hardware_list_at_more_widths(capsys, monkeypatch, width, color):
+    """With the widths above: 40 (rich draws it), 60 (rich), 80, 100, 120, 200 (drawn without rich)."""
+    fast, full = _both(capsys, monkeypatch, ("hardware", "list"), {"COLUMNS": width, **color})
+    assert fast[0] == 0 and fast == full
 
 
 @pytest.mark.parametrize("width", ["80", "100", "140", "200"])
