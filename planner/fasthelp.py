@@ -101,7 +101,7 @@ def highlight(text: str, patterns: Sequence[str], theme: Mapping[str, str]) -> l
 _WORD = re.compile(r"\s*\S+\s*")
 
 
-def wrap(text: str, width: int) -> list[tuple[int, int]]:
+def wrap(text: str, width: int, fold: bool = False) -> list[tuple[int, int]]:
     """rich's word wrap of one line of text at `width` cells, as (start, end) of each line: a line breaks before the
     word that does not fit, keeps its trailing white space unless that runs past `width`. A word longer than `width`
     (rich would cut it) or a character that is not one cell wide: Unsupported."""
@@ -116,7 +116,16 @@ def wrap(text: str, width: int) -> list[tuple[int, int]]:
         if width - offset >= length:
             offset += len(word)
         elif length > width:
-            raise Unsupported("a word wider than its column")
+            if not fold:
+                raise Unsupported("a word wider than its column")
+            chunks = [word[i:i + width] for i in range(0, len(word), width)]  # rich cuts it into column-wide pieces
+            for last, chunk in enumerate(chunks, 1 - len(chunks)):
+                if start:
+                    breaks.append(start)
+                if last == 0:
+                    offset = len(chunk)
+                else:
+                    start += len(chunk)
         elif offset and start:
             breaks.append(start)
             offset = len(word)

@@ -169,17 +169,26 @@ def _hardware_list_plain(hardware: list[SimpleNamespace]) -> str:
 
     width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
     rows = [list_row(hw) for hw in hardware]
-    return fasttable.to_text(fasttable.render(LIST_TITLE, LIST_COLUMNS, rows, width), styled)
+    columns = [(*column, "ellipsis") for column in LIST_COLUMNS]
+    return fasttable.to_text(fasttable.render(LIST_TITLE, columns, rows, width), styled)
 
 
-def _hardware_show(name: str) -> list[Any]:
+def _hardware_show_plain(hw: SimpleNamespace) -> str:
+    """`hardware show`'s four tables drawn without rich; fasthelp.Unsupported where they would differ."""
+    from planner import fasttable
+    from planner.hardware_listing import PIPED_WIDTH, show_tables
+
+    width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
+    return "".join(fasttable.to_text(fasttable.render(title, columns, rows, width, show_header), styled)
+                   for title, show_header, columns, rows in show_tables(hw))
+
+
+def _hardware_show_view(name: str) -> SimpleNamespace:
     """A shipped name exactly as its file is named (h100, not H100 or a path: those take the full path)."""
     folder = _specs_folder()
     if name not in {p.stem for p in folder.glob("*.toml")}:
         raise _Unexpected
-    from planner.render.light import hardware_show_renderables
-
-    return hardware_show_renderables(_read_hardware(folder / f"{name}.toml"))
+    return _read_hardware(folder / f"{name}.toml")
 
 
 def fast(argv: Sequence[str]) -> int | None:
@@ -204,10 +213,11 @@ def fast(argv: Sequence[str]) -> int | None:
             def show() -> None:
                 sys.stdout.write(text)
         elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
-            plain = None
-            if args[1] == "list":
-                from planner.fasthelp import Unsupported as NotPlain
+            from planner.fasthelp import Unsupported as NotPlain
 
+            plain = None
+            items: list[Any] = []
+            if args[1] == "list":
                 views = _hardware_views()
                 try:
                     plain = _hardware_list_plain(views)
@@ -216,7 +226,13 @@ def fast(argv: Sequence[str]) -> int | None:
 
                     items = [hardware_list_table(views)]
             else:
-                items = _hardware_show(args[2])
+                view = _hardware_show_view(args[2])
+                try:
+                    plain = _hardware_show_plain(view)
+                except NotPlain:  # rich draws them
+                    from planner.render.light import hardware_show_renderables
+
+                    items = hardware_show_renderables(view)
 
             def show() -> None:
                 if plain is not None:

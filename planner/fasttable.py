@@ -81,26 +81,28 @@ def _collapse(widths: list[int], wrappable: list[bool], max_width: int) -> list[
     return widths
 
 
-def column_widths(columns: Sequence[tuple[str, str | None, str, bool]], rows: Sequence[Sequence[str]],
-                  max_width: int) -> list[int]:
+Column = tuple[str, str | None, str, bool, str]
+
+
+def column_widths(columns: Sequence[Column], rows: Sequence[Sequence[str]], max_width: int,
+                  show_header: bool = True) -> list[int]:
     """The widths (padding included) rich gives the columns of a table that does not expand."""
-    cells = [[header, *(row[k] for row in rows)] for k, (header, _, _, _) in enumerate(columns)]
+    cells = [[*([header] if show_header else []), *(row[k] for row in rows)] for k, (header, *_) in enumerate(columns)]
     widths = [_measure(c, max_width)[1] or 1 for c in cells]
     if sum(widths) > max_width:
-        widths = _collapse(widths, [not no_wrap for _, _, _, no_wrap in columns], max_width)
+        widths = _collapse(widths, [not column[3] for column in columns], max_width)
         if sum(widths) > max_width:
             raise Unsupported("rich would crop columns")
         widths = [_measure(c, w)[1] or 0 for c, w in zip(cells, widths)]
     return widths
 
 
-def _cell_lines(text: str, width: int, justify: str, no_wrap: bool) -> list[str]:
+def _cell_lines(text: str, width: int, justify: str, no_wrap: bool, overflow: str) -> list[str]:
     """A cell's text lines, each `width` wide, as rich wraps and justifies them."""
     out = []
     for line in text.split("\n"):
-        parts = [line] if no_wrap else [line[a:b] for a, b in wrap(line, width)]
-        if no_wrap:
-            wrap(line, max(width, len(line)))  # the same character check
+        wrap(line, max(width, len(line)))  # the character check
+        parts = [line] if no_wrap else [line[a:b] for a, b in wrap(line, width, fold=overflow == "fold")]
         for part in parts:
             if justify == "right":
                 part = part.rstrip()
@@ -110,41 +112,49 @@ def _cell_lines(text: str, width: int, justify: str, no_wrap: bool) -> list[str]
     return out
 
 
-def render(title: str, columns: Sequence[tuple[str, str | None, str, bool]], rows: Sequence[Sequence[str]],
-           width: int) -> list[list[tuple[str, str]]]:
-    """The table's lines as (text, SGR codes) runs."""
-    for text in [title, *(c[0] for c in columns), *(cell for row in rows for cell in row)]:
+def render(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str] | None], width: int,
+           show_header: bool = True) -> list[list[tuple[str, str]]]:
+    """The table's lines as (text, SGR codes) runs; a None row ends a section (a rule under the row before)."""
+    body = [row for row in rows if row is not None]
+    for text in [title, *(c[0] for c in columns), *(cell for row in body for cell in row)]:
         if "\t" in text or re.search(r":\S*:", text):
             raise Unsupported("a tab or an emoji code")
     extra = 2 + len(columns) - 1
-    widths = column_widths(columns, rows, width - extra)
+    widths = column_widths(columns, body, width - extra, show_header)
     if min(widths) < 3:
         raise Unsupported("a column without room for text")
     table_width = sum(widths) + extra
     lines: list[list[tuple[str, str]]] = [[(part.ljust(table_width), _CODES["italic"])]
                                           for part in (title[a:b] for a, b in wrap(title, table_width))]
-    lines.append([("┏" + "┳".join("━" * w for w in widths) + "┓", "")])
+    heavy = "━" if show_header else "─"
+    lines.append([(("┏" if show_header else "┌") + ("┳" if show_header else "┬").join(heavy * w for w in widths)
+                   + ("┓" if show_header else "┐"), "")])
 
     def row_lines(cells: Sequence[str], header: bool, edge: str) -> None:
         blocks = []
-        for cell, w, (_, style, justify, no_wrap) in zip(cells, widths, columns):
+        for cell, w, (_, style, justify, no_wrap, overflow) in zip(cells, widths, columns):
             code = _CODES["bold"] if header else (_CODES[style] if style else "")
-            blocks.append((code, w, _cell_lines(cell, w - 2, justify, no_wrap)))
+            blocks.append((code, w, _cell_lines(cell, w - 2, justify, no_wrap, overflow)))
         height = max(len(b[2]) for b in blocks)
         for k in range(height):
             line: list[tuple[str, str]] = [(edge, "")]
-            for n, (code, w, texts) in enumerate(blocks):
+            for code, w, texts in blocks:
                 index = k - (height - len(texts)) if header else k  # the header aligns to the bottom
                 if 0 <= index < len(texts):
                     line += [(" ", code), (texts[index], code), (" ", code)]
                 else:
                     line.append((" " * w, code))
-                line.append((edge if n == len(blocks) - 1 else edge, ""))
+                line.append((edge, ""))
             lines.append(line)
 
-    row_lines([c[0] for c in columns], True, "┃")
-    lines.append([("┡" + "╇".join("━" * w for w in widths) + "┩", "")])
-    for row in rows:
+    if show_header:
+        row_lines([c[0] for c in columns], True, "┃")
+        lines.append([("┡" + "╇".join("━" * w for w in widths) + "┩", "")])
+    for k, row in enumerate(rows):
+        if row is None:
+            if k + 1 < len(rows):  # rich draws no rule after the last row
+                lines.append([("├" + "┼".join("─" * w for w in widths) + "┤", "")])
+            continue
         row_lines(row, False, "│")
     lines.append([("└" + "┴".join("─" * w for w in widths) + "┘", "")])
     return lines

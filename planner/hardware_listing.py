@@ -67,3 +67,79 @@ def list_row(hw: Any) -> tuple[str, ...]:
     """One system's row of `hardware list`. `hw`: a Hardware, or anything with the same attributes (name;
     gpu.name, gpu.peak_flops, gpu.hbm_bytes; levels as in levels_summary)."""
     return (hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops), f"{hw.gpu.hbm_bytes / 1e9:g} GB")
+
+
+Column = tuple[str, str | None, str, bool, str]
+"""A table column: (header, style, justification, no_wrap, overflow)."""
+TableSpec = tuple[str, bool, tuple[Column, ...], list[tuple[str, ...] | None]]
+"""(title, show header, columns, rows); a None row ends a section (a rule under the row before it)."""
+
+
+def _file_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.10g}"
+
+
+_KV: tuple[Column, ...] = (("", "bold", "left", False, "ellipsis"),
+                           ("", None, "left", False, "fold"))  # a long URL breaks across lines, never loses its end
+_FIELD_VALUE_SOURCE: tuple[Column, ...] = (("field", "bold", "left", False, "ellipsis"),
+                                           ("value", None, "right", True, "ellipsis"),
+                                           ("source", None, "left", False, "fold"))
+
+
+def show_tables(hw: Any) -> list[TableSpec]:
+    """`hardware show`: every field with its value in the file's units and where the number comes from, as four
+    tables. `hw`: a Hardware, or anything with the attributes read here (the fast path's view of a shipped file)."""
+    from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
+
+    head: TableSpec = (f"Hardware '{hw.name}'", False, _KV, [
+        ("description", hw.description or "—"),
+        ("GPUs per node", str(hw.gpus_per_node)),
+    ])
+    rows: list[tuple[str, ...] | None] = []
+    for key, (field, scale) in GPU_KEYS.items():
+        raw = getattr(hw.gpu, field)
+        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
+            rows.append((key, "none", hw.sources.get(f"gpu.{key}", "not in the file")))
+            continue
+        value = raw if scale in (None, 1) else raw / scale
+        rows.append((key, _file_value(value), hw.sources.get(f"gpu.{key}", "default")))
+    g = hw.gpu
+    rows.append(None)
+    rows.append(("peak FLOP/s", fmt_flops(g.peak_flops), "derived: threads/SM x SMs x FLOP/clock/thread x max clock"))
+    rows.append(("sustained FLOP/s", fmt_flops(g.sustained_flops), "derived: peak x sustained clock factor"))
+    rows.append(("shared memory bandwidth", f"{g.shared_mem_Bps / 1e12:.4g} TB/s",
+                 "derived: 32 banks x 4 B x SMs x sustained clock"))
+    rows.append(("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)"))
+    gpu: TableSpec = (f"GPU: {hw.gpu.name}", True, _FIELD_VALUE_SOURCE, rows)
+    rows = []
+    for k, lvl in enumerate(hw.levels):
+        if k:
+            rows.append(None)
+        for key, (field, scale) in LEVEL_KEYS.items():
+            raw = getattr(lvl, field)
+            if raw is None and field in ("unit", "usable"):
+                if lvl.subdivided:  # the other one is set: this one takes its default
+                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
+                    rows.append((lvl.name, key, str(derived), "default (from the other of unit / usable)"))
+                continue  # neither set: the level is filled exactly, nothing to show
+            if raw is None:
+                rows.append((lvl.name, key, "unbounded", "top level"))
+                continue
+            value = raw if scale == 1 else raw / scale
+            rows.append((lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default")))
+    levels: TableSpec = ("Network levels (bottom-up)", True, (("level", "bold", "left", False, "ellipsis"),
+                                                              ("field", None, "left", False, "ellipsis"),
+                                                              *_FIELD_VALUE_SOURCE[1:]), rows)
+    rows = []
+    for key, (field, _) in ECONOMICS_KEYS.items():
+        raw = None if hw.economics is None else getattr(hw.economics, field)
+        rows.append((key, "none" if raw is None else _file_value(raw),
+                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default")))
+    econ: TableSpec = ("Economics: price and power (planner.economics)", True, _FIELD_VALUE_SOURCE, rows)
+    return [head, gpu, levels, econ]

@@ -365,8 +365,27 @@ def test_hardware_list_narrower_than_its_words_is_left_to_rich(monkeypatch, widt
         fastpath._hardware_list_plain(fastpath._hardware_views())
 
 
-def test_hardware_list_console_script_imports_no_rich():
-    probe = ("import sys; sys.argv[1:] = ['hardware', 'list']\nfrom planner.fastpath import main\n"
+@pytest.mark.parametrize("width", ["80", "140"])
+def test_hardware_show_is_drawn_without_rich_where_it_fits(monkeypatch, width):
+    """Every shipped file's `hardware show` at 80 and 140 columns is drawn by planner/fasttable.py (the tests above
+    compare its bytes with the full path's for every file, width and colour setting)."""
+    monkeypatch.setenv("COLUMNS", width)
+    for name in hardware_names():
+        assert "Economics" in fastpath._hardware_show_plain(fastpath._hardware_show_view(name))
+
+
+def test_fold_cuts_a_long_word_where_rich_does():
+    from rich._wrap import divide_line
+
+    text = "see https://example.com/" + "a" * 50 + "/b and more words here"
+    for width in (7, 10, 23):
+        starts = [0, *divide_line(text, width, fold=True)]
+        assert [a for a, _ in fasthelp.wrap(text, width, fold=True)] == starts
+
+
+@pytest.mark.parametrize("argv", [["hardware", "list"], ["hardware", "show", "h100"]], ids=" ".join)
+def test_hardware_console_script_imports_no_rich(argv):
+    probe = (f"import sys; sys.argv[1:] = {argv!r}\nfrom planner.fastpath import main\n"
              "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
              "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', "
              "'click', 'rich'))) + ' ' + repr(code))")

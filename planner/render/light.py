@@ -6,15 +6,22 @@ planner/render/plan.py imports the formatters from here."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
 
-from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
-from planner.hardware_listing import LIST_COLUMNS, LIST_TITLE, fmt_flops, fmt_time, levels_summary, list_row
+from planner.hardware_listing import (
+    LIST_COLUMNS,
+    LIST_TITLE,
+    TableSpec,
+    fmt_flops,
+    fmt_time,
+    levels_summary,
+    list_row,
+    show_tables,
+)
 
 __all__ = ["fmt_flops", "fmt_time", "hardware_list_table", "hardware_show_renderables", "kv_table", "levels_summary"]
 
@@ -38,67 +45,21 @@ def kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
     return table
 
 
-def _file_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        return "inf"
-    return f"{value:.10g}"
+def spec_table(spec: TableSpec) -> Table:
+    """A rich Table from a planner.hardware_listing table spec."""
+    title, show_header, columns, rows = spec
+    table = Table(title=title, title_justify="left", show_header=show_header)
+    for header, style, justify, no_wrap, overflow in columns:
+        table.add_column(header, style=style, justify=justify, no_wrap=no_wrap,  # type: ignore[arg-type]
+                         overflow=overflow)  # type: ignore[arg-type]
+    for row in rows:
+        if row is None:
+            table.add_section()
+        else:
+            table.add_row(*row)
+    return table
 
 
 def hardware_show_renderables(hw: Any) -> list[RenderableType]:
-    """`hardware show`: every field with its value in the file's units and where the number comes from. `hw`: a
-    Hardware, or anything with the attributes read here (the fast path's view of a shipped file)."""
-    head = kv_table(f"Hardware '{hw.name}'", [
-        ("description", hw.description or "—"),
-        ("GPUs per node", str(hw.gpus_per_node)),
-    ])
-    gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
-    gpu.add_column("field", style="bold")
-    gpu.add_column("value", justify="right", no_wrap=True)
-    gpu.add_column("source", overflow="fold")
-    for key, (field, scale) in GPU_KEYS.items():
-        raw = getattr(hw.gpu, field)
-        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
-            gpu.add_row(key, "none", hw.sources.get(f"gpu.{key}", "not in the file"))
-            continue
-        value = raw if scale in (None, 1) else raw / scale
-        gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
-    g = hw.gpu
-    gpu.add_section()
-    gpu.add_row("peak FLOP/s", fmt_flops(g.peak_flops), "derived: threads/SM x SMs x FLOP/clock/thread x max clock")
-    gpu.add_row("sustained FLOP/s", fmt_flops(g.sustained_flops), "derived: peak x sustained clock factor")
-    gpu.add_row("shared memory bandwidth", f"{g.shared_mem_Bps / 1e12:.4g} TB/s",
-                "derived: 32 banks x 4 B x SMs x sustained clock")
-    gpu.add_row("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)")
-    levels = Table(title="Network levels (bottom-up)", title_justify="left")
-    levels.add_column("level", style="bold")
-    levels.add_column("field")
-    levels.add_column("value", justify="right", no_wrap=True)
-    levels.add_column("source", overflow="fold")
-    for k, lvl in enumerate(hw.levels):
-        if k:
-            levels.add_section()
-        for key, (field, scale) in LEVEL_KEYS.items():
-            raw = getattr(lvl, field)
-            if raw is None and field in ("unit", "usable"):
-                if lvl.subdivided:  # the other one is set: this one takes its default
-                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
-                    levels.add_row(lvl.name, key, str(derived), "default (from the other of unit / usable)")
-                continue  # neither set: the level is filled exactly, nothing to show
-            if raw is None:
-                levels.add_row(lvl.name, key, "unbounded", "top level")
-                continue
-            value = raw if scale == 1 else raw / scale
-            levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
-    econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
-    econ.add_column("field", style="bold")
-    econ.add_column("value", justify="right", no_wrap=True)
-    econ.add_column("source", overflow="fold")
-    for key, (field, _) in ECONOMICS_KEYS.items():
-        raw = None if hw.economics is None else getattr(hw.economics, field)
-        econ.add_row(key, "none" if raw is None else _file_value(raw),
-                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default"))
-    return [head, gpu, levels, econ]
+    """`hardware show`: the four tables of planner.hardware_listing.show_tables."""
+    return [spec_table(spec) for spec in show_tables(hw)]
