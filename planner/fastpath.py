@@ -1,5 +1,5 @@
 """The console script `planner`: the few invocations that only print shipped data are answered here with the
-standard library (and rich for the hardware tables), before typer is imported (typer alone builds and converts a
+standard library (rich only where a hardware table is too narrow to draw without it), before typer is imported (typer alone builds and converts a
 command's options for about as long as the rest of the command line takes to start); everything else goes to
 planner.cli.main.
 
@@ -11,6 +11,7 @@ Fast invocations (argv exactly, nothing else):
     planner schema                 the packaged JSON Schema (planner/schema/plan.schema.json), as the full path does
     planner hardware list          the table, from the shipped hardware TOML files read with tomllib
     planner hardware show NAME     NAME a shipped file's name as it is spelled (not a path, not another case)
+                                   (both drawn by planner/fasttable.py; by rich where that declines)
 
 They print the same bytes as the full path (tests/test_fastpath.py compares them at several widths, with and
 without color, and fails when a page or a column changes on one side only). The files read here unvalidated are the

@@ -1,5 +1,6 @@
-"""`planner hardware list` without importing rich: the table planner/render/light.py builds with rich (a heavy-headed
-box, a bold header, a left-justified italic title; the columns and row strings of planner.hardware_listing), drawn in
+"""`planner hardware list` and `hardware show` without importing rich: the tables planner/render/light.py builds
+with rich (a heavy-headed box or, without a header, a square one; a bold header, a left-justified italic title,
+section rules; the specs of planner.hardware_listing), drawn in
 plain Python by rich's rules for such a table: each column's range of widths measured from its cells (longest word
 to longest line, plus one cell of padding each side), the wrappable columns shrunk in turn when the table is wider
 than the console, words wrapped as rich wraps them (planner.fasthelp.wrap), right-justified cells padded on the left,
