@@ -1,7 +1,7 @@
 """The console script `planner`: the few invocations that only print shipped data are answered here with the
-standard library (rich only where a hardware table is too narrow to draw without it), before typer is imported (typer alone builds and converts a
-command's options for about as long as the rest of the command line takes to start); everything else goes to
-planner.cli.main.
+standard library (rich only where a hardware table is too narrow to draw without it), before typer is imported
+(typer alone builds and converts a command's options for about as long as the rest of the command line takes to
+start); everything else goes to planner.cli.main.
 
 Fast invocations (argv exactly, nothing else):
 
