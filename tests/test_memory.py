@@ -679,6 +679,14 @@ def test_torchao_linears_save_their_16bit_input_unless_the_tp_plan_cast_it():
     assert acts(prof, tp2) == acts(te, tp2)
     rowwise = tp2.model_copy(update={"recipe": "rowwise"})
     assert acts(prof, rowwise) > acts(te, rowwise)
+    # Compiled, the per-tensor recipe's backward cast is the forward's own, which the compiler may share: 1 byte as
+    # before; row-wise's column-wise backward cast needs the 16-bit input: 2 bytes. Compiled kernels drop the fusible
+    # norm outputs and MLP hidden, so only the attention output (4096 words) is a kept GEMM input:
+    # 4096 x 16,384 x 32 = 2,147,483,648 bytes more.
+    comp = (prof.model_copy(update={"compiled": True}), te.model_copy(update={"compiled": True}))
+    assert acts(comp[0], run) == acts(comp[1], run)
+    one = run.model_copy(update={"recipe": "rowwise"})
+    assert acts(comp[0], one) - acts(comp[1], one) == pytest.approx(2_147_483_648, rel=1e-12)
     # A 16-bit run saves 2 bytes either way.
     bf16 = run.model_copy(update={"precision": "bf16", "recipe": None})
     assert acts(prof, bf16) == acts(te, bf16) == acts(prof, run)

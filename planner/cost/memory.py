@@ -145,7 +145,12 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     def cast_before_module(c) -> np.ndarray:
         """Per row: the framework hands the Linears an FP8 input (its TP plan casts on the sequence shard and
         gathers in FP8: tp_gather_low_precision, sequence parallelism, N_TP,ff > 1, a recipe casting once per
-        module), so what they save is that 1-byte copy even where they save their input as received."""
+        module), so what they save is that 1-byte copy even where they save their input as received. Compiled, a
+        per-tensor recipe's backward cast of the input is the forward's own (same tensor, same scale), which the
+        compiler may share and save in 1 byte: only a recipe casting per module (row-wise: its backward's
+        column-wise cast is another op that needs the 16-bit input) keeps 16 bits there."""
+        if prof.compiled and not (recipe is not None and recipe.cast_per_linear):
+            return np.ones(1, dtype=bool)
         if not (prof.tp_gather_low_precision and recipe is not None and not recipe.cast_per_linear):
             return np.zeros(1, dtype=bool)
         return np.asarray(c["sp"], dtype=bool) & (np.asarray(c["tp_ff"], dtype=np.float64) > 1)
