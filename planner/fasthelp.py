@@ -279,6 +279,12 @@ def console(env: Mapping[str, str], stream: TextIO, piped_width: int) -> tuple[i
         width = int(terminal_width)
     elif terminal_width is None and "COLUMNS" not in env and not _isatty(stream):
         width = piped_width
+    return settled_width(env, width, dumb), terminal and not dumb, env.get("NO_COLOR", "") != ""
+
+
+def settled_width(env: Mapping[str, str], width: int | None, dumb: bool) -> int:
+    """The width rich's Console settles on from a width already chosen (or None): COLUMNS when none was, 80 on a dumb
+    terminal unless LINES is set too, else the first of stdin, stdout and stderr that is a terminal, else 80."""
     columns = env.get("COLUMNS")
     if width is None and columns is not None:
         if not columns.isdigit():
@@ -297,7 +303,7 @@ def console(env: Mapping[str, str], stream: TextIO, piped_width: int) -> tuple[i
             except (AttributeError, ValueError, OSError):
                 continue
         width = width or 80
-    return width, terminal and not dumb, env.get("NO_COLOR", "") != ""
+    return 80 if width is None else width
 
 
 def page(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> str:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from planner.fasthelp import Unsupported, _isatty, wrap
+from planner.fasthelp import Unsupported, _isatty, settled_width, wrap
 
 _CODES = {"bold": "1", "italic": "3"}
 
@@ -172,25 +172,7 @@ def console(env: Mapping[str, str], stream: TextIO, piped_width: int) -> tuple[i
     terminal = force != "" if force is not None else _isatty(stream)
     dumb = terminal and env.get("TERM", "").lower() in ("dumb", "unknown")
     width: int | None = None if _isatty(stream) or "COLUMNS" in env else piped_width
-    columns = env.get("COLUMNS")
-    if width is None and columns is not None:
-        if not columns.isdigit():
-            raise Unsupported("COLUMNS")
-        width = int(columns)
-    lines = env.get("LINES")
-    if width is not None and lines is not None and lines.isdigit():
-        pass
-    elif dumb:
-        width = 80
-    elif width is None:
-        for fd in (0, 1, 2):
-            try:
-                width = os.get_terminal_size(fd).columns
-                break
-            except (AttributeError, ValueError, OSError):
-                continue
-        width = width or 80
-    return width, terminal and not dumb
+    return settled_width(env, width, dumb), terminal and not dumb
 
 
 def to_text(lines: list[list[tuple[str, str]]], styled: bool) -> str:
