@@ -142,6 +142,11 @@ def _parse_recipes(raw: Any, origin: str, sources: dict[str, str], require_sourc
     return out
 
 
+def _is_number(value: Any) -> bool:
+    """A TOML number: anything else (a string, a boolean) is left for the schema to refuse by name."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
     return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
 
@@ -191,8 +196,10 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise InvalidInput(f"{origin}: unknown key '{path}'{hint}")
             value = _leaf(raw, path, sources, require_source)
-            if path.endswith("_us") and value is not None:
-                value = [v * 1e-6 for v in value] if isinstance(value, list) else value * 1e-6
+            if path.endswith("_us") and _is_number(value):
+                value = value * 1e-6
+            elif path.endswith("_us") and isinstance(value, list) and all(map(_is_number, value)):
+                value = [v * 1e-6 for v in value]
             elif path.endswith(("_GB", "_MiB")) and isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             fields[FIELDS[path]] = value

@@ -65,7 +65,7 @@ class Recipe(BaseModel):
     per-tensor 'delayed' and 'current' scaling, 'blockwise' (1 x 128 activation and 128 x 128 weight tiles),
     Blackwell 'mxfp8' (one scale per 32 elements) and 'nvfp4'."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
     precision: Literal["fp8", "fp4"] = Field(description="Element format of the low-precision GEMM operands.")
     passes: tuple[GemmPass, ...] = Field(
@@ -122,7 +122,8 @@ class ExecutionProfile(BaseModel):
     """How training runs on a system (see the module docstring). Every field's paper value leaves the paper's model
     unchanged."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+    # no infinity or NaN in any number: an infinite time or size priced every layout out with a misleading reason
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
     description: str = Field("", description="What the profile describes, in words.")
