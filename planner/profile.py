@@ -119,6 +119,9 @@ FIELDS: dict[str, str] = {
 mebibytes. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
+PER_LEVEL = {"network.bus_bw_fraction", "network.latency_us", "network.ring_step_latency_us"}
+"""Keys holding one value per network level, bottom-up (the last repeats): a single number means every level."""
+
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
           "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family",
           "memory.device_MiB": "memory_device_bytes"}
@@ -202,6 +205,8 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 value = [v * 1e-6 for v in value]
             elif path.endswith(("_GB", "_MiB")) and isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
+            if path in PER_LEVEL and _is_number(value):
+                value = (value,)  # one number for a per-level list: every level (the last value repeats)
             fields[FIELDS[path]] = value
     try:
         return ExecutionProfile(**fields, sources=sources, spreads=spreads_of(doc))

@@ -434,7 +434,9 @@ PROFILE_CASES = [("moe.host_layer_us", "abc", "valid number"), ("moe.eager_host_
                  ("memory.headroom_GB", "inf", "finite"), ("memory.logits_bytes", "inf", "finite"),
                  ("framework.megatron-bridge.memory.logits_bytes", "inf", "finite"),
                  ("framework.megatron-bridge.moe.host_layer_us", "abc", "valid number"),
-                 ("framework.torchtitan.network.tp_gather_low_precision", "7", "valid boolean")]
+                 ("framework.torchtitan.network.tp_gather_low_precision", "7", "valid boolean"),
+                 ("moe.host_layer_us", "1e30", "more than 1 s"), ("network.latency_us", "2e6", "more than 1 s"),
+                 ("framework.megatron-bridge.moe.host_layer_us", "1e9", "more than 1 s")]
 
 
 @pytest.mark.parametrize(("key", "value", "word"), PROFILE_CASES)
@@ -470,3 +472,16 @@ def test_a_profile_file_with_the_new_keys_wrong_names_each(capsys, tmp_path):
         base.write_text(f"name = 'mine'\n[{section}]\n{name} = 'abc'\n")
         code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", str(base)])
         assert code == 2 and err.startswith("error:") and key in err, (key, err)
+
+
+def test_a_single_number_for_a_per_level_list_means_every_level():
+    """`--set profile.network.latency_us=20` was 'the value should be a valid tuple'; the reference says the last
+    value repeats, so one number is that number on every level, as `[20]` is."""
+    from planner.profile import PER_LEVEL, parse_profile
+
+    for key in sorted(PER_LEVEL):
+        section, name = key.split(".")
+        one = parse_profile({"name": "x", section: {name: 0.5}}, "test")
+        listed = parse_profile({"name": "x", section: {name: [0.5]}}, "test")
+        assert one == listed
+    assert parse_profile({"name": "x", "network": {"latency_us": 20}}, "t").collective_latency_s == (20 * 1e-6,)

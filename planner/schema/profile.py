@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from planner.errors import InvalidInput
 
@@ -339,6 +339,18 @@ class ExecutionProfile(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
     spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
                                        "(estimated and fitted values whose file states a range; --confidence).")
+
+    @field_validator("gemm_launch_s", "layer_overhead_s", "collective_latency_s", "ring_step_latency_s",
+                     "host_moe_layer_s", "host_eager_moe_layer_s")
+    @classmethod
+    def _time_bound(cls, v: Any) -> Any:
+        """The per-kernel, per-layer and per-collective times at most 1 s, as the hardware files' level latencies: a
+        larger one (a typo of units) overflowed the search's time range and was reported as a layout rule."""
+        for t in v if isinstance(v, tuple) else (v,):
+            if t is not None and t > 1.0:
+                raise ValueError(f"{t * 1e6:.3g} us is more than 1 s (1,000,000 us): not a kernel, layer or "
+                                 "collective time")
+        return v
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
