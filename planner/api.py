@@ -515,6 +515,15 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
     if failures is not None:
         est += [f"goodput.{k}" for k, src in sorted(failures.sources.items()) if "estimate" in src.lower()]
     not_modelled = list(NOT_MODELLED)
+    moe = wl is not None and wl.experts > 1
+    if moe and hw.profile.moe_imbalance != 1:  # the profile prices a routing imbalance: say so, not "balanced"
+        not_modelled[0] = (f"stragglers, routing imbalance beyond the profile's (the busiest expert rank at "
+                           f"{hw.profile.moe_imbalance:g}x the mean: profile.moe.imbalance), and congestion between "
+                           "jobs")
+    if moe and wl is not None and wl.transformer is not None and hw.profile.host_moe_layer_s == 0:
+        not_modelled.append("the CPU time to launch the MoE layers' kernels (a host-bound floor): a plan assumes "
+                            "CUDA graphs or a fast enough host (profile.moe.host_layer_us = 0; `validate` prices "
+                            "published runs without CUDA graphs with profile.moe.eager_host_layer_us)")
     if failures is None:
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
