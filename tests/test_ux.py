@@ -229,3 +229,13 @@ def test_what_an_moe_plan_leaves_out_matches_its_profile(capsys):
     assert "host-bound floor" not in floored  # priced now: the step takes it
     dense = " ".join(_not_modelled(capsys, "llama3-8b"))
     assert "host-bound floor" not in dense and "routing is balanced" in dense
+
+
+def test_limits_says_which_profile_priced_the_inferred_wall(capsys):
+    """Session 6 review: every output says which profile priced it; `limits`' inferred-shape wall is a critical path
+    priced by the paper profile (`plan --compute`'s default) and said nothing of it."""
+    code, out, err = invoke(capsys, ["limits", "--gpu", "h100", "--json"])
+    assert code == 0, err
+    assert json.loads(out)[0]["inferred"]["profile"] == "paper"
+    code, out, err = invoke(capsys, ["limits", "--gpu", "h100"])
+    assert code == 0 and "Priced by the paper profile." in " ".join(out.split()), out
