@@ -239,3 +239,17 @@ def test_limits_says_which_profile_priced_the_inferred_wall(capsys):
     assert json.loads(out)[0]["inferred"]["profile"] == "paper"
     code, out, err = invoke(capsys, ["limits", "--gpu", "h100"])
     assert code == 0 and "Priced by the paper profile." in " ".join(out.split()), out
+
+
+def test_a_failed_plan_says_which_profile_priced_it(capsys):
+    """Session 6 review: the summary line of an infeasible plan (and of a layout that cannot run) named no profile,
+    where a found plan says 'priced by the realistic profile'; the split rule named the layers as a degree pp must
+    divide, though a transformer's end stages may hold fewer (pp 13 splits 80 layers: `--batch-sequences 2046` on
+    2,496 GPUs plans with it)."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "gb200-nvl72", "--gpus", "2496"])
+    assert code == 1 and out.startswith("INFEASIBLE on gb200-nvl72") and "priced by the realistic profile" in out
+    assert "the pipeline stages (pp) must split the 80 layers (the end stages may hold fewer)" in err
+    code, out, err = invoke(capsys, ["evaluate", "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2", "--ep", "8",
+                                     "--dp", "32", "--profile", "paper"])
+    assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 64 x ")
+    assert "priced by the paper profile" in out.splitlines()[0]
