@@ -253,3 +253,16 @@ def test_a_failed_plan_says_which_profile_priced_it(capsys):
                                      "--dp", "32", "--profile", "paper"])
     assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 64 x ")
     assert "priced by the paper profile" in out.splitlines()[0]
+
+
+def test_a_torchtitan_export_says_it_is_priced_as_stock_megatron(capsys):
+    """Session 6 review: `--emit torchtitan` prices the layout with the profile as it is (plan prices stock
+    Megatron-LM); the profile's [framework.torchtitan] values, FP8 TP gathers among them, only reach `validate`. The
+    comment said only 'realistic profile'."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", "torchtitan"])
+    assert code == 0, err
+    comments = [line for line in out.splitlines() if line.startswith("#")]
+    assert any("stock Megatron-LM" in c and "[framework.torchtitan]" in c for c in comments), comments
+    import tomllib
+
+    tomllib.loads(out)  # still one TOML document
