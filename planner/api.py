@@ -21,7 +21,7 @@ from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
-from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
+from planner.parallel.space import SearchOptions, check_layout, divisors, precision_problem, rack_use
 from planner.profile import entry_for, get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
@@ -937,9 +937,9 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                             rank_order=_rank_order() if runs_on is not None else (), whole_rounds=runs_on is not None,
                             min_gpus=min_gpus if gpus is None and days is not None else None,
                             below_gpus=below_gpus if gpus is None and days is not None else None)
-    if hw.gpu.at_precision(workload.precision) is None:
-        raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
-                           f"precision {hw.gpu.instead_of(workload.precision)}")
+    problem = precision_problem(hw, workload)
+    if problem is not None:
+        raise InvalidInput(problem)
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = None
     seed_q = None
