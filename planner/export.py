@@ -414,9 +414,9 @@ def torchtitan_text(plan: Plan, launch: Launch, wl: Workload | None = None) -> s
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
              *prediction_lines(plan),
-             *(["# priced as the profile prices stock Megatron-LM: a profile's [framework.torchtitan] values (attention "
-                "kernels, per-layer time, loss memory, FP8 TP gathers) are applied by `planner validate` only"]
-               if prediction_lines(plan) else []),
+             *(["# priced as the profile prices stock Megatron-LM: a profile's [framework.torchtitan] values "
+                "(attention kernels, per-layer time, loss memory, FP8 TP gathers) are applied by `planner validate` "
+                "only"] if prediction_lines(plan) else []),
              *(family_model_lines(wl) if wl is not None else []),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():
