@@ -236,7 +236,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
-    notes = list(notes)
+    notes = [*notes, *unread_override_notes(sets)]
     fits = ev.memory.fits
     room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
@@ -462,6 +462,32 @@ def set_path(hw: Hardware, key: str) -> str:
     return key
 
 
+VALIDATE_ONLY = {
+    "overlap.tp_comm_overlap": ("a published run that overlapped TP communication", "overlap.tp"),
+    "overlap.ep_comm_overlap": ("a published run that overlapped the expert all-to-all", "overlap.ep"),
+    "overlap.ep_comm_stages": ("a published run that overlapped the expert all-to-all", "overlap.ep_stages"),
+    "moe.eager_host_layer_us": ("a published run that captured no CUDA graph", "moe.host_layer_us"),
+}
+"""Profile keys only `planner validate` reads: the run each prices, and the key a plan reads in its place."""
+
+
+def unread_override_notes(sets: Sequence[Override]) -> list[str]:
+    """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, or a
+    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is)."""
+    notes = []
+    for o in (o for o in sets if o.target == "profile"):
+        key = ".".join(o.keys)
+        if key in VALIDATE_ONLY:
+            run, instead = VALIDATE_ONLY[key]
+            notes.append(f"--set profile.{key} does not change this plan: only `planner validate` reads it, for "
+                         f"{run}; --set profile.{instead}=... prices it here")
+        elif o.keys[0] == "framework" and len(o.keys) > 1:
+            notes.append(f"--set profile.{key} does not change this plan: `planner validate` applies "
+                         f"[framework.{o.keys[1]}] to that framework's published runs; a plan prices the profile's "
+                         "own values")
+    return notes
+
+
 def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     """Whether a profile value can change this plan: not another framework's override, not another GPU family's
     or precision's GEMM efficiency, no GEMM efficiency under the roofline model."""
@@ -479,9 +505,7 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return False
     if key == "overlap.cp" and wl is not None and wl.transformer is None:
         return False  # context parallelism splits sequences: transformers only
-    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap", "moe.eager_host_layer_us"):
-        # read only by validation, for a published run that enabled TP / EP communication overlap or captured no
-        # CUDA graph
+    if key in VALIDATE_ONLY:
         return False
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
@@ -889,7 +913,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     hw = request_hardware(r)
     dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
     fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
-    ignored = []
+    ignored = unread_override_notes(sets)
     if not (hw.profile.goodput if r.goodput is None else r.goodput):
         fm = None
         if r.failures != "default" or any(o.target == "goodput" for o in sets):

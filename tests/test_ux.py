@@ -266,3 +266,25 @@ def test_a_torchtitan_export_says_it_is_priced_as_stock_megatron(capsys):
     import tomllib
 
     tomllib.loads(out)  # still one TOML document
+
+
+def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
+    """Session 6 review: `--set profile.moe.eager_host_layer_us=...` on a plan was echoed in the summary ('with
+    profile.moe.eager_host_layer_us=99999') as if it priced the plan, though only `validate` reads it; the same for
+    the TP / EP overlap keys of published runs and any [framework.NAME] value. Each now gets a note that says so and
+    names the key a plan reads."""
+    def notes(command: list[str], key: str, value: str) -> list[str]:
+        code, out, err = invoke(capsys, [*command, "--set", f"profile.{key}={value}", "--json"])
+        assert code in (0, 1), err
+        return [n for n in json.loads(out)["notes"] if n.startswith("--set profile.")]
+
+    plan = ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64"]
+    ev = ["evaluate", "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2", "--ep", "8", "--dp", "32"]
+    said = notes(plan, "moe.eager_host_layer_us", "99999")
+    assert len(said) == 1 and "only `planner validate` reads it" in said[0]
+    assert "--set profile.moe.host_layer_us=... prices it here" in said[0]
+    said = notes(ev, "overlap.tp_comm_overlap", "0.5")
+    assert len(said) == 1 and "--set profile.overlap.tp=... prices it here" in said[0]
+    said = notes(ev, "framework.torchtitan.network.tp_gather_low_precision", "false")
+    assert len(said) == 1 and "[framework.torchtitan]" in said[0]
+    assert notes(ev, "moe.host_layer_us", "100") == []  # a key the plan reads: no such note

@@ -207,7 +207,9 @@ class ExecutionProfile(BaseModel):
                                     "microbatches x this (planner.cost.terms 'host' branch); 0: no floor.")
     host_eager_moe_layer_s: float = Field(0.0, ge=0, description="host_moe_layer_s for runs that capture no CUDA "
                                           "graph (validation records' cuda_graph_impl = 'none'); records with "
-                                          "graphs or without the field keep host_moe_layer_s.")
+                                          "graphs or without the field keep host_moe_layer_s. Read only by "
+                                          "`planner validate`: a plan, evaluate or sweep prices host_moe_layer_s "
+                                          "(--set profile.moe.host_layer_us=... prices an eager run).")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
