@@ -141,7 +141,7 @@ def _parse_recipes(raw: Any, origin: str, sources: dict[str, str], require_sourc
         if unknown:
             raise InvalidInput(f"{origin}: [recipe.{name}]: unknown key(s) {sorted(unknown)}; expected "
                                f"{', '.join(sorted(RECIPE_KEYS))}")
-        out[name] = {k: _leaf(v, f"recipe.{name}.{k}", sources, require_source) for k, v in body.items()}
+        out[name] = {k: _leaf(v, f"recipe.{name}.{k}", sources, require_source, origin) for k, v in body.items()}
     return out
 
 
@@ -150,8 +150,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
-    return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
+def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool, origin: str) -> Any:
+    try:
+        return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
+    except InvalidInput as exc:  # name the file, as every other error of the profile does
+        raise InvalidInput(f"{origin}: {exc}") from None
 
 
 def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False) -> ExecutionProfile:
@@ -191,14 +194,14 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                     raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = "
                                        + ("MiB" if path.endswith("_MiB") else "fraction"))
                 scale = 2.0**20 if path.endswith("_MiB") else 1.0
-                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) * scale
+                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source, origin) * scale
                                         for k, v in raw.items()}
                 continue
             if path not in FIELDS:
                 close = difflib.get_close_matches(path, [*FIELDS, *TABLES], n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise InvalidInput(f"{origin}: unknown key '{path}'{hint}")
-            value = _leaf(raw, path, sources, require_source)
+            value = _leaf(raw, path, sources, require_source, origin)
             if path.endswith("_us") and _is_number(value):
                 value = value * 1e-6
             elif path.endswith("_us") and isinstance(value, list) and all(map(_is_number, value)):

@@ -461,7 +461,10 @@ def test_a_profile_file_with_the_new_keys_wrong_names_each(capsys, tmp_path):
                        ("[moe]\nhost_layer_us = [1, 2]\n", "moe.host_layer_us"),
                        ("[framework.megatron-bridge.memory]\nlogits_bytes = nan\n", "finite"),
                        ("[framework.torchtitan.network]\ntp_gather_low_precision = 'yes please'\n", "boolean"),
-                       ("[moe]\nhost_layer_uss = 1\n", "did you mean 'moe.host_layer_us'")]:
+                       ("[moe]\nhost_layer_uss = 1\n", "did you mean 'moe.host_layer_us'"),
+                       # a sourced value without its value, or with a bad spread: the file is named too
+                       ("[moe]\nhost_layer_us = { source = 's' }\n", "p.toml: moe.host_layer_us: expected"),
+                       ("[moe]\nhost_layer_us = { value = 5, source = 's', spread = 3 }\n", "p.toml: moe.host_")]:
         base.write_text("name = 'mine'\n" + body)
         code, _, err = invoke(capsys, ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64",
                                        "--profile", str(base)])
