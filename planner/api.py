@@ -236,7 +236,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
-    notes = [*notes, *unread_override_notes(sets)]
+    notes = [*notes, *unread_override_notes(sets, workload)]
     fits = ev.memory.fits
     room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
@@ -471,13 +471,19 @@ VALIDATE_ONLY = {
 """Profile keys only `planner validate` reads: the run each prices, and the key a plan reads in its place."""
 
 
-def unread_override_notes(sets: Sequence[Override]) -> list[str]:
-    """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, or a
-    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is)."""
+def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
+    """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, a
+    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is), an expert
+    routing value on a model without experts, a host-bound floor on the paper's toy model."""
     notes = []
     for o in (o for o in sets if o.target == "profile"):
         key = ".".join(o.keys)
-        if key in VALIDATE_ONLY:
+        if key.startswith("moe.") and wl.experts <= 1:
+            notes.append(f"--set profile.{key} does not change this plan: the model has no experts")
+        elif key == "moe.host_layer_us" and wl.transformer is None:
+            notes.append(f"--set profile.{key} does not change this plan: the paper's toy model prices no "
+                         "host-bound floor (a transformer --model does)")
+        elif key in VALIDATE_ONLY:
             run, instead = VALIDATE_ONLY[key]
             notes.append(f"--set profile.{key} does not change this plan: only `planner validate` reads it, for "
                          f"{run}; --set profile.{instead}=... prices it here")
@@ -913,7 +919,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     hw = request_hardware(r)
     dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
     fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
-    ignored = unread_override_notes(sets)
+    ignored = []
     if not (hw.profile.goodput if r.goodput is None else r.goodput):
         fm = None
         if r.failures != "default" or any(o.target == "goodput" for o in sets):
@@ -922,6 +928,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if workload is None:
         assert r.compute_flop is not None  # PlanRequest: one of the two
         workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
+    ignored += unread_override_notes(sets, workload)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
     runs_on, solver, time_limit_s, workers, price_per_gpu_hour = (r.runs_on, r.solver, r.time_limit_s, r.workers,

@@ -288,3 +288,16 @@ def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
     said = notes(ev, "framework.torchtitan.network.tp_gather_low_precision", "false")
     assert len(said) == 1 and "[framework.torchtitan]" in said[0]
     assert notes(ev, "moe.host_layer_us", "100") == []  # a key the plan reads: no such note
+
+
+def test_a_set_the_model_cannot_read_is_said_to_change_nothing(capsys):
+    """Session 6 review: an expert-routing value on a dense model, or a host-bound floor on the paper's toy model
+    (planner.cost.terms.has_host_floor: transformers only), was accepted in silence."""
+    code, out, err = invoke(capsys, ["evaluate", "--model", "llama3-8b", "--gpu", "h100", "--tp", "2", "--dp", "32",
+                                     "--set", "profile.moe.imbalance=2", "--json"])
+    assert code in (0, 1), err
+    assert "--set profile.moe.imbalance does not change this plan: the model has no experts" in json.loads(out)["notes"]
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--sparse", "--gpu", "h100", "--days", "30",
+                                     "--set", "profile.moe.host_layer_us=100"])
+    assert code == 0, err
+    assert "the paper's toy model prices no host-bound floor" in " ".join((out + err).split())
