@@ -301,3 +301,11 @@ def test_a_set_the_model_cannot_read_is_said_to_change_nothing(capsys):
                                      "--set", "profile.moe.host_layer_us=100"])
     assert code == 0, err
     assert "the paper's toy model prices no host-bound floor" in " ".join((out + err).split())
+
+
+def test_a_sweep_given_a_comma_list_says_to_repeat_the_flag(capsys):
+    """Session 6 review: `sweep --gpu gb200-nvl72,h100` answered with `plan --gpu gb200-nvl72,h100`, a different
+    command; a sweep takes one curve per --gpu."""
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "gb200-nvl72,h100", "--points", "2"])
+    assert code == 2 and err.strip() == ("error: --gpu 'gb200-nvl72,h100': a sweep draws one curve per --gpu; repeat "
+                                         "the flag (--gpu gb200-nvl72 --gpu h100)")
