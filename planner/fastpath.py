@@ -1,13 +1,17 @@
 """The console script `planner`: the few invocations that only print shipped data are answered here with the
-standard library and rich, before typer is imported (typer alone builds and converts a command's options for about
-as long as the rest of the command line takes to start); everything else goes to planner.cli.main.
+standard library (rich only where a hardware table is too narrow to draw without it), before typer is imported
+(typer alone builds and converts a command's options for about as long as the rest of the command line takes to
+start); everything else goes to planner.cli.main.
 
 Fast invocations (argv exactly, nothing else):
 
+    planner --help                 the group's help page, drawn without typer or rich (planner/fasthelp.py); bare
+    planner                        `planner` prints the same page (exit 2, as typer's no-args help)
     planner reference              the checked-in docs/reference/*.md pages, when running from a source checkout
     planner schema                 the packaged JSON Schema (planner/schema/plan.schema.json), as the full path does
     planner hardware list          the table, from the shipped hardware TOML files read with tomllib
     planner hardware show NAME     NAME a shipped file's name as it is spelled (not a path, not another case)
+                                   (both drawn by planner/fasttable.py; by rich where that declines)
 
 They print the same bytes as the full path (tests/test_fastpath.py compares them at several widths, with and
 without color, and fails when a page or a column changes on one side only). The files read here unvalidated are the
@@ -154,36 +158,87 @@ def _read_hardware(path: Path) -> SimpleNamespace:
         raise _Unexpected from None
 
 
-def _hardware_list() -> Any:
-    from planner.render.light import hardware_list_table
-
+def _hardware_views() -> list[SimpleNamespace]:
     paths = sorted(_specs_folder().glob("*.toml"), key=lambda p: p.stem)  # hardware_names()'s order
-    return hardware_list_table([_read_hardware(p) for p in paths])
+    return [_read_hardware(p) for p in paths]
 
 
-def _hardware_show(name: str) -> list[Any]:
+def _hardware_list_plain(hardware: list[SimpleNamespace]) -> str:
+    """The same table drawn without rich (planner/fasttable.py); fasthelp.Unsupported where it would differ."""
+    from planner import fasttable
+    from planner.hardware_listing import LIST_COLUMNS, LIST_TITLE, PIPED_WIDTH, list_row
+
+    width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
+    rows = [list_row(hw) for hw in hardware]
+    columns = [(*column, "ellipsis") for column in LIST_COLUMNS]
+    return fasttable.to_text(fasttable.render(LIST_TITLE, columns, rows, width), styled)
+
+
+def _hardware_show_plain(hw: SimpleNamespace) -> str:
+    """`hardware show`'s four tables drawn without rich; fasthelp.Unsupported where they would differ."""
+    from planner import fasttable
+    from planner.hardware_listing import PIPED_WIDTH, show_tables
+
+    width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
+    return "".join(fasttable.to_text(fasttable.render(title, columns, rows, width, show_header), styled)
+                   for title, show_header, columns, rows in show_tables(hw))
+
+
+def _hardware_show_view(name: str) -> SimpleNamespace:
     """A shipped name exactly as its file is named (h100, not H100 or a path: those take the full path)."""
     folder = _specs_folder()
     if name not in {p.stem for p in folder.glob("*.toml")}:
         raise _Unexpected
-    from planner.render.light import hardware_show_renderables
-
-    return hardware_show_renderables(_read_hardware(folder / f"{name}.toml"))
+    return _read_hardware(folder / f"{name}.toml")
 
 
 def fast(argv: Sequence[str]) -> int | None:
     """The exit code after answering `argv` here, or None when it takes the full path (nothing printed)."""
     args = list(argv)
+    code = 0
     try:
         if args in (["reference"], ["schema"]):
             text = _reference() if args[0] == "reference" else _schema()
 
             def show() -> None:
                 sys.stdout.write(text)
-        elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
-            items = [_hardware_list()] if args[1] == "list" else _hardware_show(args[2])
+        elif args in ([], ["--help"]):  # the group's help page (bare `planner` prints it and exits 2)
+            from planner.fasthelp import Unsupported, page
+
+            try:
+                text = page() + ("\n" if args else "")
+            except Unsupported:
+                return None
+            code = 0 if args else 2
 
             def show() -> None:
+                sys.stdout.write(text)
+        elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
+            from planner.fasthelp import Unsupported as NotPlain
+
+            plain = None
+            items: list[Any] = []
+            if args[1] == "list":
+                views = _hardware_views()
+                try:
+                    plain = _hardware_list_plain(views)
+                except NotPlain:  # rich draws it
+                    from planner.render.light import hardware_list_table
+
+                    items = [hardware_list_table(views)]
+            else:
+                view = _hardware_show_view(args[2])
+                try:
+                    plain = _hardware_show_plain(view)
+                except NotPlain:  # rich draws them
+                    from planner.render.light import hardware_show_renderables
+
+                    items = hardware_show_renderables(view)
+
+            def show() -> None:
+                if plain is not None:
+                    sys.stdout.write(plain)
+                    return
                 from planner.render import stdout_console
 
                 console = stdout_console()
@@ -200,7 +255,7 @@ def fast(argv: Sequence[str]) -> int | None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    return 0
+    return code
 
 
 def main() -> None:

@@ -100,6 +100,7 @@ FIELDS: dict[str, str] = {
     "memory.zero3_max_live_params": "zero3_max_live_params",
     "memory.zero3_pp_unsharded": "zero3_pp_unsharded",
     "memory.zero3_pp_grad_bytes": "zero3_pp_grad_bytes",
+    "memory.saved_input_high_precision": "saved_input_high_precision",
     "memory.logits_bytes": "logits_bytes",
     "memory.compiled_logits_bytes": "compiled_logits_bytes",
     "memory.parallel_logits_bytes": "parallel_logits_bytes",

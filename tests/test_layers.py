@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the step-time model's measured error (planner.uncertainty), the direction each estimated input moves every
     # layout (planner.monotone).
     ("loaders", ("planner.overrides", "planner.sourced", "planner.profile", "planner.hardware", "planner.hardware_keys",
+                 "planner.hardware_listing",
                  "planner.goodput", "planner.economics", "planner.uncertainty", "planner.monotone")),
     ("workload", ("planner.workload",)),  # shapes from scaling laws and presets
     ("parallel", ("planner.parallel",)),  # the search space (below cost: the cost model walks its degree tuples)
@@ -40,7 +41,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("studies", ("planner.sweep", "planner.sensitivity", "planner.validation", "planner.compare",
                  "planner.confidence", "planner.study", "planner.workers")),  # many plans
     ("render", ("planner.render",)),
-    ("cli", ("planner.cli", "planner.fastpath")),  # fastpath: the `planner` script, before typer
+    ("cli", ("planner.cli", "planner.fastpath", "planner.fasthelp", "planner.helptext", "planner.fasttable")),
+    # fastpath: the `planner` script, before typer; fasthelp (and its generated helptext) and fasttable: `planner
+    # --help` and `hardware list` drawn without typer or rich
     ("front door", (ROOT,)),  # `planner.plan` and `planner.evaluate`, loaded on first use
 )
 

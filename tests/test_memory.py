@@ -651,3 +651,42 @@ def test_predicted_peak_within_15_percent_of_the_reported(run_id):
 def test_peaks_are_reported_where_sources_give_them():
     assert ROWS["torchtitan-llama31-8b-128gpu-fsdp-compile-bf16"].reported_peak_GiB == 62.0
     assert sum(r.reported_peak_GiB is not None for r in ROWS.values()) == 20
+
+
+def test_torchao_linears_save_their_16bit_input_unless_the_tp_plan_cast_it():
+    # torchao's Float8Linear saves its module input as it received it (matmul_with_hp_or_float8_args:
+    # save_for_backward(input_hp, ...)): the 16-bit tensor, unless torchtitan's FP8 TP plan cast it before the module.
+    # torchtitan-llama31-8b-8gpu-fsdp-compile-fp8 made eager with no recomputation: per token and layer the GEMM
+    # inputs are the attention norm output (4096), the attention output (4096), the MLP norm output (4096) and the
+    # MLP hidden (14336) = 26,624 words; one more byte each over 2 x 8192 tokens and 32 layers:
+    # 26,624 x 16,384 x 32 = 13,958,643,712 bytes.
+    base = next(r for r in load_runs() if r.id == "torchtitan-llama31-8b-8gpu-fsdp-compile-fp8")
+    run = base.model_copy(update={"recompute": "none", "compiled": False, "compiled_loss": False})
+    assert (run.micro_batch, run.seq_len, run.layers, run.tp, run.recipe) == (2, 8192, 32, 1, "current")
+    prof = REALISTIC.for_framework("torchtitan")
+    assert prof.saved_input_high_precision and not REALISTIC.saved_input_high_precision
+    te = prof.model_copy(update={"saved_input_high_precision": False})
+
+    def acts(p, r) -> float:
+        hw = on(p, "h100-96gb")
+        return evaluate(hw, workload_of(r), layout_of(r, hw)).memory.activations_bytes
+
+    assert acts(prof, run) - acts(te, run) == pytest.approx(13_958_643_712, rel=1e-12)
+    # Row-wise (cast per module, gathered in 16 bits) under TP 2 with SP: still 16-bit, on the sequence-parallel
+    # shards as before; the per-tensor recipe under the same TP is cast on the shard and gathered in FP8 by
+    # Float8ColwiseParallel / Float8RowwiseParallel: the Linears save that 1-byte copy, as Transformer Engine does.
+    tp2 = run.model_copy(update={"tp": 2, "dp": 4, "sp": True})
+    assert acts(prof, tp2) == acts(te, tp2)
+    rowwise = tp2.model_copy(update={"recipe": "rowwise"})
+    assert acts(prof, rowwise) > acts(te, rowwise)
+    # Compiled, the per-tensor recipe's backward cast is the forward's own, which the compiler may share: 1 byte as
+    # before; row-wise's column-wise backward cast needs the 16-bit input: 2 bytes. Compiled kernels drop the fusible
+    # norm outputs and MLP hidden, so only the attention output (4096 words) is a kept GEMM input:
+    # 4096 x 16,384 x 32 = 2,147,483,648 bytes more.
+    comp = (prof.model_copy(update={"compiled": True}), te.model_copy(update={"compiled": True}))
+    assert acts(comp[0], run) == acts(comp[1], run)
+    one = run.model_copy(update={"recipe": "rowwise"})
+    assert acts(comp[0], one) - acts(comp[1], one) == pytest.approx(2_147_483_648, rel=1e-12)
+    # A 16-bit run saves 2 bytes either way.
+    bf16 = run.model_copy(update={"precision": "bf16", "recipe": None})
+    assert acts(prof, bf16) == acts(te, bf16) == acts(prof, run)

@@ -140,6 +140,20 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
     fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
     prof = hw.profile
+    recipe = prof.recipes.get(wl.recipe_name) if wl.recipe_name is not None else None
+
+    def cast_before_module(c) -> np.ndarray:
+        """Per row: the framework hands the Linears an FP8 input (its TP plan casts on the sequence shard and
+        gathers in FP8: tp_gather_low_precision, sequence parallelism, N_TP,ff > 1, a recipe casting once per
+        module), so what they save is that 1-byte copy even where they save their input as received. Compiled, a
+        per-tensor recipe's backward cast of the input is the forward's own (same tensor, same scale), which the
+        compiler may share and save in 1 byte: only a recipe casting per module (row-wise: its backward's
+        column-wise cast is another op that needs the 16-bit input) keeps 16 bits there."""
+        if prof.compiled and not (recipe is not None and recipe.cast_per_linear):
+            return np.ones(1, dtype=bool)
+        if not (prof.tp_gather_low_precision and recipe is not None and not recipe.cast_per_linear):
+            return np.zeros(1, dtype=bool)
+        return np.asarray(c["sp"], dtype=bool) & (np.asarray(c["tp_ff"], dtype=np.float64) > 1)
     shards = DistinctRows(cols, SHARD_KEYS)  # what a GPU keeps per token depends on its shard degrees only
     unit = shards.apply(lambda c: zero3_unit_params(wl, c, prof))
     live = prof.zero3_live_units * unit
@@ -178,9 +192,15 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     def per_token(roles: tuple[str, ...], rebuilt: bool = False) -> np.ndarray:
         """Kept bytes per token and layer (rebuilt: the set of the layer being recomputed, MLA's q, k, v included)."""
         drop = up_proj and not rebuilt
-        return shards.apply(lambda c: mo.layer.saved_bytes_per_token(c, roles, fp8, fused=fused, up_proj=drop)
-                            + mo.top_k * mo.layer.saved_bytes_per_token(c, roles, fp8, routed=True, fused=fused,
-                                                                        up_proj=drop))
+
+        def saved(c, low: bool) -> np.ndarray:
+            return (mo.layer.saved_bytes_per_token(c, roles, low, fused=fused, up_proj=drop)
+                    + mo.top_k * mo.layer.saved_bytes_per_token(c, roles, low, routed=True, fused=fused,
+                                                                up_proj=drop))
+
+        if not (fp8 and prof.saved_input_high_precision):
+            return shards.apply(lambda c: saved(c, fp8))
+        return shards.apply(lambda c: np.where(cast_before_module(c), saved(c, True), saved(c, False)))
 
     kept = np.zeros(len(zero))
     for level, roles in KEPT_ROLES.items():

@@ -29,5 +29,7 @@ class StdoutConsole(Console):
 def stdout_console() -> StdoutConsole:
     """The console on the current stdout; 140 columns when piped (rich would use 80, too narrow for Table 2) unless
     COLUMNS is set."""
-    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
+    from planner.hardware_listing import PIPED_WIDTH
+
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPED_WIDTH
     return StdoutConsole(file=sys.stdout, width=width)

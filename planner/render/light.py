@@ -6,69 +6,33 @@ planner/render/plan.py imports the formatters from here."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
 
-from planner.hardware_keys import ECONOMICS_KEYS, GPU_KEYS, LEVEL_KEYS
+from planner.hardware_listing import (
+    LIST_COLUMNS,
+    LIST_TITLE,
+    TableSpec,
+    fmt_flops,
+    fmt_time,
+    levels_summary,
+    list_row,
+    show_tables,
+)
 
-
-def fmt_time(seconds: float | None) -> str:
-    """Four significant figures in a readable unit: 0.0001084 -> '108.4 µs'; 1.5 -> '1.5 s'; 7200 -> '2 h'."""
-    if seconds is None:
-        return "—"
-    if not math.isfinite(seconds):
-        return "∞" if seconds > 0 else str(seconds)
-    s = abs(seconds)
-    if s == 0:
-        return "0 s"
-    if s < 1e-6:
-        return f"{seconds * 1e9:.4g} ns"
-    if s < 1e-3:
-        return f"{seconds * 1e6:.4g} µs"
-    if s < 1:
-        return f"{seconds * 1e3:.4g} ms"
-    if s < 1000:
-        return f"{seconds:.4g} s"
-    if s < 3600:  # whole seconds, grouped as every other count is: 1,847 s
-        return f"{seconds:,.0f} s"
-    return f"{seconds / 3600:.4g} h"
-
-
-def fmt_flops(flops: float) -> str:
-    if flops >= 1e15:
-        return f"{flops / 1e15:.4g} PFLOP/s"
-    return f"{flops / 1e12:.4g} TFLOP/s"
-
-
-def levels_summary(hw: Any) -> str:
-    """'NVLink 8 @ 900 GB/s, 1.13 µs' then 'InfiniBand ∞ @ 100 GB/s, 1.13 µs' on the next line, one level per line
-    (bidirectional per-GPU bandwidth): a narrow column wraps within a level, never runs two levels together.
-    `hw`: a Hardware, or anything with its `levels` (name, size, bw_bidir_Bps, lat_s)."""
-    parts = []
-    for lvl in hw.levels:
-        size = "∞" if lvl.size is None else str(lvl.size)
-        bw = "∞" if not math.isfinite(lvl.bw_bidir_Bps) else f"{lvl.bw_bidir_Bps / 1e9:g} GB/s"
-        parts.append(f"{lvl.name} {size} @ {bw}, {fmt_time(lvl.lat_s)}")
-    return "\n".join(parts)
+__all__ = ["fmt_flops", "fmt_time", "hardware_list_table", "hardware_show_renderables", "kv_table", "levels_summary"]
 
 
 def hardware_list_table(hardware: Iterable[Any]) -> Table:
-    """`hardware list`: one row per system. Each item is a Hardware, or anything with the same attributes (name;
-    gpu.name, gpu.peak_flops, gpu.hbm_bytes; levels as in levels_summary)."""
-    table = Table(title="Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)",
-                  title_justify="left")
-    table.add_column("name", style="bold", no_wrap=True)  # the name to type: never cut
-    table.add_column("GPU")
-    table.add_column("network levels, bottom-up")
-    table.add_column("peak FLOP/s\n(dense 16-bit)", justify="right", no_wrap=True)
-    table.add_column("HBM", justify="right", no_wrap=True)
+    """`hardware list`: one row per system (planner.hardware_listing: the columns and each row's strings)."""
+    table = Table(title=LIST_TITLE, title_justify="left")
+    for header, style, justify, no_wrap in LIST_COLUMNS:
+        table.add_column(header, style=style, justify=justify, no_wrap=no_wrap)  # type: ignore[arg-type]
     for hw in hardware:
-        table.add_row(hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops),
-                      f"{hw.gpu.hbm_bytes / 1e9:g} GB")
+        table.add_row(*list_row(hw))
     return table
 
 
@@ -81,67 +45,21 @@ def kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
     return table
 
 
-def _file_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        return "inf"
-    return f"{value:.10g}"
+def spec_table(spec: TableSpec) -> Table:
+    """A rich Table from a planner.hardware_listing table spec."""
+    title, show_header, columns, rows = spec
+    table = Table(title=title, title_justify="left", show_header=show_header)
+    for header, style, justify, no_wrap, overflow in columns:
+        table.add_column(header, style=style, justify=justify, no_wrap=no_wrap,  # type: ignore[arg-type]
+                         overflow=overflow)  # type: ignore[arg-type]
+    for row in rows:
+        if row is None:
+            table.add_section()
+        else:
+            table.add_row(*row)
+    return table
 
 
 def hardware_show_renderables(hw: Any) -> list[RenderableType]:
-    """`hardware show`: every field with its value in the file's units and where the number comes from. `hw`: a
-    Hardware, or anything with the attributes read here (the fast path's view of a shipped file)."""
-    head = kv_table(f"Hardware '{hw.name}'", [
-        ("description", hw.description or "—"),
-        ("GPUs per node", str(hw.gpus_per_node)),
-    ])
-    gpu = Table(title=f"GPU: {hw.gpu.name}", title_justify="left")
-    gpu.add_column("field", style="bold")
-    gpu.add_column("value", justify="right", no_wrap=True)
-    gpu.add_column("source", overflow="fold")
-    for key, (field, scale) in GPU_KEYS.items():
-        raw = getattr(hw.gpu, field)
-        if raw is None:  # an optional rate the file leaves out (no FP8 / FP4 tensor cores)
-            gpu.add_row(key, "none", hw.sources.get(f"gpu.{key}", "not in the file"))
-            continue
-        value = raw if scale in (None, 1) else raw / scale
-        gpu.add_row(key, _file_value(value), hw.sources.get(f"gpu.{key}", "default"))
-    g = hw.gpu
-    gpu.add_section()
-    gpu.add_row("peak FLOP/s", fmt_flops(g.peak_flops), "derived: threads/SM x SMs x FLOP/clock/thread x max clock")
-    gpu.add_row("sustained FLOP/s", fmt_flops(g.sustained_flops), "derived: peak x sustained clock factor")
-    gpu.add_row("shared memory bandwidth", f"{g.shared_mem_Bps / 1e12:.4g} TB/s",
-                "derived: 32 banks x 4 B x SMs x sustained clock")
-    gpu.add_row("on-chip SRAM", f"{g.sram_bytes / 2**20:.4g} MiB", "derived: L2 + SMs x (register file + L1)")
-    levels = Table(title="Network levels (bottom-up)", title_justify="left")
-    levels.add_column("level", style="bold")
-    levels.add_column("field")
-    levels.add_column("value", justify="right", no_wrap=True)
-    levels.add_column("source", overflow="fold")
-    for k, lvl in enumerate(hw.levels):
-        if k:
-            levels.add_section()
-        for key, (field, scale) in LEVEL_KEYS.items():
-            raw = getattr(lvl, field)
-            if raw is None and field in ("unit", "usable"):
-                if lvl.subdivided:  # the other one is set: this one takes its default
-                    derived = lvl.unit_gpus if field == "unit" else lvl.usable_gpus
-                    levels.add_row(lvl.name, key, str(derived), "default (from the other of unit / usable)")
-                continue  # neither set: the level is filled exactly, nothing to show
-            if raw is None:
-                levels.add_row(lvl.name, key, "unbounded", "top level")
-                continue
-            value = raw if scale == 1 else raw / scale
-            levels.add_row(lvl.name, key, _file_value(value), hw.sources.get(f"levels[{k}].{key}", "default"))
-    econ = Table(title="Economics: price and power (planner.economics)", title_justify="left")
-    econ.add_column("field", style="bold")
-    econ.add_column("value", justify="right", no_wrap=True)
-    econ.add_column("source", overflow="fold")
-    for key, (field, _) in ECONOMICS_KEYS.items():
-        raw = None if hw.economics is None else getattr(hw.economics, field)
-        econ.add_row(key, "none" if raw is None else _file_value(raw),
-                     hw.sources.get(f"economics.{key}", "not in the file" if raw is None else "default"))
-    return [head, gpu, levels, econ]
+    """`hardware show`: the four tables of planner.hardware_listing.show_tables."""
+    return [spec_table(spec) for spec in show_tables(hw)]

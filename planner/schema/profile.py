@@ -277,6 +277,14 @@ class ExecutionProfile(BaseModel):
     zero3_pp_unsharded: bool = Field(False, description="With pipeline parallelism ZeRO-3 keeps the stage's weights "
                                      "gathered after the forward pass and their gradients unsharded until the last "
                                      "microbatch (torchtitan: reshard_after_forward = not pp_enabled).")
+    saved_input_high_precision: bool = Field(
+        False, description="Low-precision Linears save their module input as they received it for the backward pass "
+        "(torchao's Float8Linear: save_for_backward of the 16-bit input, cast again in the backward pass): saved GEMM "
+        "inputs keep their 16-bit bytes, unless the framework cast them to FP8 before the module (tp_gather_low_"
+        "precision with sequence parallelism over N_TP,ff > 1 under a recipe casting once per module), or, compiled, "
+        "unless the recipe casts once per module (the compiler may share the per-tensor forward cast with the "
+        "backward's and save it in 1 byte; row-wise's column-wise backward cast needs the 16-bit input). False: saved "
+        "GEMM inputs take 1 byte under every low-precision recipe (Transformer Engine keeps its FP8 copies).")
     zero3_pp_grad_bytes: float = Field(2.0, gt=0, description="Bytes per parameter of the unsharded gradients "
                                        "held across the microbatches under zero3_pp_unsharded (FSDP2 accumulates "
                                        "them in its reduce dtype: 4 for fp32).")
