@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
+from planner.cost.terms import HOST_FLOOR_UNPRICED
 from planner.economics import facility_power_MW, fmt_MW, fmt_pct, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction, wall_clock_days
@@ -551,9 +552,7 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
                            f"{hw.profile.moe_imbalance:g}x the mean: profile.moe.imbalance), and congestion between "
                            "jobs")
     if moe and wl is not None and wl.transformer is not None and hw.profile.host_moe_layer_s == 0:
-        not_modelled.append("the CPU time to launch the MoE layers' kernels (a host-bound floor): a plan assumes "
-                            "CUDA graphs or a fast enough host (profile.moe.host_layer_us = 0; `validate` prices "
-                            "published runs without CUDA graphs with profile.moe.eager_host_layer_us)")
+        not_modelled.append(HOST_FLOOR_UNPRICED)
     if failures is None:
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures

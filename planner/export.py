@@ -288,6 +288,12 @@ def prediction_lines(plan: Plan) -> list[str]:
              f"({m.total_bytes / 2**30:.4g} of {m.capacity / 2**30:.4g} GiB)"
              + (f" (+ {m.headroom_bytes / 1e9:.3g} GB headroom kept free)" if m.headroom_bytes else "")
              + f"; bottleneck: {plan.bottleneck or '-'}"]
+    from planner.cost.terms import HOST_FLOOR_UNPRICED
+
+    if plan.depends_on is not None and HOST_FLOOR_UNPRICED in plan.depends_on.not_modelled:
+        lines.append("MoE: no host-bound floor is priced: the step assumes the CPU issues the MoE layers' kernels "
+                     "faster than the GPUs run them (CUDA graphs); launched eagerly it can be slower (profile.moe."
+                     "eager_host_layer_us is what `planner validate` fits for published runs without graphs)")
     return ["# " + comment_text(line) for line in lines]
 
 

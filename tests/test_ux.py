@@ -309,3 +309,16 @@ def test_a_sweep_given_a_comma_list_says_to_repeat_the_flag(capsys):
     code, out, err = invoke(capsys, ["sweep", "--gpu", "gb200-nvl72,h100", "--points", "2"])
     assert code == 2 and err.strip() == ("error: --gpu 'gb200-nvl72,h100': a sweep draws one curve per --gpu; repeat "
                                          "the flag (--gpu gb200-nvl72 --gpu h100)")
+
+
+def test_an_moe_launch_config_says_no_host_bound_floor_was_priced(capsys):
+    """Session 6 review: `--emit megatron` for an MoE model turns no CUDA graphs on while the prediction prices no
+    host-bound floor (moe.host_layer_us = 0); the comment now says what the step assumes, unless the floor is priced."""
+    def comments(*extra: str) -> str:
+        code, out, err = invoke(capsys, ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64",
+                                         "--emit", "megatron", *extra])
+        assert code == 0, err
+        return "\n".join(line for line in out.splitlines() if line.startswith("#"))
+
+    assert "# MoE: no host-bound floor is priced" in comments()
+    assert "host-bound" not in comments("--set", "profile.moe.host_layer_us=500")
