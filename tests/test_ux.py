@@ -322,3 +322,15 @@ def test_an_moe_launch_config_says_no_host_bound_floor_was_priced(capsys):
 
     assert "# MoE: no host-bound floor is priced" in comments()
     assert "host-bound" not in comments("--set", "profile.moe.host_layer_us=500")
+
+
+def test_a_sweep_csv_says_which_profile_priced_each_row(capsys, tmp_path):
+    """Session 6 review: a study's results.csv has a profile column; a sweep's --csv had none."""
+    import csv
+
+    path = tmp_path / "s.csv"
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "h100", "--from", "1e22", "--to", "1e22", "--points", "1",
+                                     "--days", "30", "--profile", "realistic", "--csv", str(path)])
+    assert code == 0, err
+    (row,) = list(csv.DictReader(path.open()))
+    assert row["profile"] == "realistic" and row["hardware"] == "h100"
