@@ -16,7 +16,8 @@ from planner.render.plan import fmt_pct
 from planner.schema import Plan
 from planner.sweep import SweepResult
 
-CSV_FIELDS = ("hardware", "profile", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
+CSV_FIELDS = ("hardware", "profile", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus",
+              "nodes", "mfu",
               "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "compute_cost_usd",
               "facility_power_MW", "energy_MWh", "warnings", "dp_overlap", "dp",
               "tp_ff", "tp_model", "pp",
