@@ -15,13 +15,14 @@ from pydantic import ValidationError
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
+from planner.cost.terms import HOST_FLOOR_UNPRICED
 from planner.economics import facility_power_MW, fmt_MW, fmt_pct, get_facility, max_gpus_within_power, plan_economics
 from planner.errors import Infeasible, InvalidInput, validation_message
 from planner.goodput import FailureModel, get_failure_model, goodput_at, goodput_fraction, wall_clock_days
 from planner.hardware import get_hardware, with_profile
 from planner.overrides import Override, parse_overrides
 from planner.parallel.dimensions import BY_NAME, DEGREES, OPTIONS, stage_split
-from planner.parallel.space import SearchOptions, check_layout, divisors, rack_use
+from planner.parallel.space import SearchOptions, check_layout, divisors, precision_problem, rack_use
 from planner.profile import entry_for, get_profile
 from planner.schema import (
     LAYOUT_EXTRA,
@@ -236,7 +237,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
-    notes = list(notes)
+    notes = [*notes, *unread_override_notes(sets, workload)]
     fits = ev.memory.fits
     room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
     if not fits:
@@ -462,6 +463,38 @@ def set_path(hw: Hardware, key: str) -> str:
     return key
 
 
+VALIDATE_ONLY = {
+    "overlap.tp_comm_overlap": ("a published run that overlapped TP communication", "overlap.tp"),
+    "overlap.ep_comm_overlap": ("a published run that overlapped the expert all-to-all", "overlap.ep"),
+    "overlap.ep_comm_stages": ("a published run that overlapped the expert all-to-all", "overlap.ep_stages"),
+    "moe.eager_host_layer_us": ("a published run that captured no CUDA graph", "moe.host_layer_us"),
+}
+"""Profile keys only `planner validate` reads: the run each prices, and the key a plan reads in its place."""
+
+
+def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
+    """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, a
+    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is), an expert
+    routing value on a model without experts, a host-bound floor on the paper's toy model."""
+    notes = []
+    for o in (o for o in sets if o.target == "profile"):
+        key = ".".join(o.keys)
+        if key.startswith("moe.") and wl.experts <= 1:
+            notes.append(f"--set profile.{key} does not change this plan: the model has no experts")
+        elif key == "moe.host_layer_us" and wl.transformer is None:
+            notes.append(f"--set profile.{key} does not change this plan: the paper's toy model prices no "
+                         "host-bound floor (a transformer --model does)")
+        elif key in VALIDATE_ONLY:
+            run, instead = VALIDATE_ONLY[key]
+            notes.append(f"--set profile.{key} does not change this plan: only `planner validate` reads it, for "
+                         f"{run}; --set profile.{instead}=... prices it here")
+        elif o.keys[0] == "framework" and len(o.keys) > 1:
+            notes.append(f"--set profile.{key} does not change this plan: `planner validate` applies "
+                         f"[framework.{o.keys[1]}] to that framework's published runs; a plan prices the profile's "
+                         "own values")
+    return notes
+
+
 def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
     """Whether a profile value can change this plan: not another framework's override, not another GPU family's
     or precision's GEMM efficiency, no GEMM efficiency under the roofline model."""
@@ -479,9 +512,7 @@ def _applies(hw: Hardware, wl: Workload | None, key: str) -> bool:
         return False
     if key == "overlap.cp" and wl is not None and wl.transformer is None:
         return False  # context parallelism splits sequences: transformers only
-    if key in ("overlap.tp_comm_overlap", "overlap.ep_comm_overlap", "moe.eager_host_layer_us"):
-        # read only by validation, for a published run that enabled TP / EP communication overlap or captured no
-        # CUDA graph
+    if key in VALIDATE_ONLY:
         return False
     tables = {"bf16": ("gemm.peak_fraction.", prof.gemm_peak_fraction),
               "fp8": ("gemm.fp8_peak_fraction.", prof.gemm_fp8_peak_fraction),
@@ -515,6 +546,13 @@ def depends_on(hw: Hardware, failures: FailureModel | None, wl: Workload | None 
     if failures is not None:
         est += [f"goodput.{k}" for k, src in sorted(failures.sources.items()) if "estimate" in src.lower()]
     not_modelled = list(NOT_MODELLED)
+    moe = wl is not None and wl.experts > 1
+    if moe and hw.profile.moe_imbalance != 1:  # the profile prices a routing imbalance: say so, not "balanced"
+        not_modelled[0] = (f"stragglers, routing imbalance beyond the profile's (the busiest expert rank at "
+                           f"{hw.profile.moe_imbalance:g}x the mean: profile.moe.imbalance), and congestion between "
+                           "jobs")
+    if moe and wl is not None and wl.transformer is not None and hw.profile.host_moe_layer_s == 0:
+        not_modelled.append(HOST_FLOOR_UNPRICED)
     if failures is None:
         not_modelled.insert(0, "failures, checkpoints and restarts (--goodput models them)")
     modelled = list(MODELLED) + (["failures, checkpoints and restarts (goodput, planner.goodput)"] if failures
@@ -889,6 +927,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if workload is None:
         assert r.compute_flop is not None  # PlanRequest: one of the two
         workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
+    ignored += unread_override_notes(sets, workload)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
     runs_on, solver, time_limit_s, workers, price_per_gpu_hour = (r.runs_on, r.solver, r.time_limit_s, r.workers,
@@ -928,9 +967,9 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
                             rank_order=_rank_order() if runs_on is not None else (), whole_rounds=runs_on is not None,
                             min_gpus=min_gpus if gpus is None and days is not None else None,
                             below_gpus=below_gpus if gpus is None and days is not None else None)
-    if hw.gpu.at_precision(workload.precision) is None:
-        raise InvalidInput(f"{hw.gpu.name} has no {workload.precision.upper()} rate in its hardware file; use "
-                           f"precision {hw.gpu.instead_of(workload.precision)}")
+    problem = precision_problem(hw, workload)
+    if problem is not None:
+        raise InvalidInput(problem)
     deadline_s = None if gpus is not None or days is None else days * SECONDS_PER_DAY
     result = None
     seed_q = None

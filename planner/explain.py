@@ -787,8 +787,9 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
                      f"sequences (--batch-sequences N), which the data-parallel degree of a {n:,}-GPU layout divides"
                      if batches else "")
             return (f"no layout can split this model over exactly {n:,} GPUs: the degrees must divide the heads and "
-                    f"MLP widths (tp_ff), d_model (tp_model), the layers (pp), the experts (ep) and the batch of "
-                    f"{wl.batch_tokens // wl.seq_len:,} sequences (dp x ep x microbatches)\n{counts}{batch}")
+                    f"MLP widths (tp_ff), d_model (tp_model), half the sequence (cp), the experts (ep) and the batch "
+                    f"of {wl.batch_tokens // wl.seq_len:,} sequences (dp x ep x microbatches), and the pipeline "
+                    f"stages (pp) must split the {wl.layers} layers (the end stages may hold fewer)\n{counts}{batch}")
         t, total, k = least
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (

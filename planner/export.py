@@ -288,6 +288,12 @@ def prediction_lines(plan: Plan) -> list[str]:
              f"({m.total_bytes / 2**30:.4g} of {m.capacity / 2**30:.4g} GiB)"
              + (f" (+ {m.headroom_bytes / 1e9:.3g} GB headroom kept free)" if m.headroom_bytes else "")
              + f"; bottleneck: {plan.bottleneck or '-'}"]
+    from planner.cost.terms import HOST_FLOOR_UNPRICED
+
+    if plan.depends_on is not None and HOST_FLOOR_UNPRICED in plan.depends_on.not_modelled:
+        lines.append("MoE: no host-bound floor is priced: the step assumes the CPU issues the MoE layers' kernels "
+                     "faster than the GPUs run them (CUDA graphs); launched eagerly it can be slower (profile.moe."
+                     "eager_host_layer_us is what `planner validate` fits for published runs without graphs)")
     return ["# " + comment_text(line) for line in lines]
 
 
@@ -414,6 +420,9 @@ def torchtitan_text(plan: Plan, launch: Launch, wl: Workload | None = None) -> s
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
              *prediction_lines(plan),
+             *(["# priced as the profile prices stock Megatron-LM: a profile's [framework.torchtitan] values "
+                "(attention kernels, per-layer time, loss memory, FP8 TP gathers) are applied by `planner validate` "
+                "only"] if prediction_lines(plan) else []),
              *(family_model_lines(wl) if wl is not None else []),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():

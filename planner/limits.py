@@ -225,14 +225,15 @@ def inferred_wall(hardware: Hardware, t_train_s: float = THREE_MONTHS_S, sparse:
         return _WALLS[key]
     largest = infer_workload(MAX_COMPUTE_FLOP, sparse=sparse, batch_scaling=batch_law)
     if floor_bound(hardware, largest).days <= days:  # the wall lies past the accepted compute range
-        return InferredWall(compute_flop=math.inf, sparse=sparse, batch_law=batch_law)
+        return InferredWall(compute_flop=math.inf, sparse=sparse, batch_law=batch_law, profile=hardware.profile.name)
     compute = largest_compute_within(hardware, days, sparse, batch_law)
     if compute is None:
-        return InferredWall(compute_flop=None, sparse=sparse, batch_law=batch_law)
+        return InferredWall(compute_flop=None, sparse=sparse, batch_law=batch_law, profile=hardware.profile.name)
     wl = infer_workload(compute, sparse=sparse, batch_scaling=batch_law)
     per_layer = floor_bound(hardware, wl).step_s / wl.layers
     eq18 = FLOP_PER_MAC * eq18_mac(wl.batch_tokens, wl.layers, wl.experts, t_train_s, per_layer / 4.0)
-    wall = InferredWall(compute_flop=compute, sparse=sparse, batch_law=batch_law, batch_tokens=wl.batch_tokens,
+    wall = InferredWall(compute_flop=compute, sparse=sparse, batch_law=batch_law, profile=hardware.profile.name,
+                        batch_tokens=wl.batch_tokens,
                         layers=wl.layers, experts=wl.experts, layer_critical_path_s=per_layer, eq18_flop=eq18)
     if len(_WALLS) < 256:
         _WALLS[key] = wall

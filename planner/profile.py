@@ -120,6 +120,9 @@ FIELDS: dict[str, str] = {
 mebibytes. [gemm.peak_fraction] and
 [gemm.fp8_peak_fraction] are tables of GPU family -> fraction."""
 
+PER_LEVEL = {"network.bus_bw_fraction", "network.latency_us", "network.ring_step_latency_us"}
+"""Keys holding one value per network level, bottom-up (the last repeats): a single number means every level."""
+
 TABLES = {"gemm.peak_fraction": "gemm_peak_fraction", "gemm.fp8_peak_fraction": "gemm_fp8_peak_fraction",
           "gemm.fp4_peak_fraction": "gemm_fp4_peak_fraction", "gemm.sustained_by_family": "gemm_sustained_by_family",
           "memory.device_MiB": "memory_device_bytes"}
@@ -139,12 +142,20 @@ def _parse_recipes(raw: Any, origin: str, sources: dict[str, str], require_sourc
         if unknown:
             raise InvalidInput(f"{origin}: [recipe.{name}]: unknown key(s) {sorted(unknown)}; expected "
                                f"{', '.join(sorted(RECIPE_KEYS))}")
-        out[name] = {k: _leaf(v, f"recipe.{name}.{k}", sources, require_source) for k, v in body.items()}
+        out[name] = {k: _leaf(v, f"recipe.{name}.{k}", sources, require_source, origin) for k, v in body.items()}
     return out
 
 
-def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool) -> Any:
-    return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
+def _is_number(value: Any) -> bool:
+    """A TOML number: anything else (a string, a boolean) is left for the schema to refuse by name."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool, origin: str) -> Any:
+    try:
+        return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
+    except InvalidInput as exc:  # name the file, as every other error of the profile does
+        raise InvalidInput(f"{origin}: {exc}") from None
 
 
 def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False) -> ExecutionProfile:
@@ -184,18 +195,22 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                     raise InvalidInput(f"{origin}: [{path}] must be a table of GPU family = "
                                        + ("MiB" if path.endswith("_MiB") else "fraction"))
                 scale = 2.0**20 if path.endswith("_MiB") else 1.0
-                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source) * scale
+                fields[TABLES[path]] = {k: _leaf(v, f"{path}.{k}", sources, require_source, origin) * scale
                                         for k, v in raw.items()}
                 continue
             if path not in FIELDS:
                 close = difflib.get_close_matches(path, [*FIELDS, *TABLES], n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise InvalidInput(f"{origin}: unknown key '{path}'{hint}")
-            value = _leaf(raw, path, sources, require_source)
-            if path.endswith("_us") and value is not None:
-                value = [v * 1e-6 for v in value] if isinstance(value, list) else value * 1e-6
+            value = _leaf(raw, path, sources, require_source, origin)
+            if path.endswith("_us") and _is_number(value):
+                value = value * 1e-6
+            elif path.endswith("_us") and isinstance(value, list) and all(map(_is_number, value)):
+                value = [v * 1e-6 for v in value]
             elif path.endswith(("_GB", "_MiB")) and isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
+            if path in PER_LEVEL and _is_number(value):
+                value = (value,)  # one number for a per-level list: every level (the last value repeats)
             fields[FIELDS[path]] = value
     try:
         return ExecutionProfile(**fields, sources=sources, spreads=spreads_of(doc))

@@ -419,8 +419,13 @@ def profile_page() -> str:
         "`nvfp4`; docs/model.md, 'Low precision'). A recipe the profile does not list runs its GEMMs at the "
         "low-precision rate with nothing else.\n\n" + _table(recipe_rows)
         + "\n## Per-level lists\n\n"
-        "`network.bus_bw_fraction` and `network.latency_us` give one value per network level, bottom-up; the last "
-        "value repeats for the levels above, so `[1.0]` means every level.\n"
+        "`network.bus_bw_fraction`, `network.latency_us` and `network.ring_step_latency_us` give one value per "
+        "network level, bottom-up; the last value repeats for the levels above, so `[1.0]` (or a single number, "
+        "`1.0`) means every level.\n\n"
+        "Times per kernel, layer or collective (`gemm.launch_us`, `elementwise.layer_overhead_us`, "
+        "`network.latency_us`, `network.ring_step_latency_us`, `moe.host_layer_us`, `moe.eager_host_layer_us`) are "
+        "at most 1 s (1,000,000 µs), as the hardware files' level latencies; no number in a profile may be "
+        "infinite or NaN.\n"
     )
 
 

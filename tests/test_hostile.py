@@ -424,3 +424,67 @@ def test_schema_write_checks_both_copies_before_writing_either(capsys, tmp_path,
     code, out, err = invoke(capsys, ["schema", "--write"])
     assert code == 0, err
     assert (docs / "plan.schema.json").read_text() == packaged.read_text() == out
+
+
+# Session 6 review (docs/reliability.md): the profile's new keys, and every number of a profile, hostile.
+PROFILE_CASES = [("moe.host_layer_us", "abc", "valid number"), ("moe.eager_host_layer_us", '"x"', "valid number"),
+                 ("network.latency_us", "abc", "profile.network.latency_us"),
+                 ("moe.host_layer_us", "inf", "finite"), ("moe.host_layer_us", "nan", "finite"),
+                 ("moe.eager_host_layer_us", "-inf", "profile.moe.eager_host_layer_us"),
+                 ("memory.headroom_GB", "inf", "finite"), ("memory.logits_bytes", "inf", "finite"),
+                 ("framework.megatron-bridge.memory.logits_bytes", "inf", "finite"),
+                 ("framework.megatron-bridge.moe.host_layer_us", "abc", "valid number"),
+                 ("framework.torchtitan.network.tp_gather_low_precision", "7", "valid boolean"),
+                 ("moe.host_layer_us", "1e30", "more than 1 s"), ("network.latency_us", "2e6", "more than 1 s"),
+                 ("framework.megatron-bridge.moe.host_layer_us", "1e9", "more than 1 s")]
+
+
+@pytest.mark.parametrize(("key", "value", "word"), PROFILE_CASES)
+def test_hostile_profile_values_are_one_line_of_bad_input(capsys, key, value, word):
+    """A string for a microsecond key was an internal error (TypeError from the unit conversion); an infinite
+    host-bound floor was accepted and reported every layout as one that fills no network level."""
+    for extra in ([], ["--json"]):
+        code, out, err = invoke(capsys, ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64",
+                                         "--set", f"profile.{key}={value}", *extra])
+        assert code == 2, (key, value, out, err)
+        text = json.loads(out)["error"]["message"] if extra else err
+        assert "Traceback" not in err and len(text.strip().splitlines()) == 1 and word in text, text
+        assert text.startswith("error:") or extra
+
+
+def test_a_profile_file_with_the_new_keys_wrong_names_each(capsys, tmp_path):
+    from planner.profile import FIELDS
+
+    base = tmp_path / "p.toml"
+    for body, word in [("[moe]\nhost_layer_us = 'fast'\n", "moe.host_layer_us"),
+                       ("[moe]\neager_host_layer_us = inf\n", "finite"),
+                       ("[moe]\nhost_layer_us = [1, 2]\n", "moe.host_layer_us"),
+                       ("[framework.megatron-bridge.memory]\nlogits_bytes = nan\n", "finite"),
+                       ("[framework.torchtitan.network]\ntp_gather_low_precision = 'yes please'\n", "boolean"),
+                       ("[moe]\nhost_layer_uss = 1\n", "did you mean 'moe.host_layer_us'"),
+                       # a sourced value without its value, or with a bad spread: the file is named too
+                       ("[moe]\nhost_layer_us = { source = 's' }\n", "p.toml: moe.host_layer_us: expected"),
+                       ("[moe]\nhost_layer_us = { value = 5, source = 's', spread = 3 }\n", "p.toml: moe.host_")]:
+        base.write_text("name = 'mine'\n" + body)
+        code, _, err = invoke(capsys, ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64",
+                                       "--profile", str(base)])
+        assert code == 2 and err.startswith("error:") and word in err and len(err.splitlines()) == 1, (body, err)
+    # every microsecond key of the profile: a string is refused by name, never a conversion error
+    for key in [k for k in FIELDS if k.endswith("_us")]:
+        section, name = key.split(".")
+        base.write_text(f"name = 'mine'\n[{section}]\n{name} = 'abc'\n")
+        code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", str(base)])
+        assert code == 2 and err.startswith("error:") and key in err, (key, err)
+
+
+def test_a_single_number_for_a_per_level_list_means_every_level():
+    """`--set profile.network.latency_us=20` was 'the value should be a valid tuple'; the reference says the last
+    value repeats, so one number is that number on every level, as `[20]` is."""
+    from planner.profile import PER_LEVEL, parse_profile
+
+    for key in sorted(PER_LEVEL):
+        section, name = key.split(".")
+        one = parse_profile({"name": "x", section: {name: 0.5}}, "test")
+        listed = parse_profile({"name": "x", section: {name: [0.5]}}, "test")
+        assert one == listed
+    assert parse_profile({"name": "x", "network": {"latency_us": 20}}, "t").collective_latency_s == (20 * 1e-6,)

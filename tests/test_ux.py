@@ -198,3 +198,139 @@ def test_fixed_cluster_deadline_message_groups_the_count_as_the_headline_does(ca
                                      "--json"])
     assert code == 1
     assert json.loads(out)["explanation"].startswith("on 1,024 GPUs of h100 the proven fastest layout takes ")
+
+
+def _not_modelled(capsys, model: str, *sets: str) -> list[str]:
+    argv = ["evaluate", "--model", model, "--gpu", "h100", "--tp", "2", "--ep", "8", "--dp", "32", "--json"]
+    if model != "mixtral-8x7b":
+        argv = ["evaluate", "--model", model, "--gpu", "h100", "--tp", "2", "--dp", "32", "--json"]
+    for s in sets:
+        argv += ["--set", s]
+    code, out, err = invoke(capsys, argv)
+    assert code in (0, 1), err
+    depends = json.loads(out)["depends_on"]
+    # the eager floor moves no plan: never offered as an input the plan rests on (--sensitivity, --confidence)
+    assert not [k for k in depends["estimated_inputs"] if "eager_host" in k]
+    assert not [u for u in depends["uncertain"] if "eager_host" in u["input"]]
+    return depends["not_modelled"]
+
+
+def test_what_an_moe_plan_leaves_out_matches_its_profile(capsys):
+    """Session 6 review: an MoE plan under the realistic profile said 'load imbalance between experts (routing is
+    balanced)' is not modelled while pricing the busiest expert rank at profile.moe.imbalance (1.04), and said
+    nothing of the host-bound floor that plans do not price (moe.host_layer_us = 0; only `validate` reads
+    moe.eager_host_layer_us)."""
+    moe = " ".join(_not_modelled(capsys, "mixtral-8x7b"))
+    assert "routing is balanced" not in moe and "1.04x the mean: profile.moe.imbalance" in moe
+    assert "host-bound floor" in moe and "profile.moe.host_layer_us = 0" in moe
+    balanced = " ".join(_not_modelled(capsys, "mixtral-8x7b", "profile.moe.imbalance=1"))
+    assert "routing is balanced" in balanced
+    floored = " ".join(_not_modelled(capsys, "mixtral-8x7b", "profile.moe.host_layer_us=500"))
+    assert "host-bound floor" not in floored  # priced now: the step takes it
+    dense = " ".join(_not_modelled(capsys, "llama3-8b"))
+    assert "host-bound floor" not in dense and "routing is balanced" in dense
+
+
+def test_limits_says_which_profile_priced_the_inferred_wall(capsys):
+    """Session 6 review: every output says which profile priced it; `limits`' inferred-shape wall is a critical path
+    priced by the paper profile (`plan --compute`'s default) and said nothing of it."""
+    code, out, err = invoke(capsys, ["limits", "--gpu", "h100", "--json"])
+    assert code == 0, err
+    assert json.loads(out)[0]["inferred"]["profile"] == "paper"
+    code, out, err = invoke(capsys, ["limits", "--gpu", "h100"])
+    assert code == 0 and "Priced by the paper profile." in " ".join(out.split()), out
+
+
+def test_a_failed_plan_says_which_profile_priced_it(capsys):
+    """Session 6 review: the summary line of an infeasible plan (and of a layout that cannot run) named no profile,
+    where a found plan says 'priced by the realistic profile'; the split rule named the layers as a degree pp must
+    divide, though a transformer's end stages may hold fewer (pp 13 splits 80 layers: `--batch-sequences 2046` on
+    2,496 GPUs plans with it)."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-70b", "--gpu", "gb200-nvl72", "--gpus", "2496"])
+    assert code == 1 and out.startswith("INFEASIBLE on gb200-nvl72") and "priced by the realistic profile" in out
+    assert "the pipeline stages (pp) must split the 80 layers (the end stages may hold fewer)" in err
+    code, out, err = invoke(capsys, ["evaluate", "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2", "--ep", "8",
+                                     "--dp", "32", "--profile", "paper"])
+    assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 64 x ")
+    assert "priced by the paper profile" in out.splitlines()[0]
+
+
+def test_a_torchtitan_export_says_it_is_priced_as_stock_megatron(capsys):
+    """Session 6 review: `--emit torchtitan` prices the layout with the profile as it is (plan prices stock
+    Megatron-LM); the profile's [framework.torchtitan] values, FP8 TP gathers among them, only reach `validate`. The
+    comment said only 'realistic profile'."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", "torchtitan"])
+    assert code == 0, err
+    comments = [line for line in out.splitlines() if line.startswith("#")]
+    assert any("stock Megatron-LM" in c and "[framework.torchtitan]" in c for c in comments), comments
+    import tomllib
+
+    tomllib.loads(out)  # still one TOML document
+
+
+def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
+    """Session 6 review: `--set profile.moe.eager_host_layer_us=...` on a plan was echoed in the summary ('with
+    profile.moe.eager_host_layer_us=99999') as if it priced the plan, though only `validate` reads it; the same for
+    the TP / EP overlap keys of published runs and any [framework.NAME] value. Each now gets a note that says so and
+    names the key a plan reads."""
+    def notes(command: list[str], key: str, value: str) -> list[str]:
+        code, out, err = invoke(capsys, [*command, "--set", f"profile.{key}={value}", "--json"])
+        assert code in (0, 1), err
+        return [n for n in json.loads(out)["notes"] if n.startswith("--set profile.")]
+
+    plan = ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64"]
+    ev = ["evaluate", "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2", "--ep", "8", "--dp", "32"]
+    said = notes(plan, "moe.eager_host_layer_us", "99999")
+    assert len(said) == 1 and "only `planner validate` reads it" in said[0]
+    assert "--set profile.moe.host_layer_us=... prices it here" in said[0]
+    said = notes(ev, "overlap.tp_comm_overlap", "0.5")
+    assert len(said) == 1 and "--set profile.overlap.tp=... prices it here" in said[0]
+    said = notes(ev, "framework.torchtitan.network.tp_gather_low_precision", "false")
+    assert len(said) == 1 and "[framework.torchtitan]" in said[0]
+    assert notes(ev, "moe.host_layer_us", "100") == []  # a key the plan reads: no such note
+
+
+def test_a_set_the_model_cannot_read_is_said_to_change_nothing(capsys):
+    """Session 6 review: an expert-routing value on a dense model, or a host-bound floor on the paper's toy model
+    (planner.cost.terms.has_host_floor: transformers only), was accepted in silence."""
+    code, out, err = invoke(capsys, ["evaluate", "--model", "llama3-8b", "--gpu", "h100", "--tp", "2", "--dp", "32",
+                                     "--set", "profile.moe.imbalance=2", "--json"])
+    assert code in (0, 1), err
+    assert "--set profile.moe.imbalance does not change this plan: the model has no experts" in json.loads(out)["notes"]
+    code, out, err = invoke(capsys, ["plan", "--compute", "1e22", "--sparse", "--gpu", "h100", "--days", "30",
+                                     "--set", "profile.moe.host_layer_us=100"])
+    assert code == 0, err
+    assert "the paper's toy model prices no host-bound floor" in " ".join((out + err).split())
+
+
+def test_a_sweep_given_a_comma_list_says_to_repeat_the_flag(capsys):
+    """Session 6 review: `sweep --gpu gb200-nvl72,h100` answered with `plan --gpu gb200-nvl72,h100`, a different
+    command; a sweep takes one curve per --gpu."""
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "gb200-nvl72,h100", "--points", "2"])
+    assert code == 2 and err.strip() == ("error: --gpu 'gb200-nvl72,h100': a sweep draws one curve per --gpu; repeat "
+                                         "the flag (--gpu gb200-nvl72 --gpu h100)")
+
+
+def test_an_moe_launch_config_says_no_host_bound_floor_was_priced(capsys):
+    """Session 6 review: `--emit megatron` for an MoE model turns no CUDA graphs on while the prediction prices no
+    host-bound floor (moe.host_layer_us = 0); the comment now says what the step assumes, unless the floor is priced."""
+    def comments(*extra: str) -> str:
+        code, out, err = invoke(capsys, ["plan", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64",
+                                         "--emit", "megatron", *extra])
+        assert code == 0, err
+        return "\n".join(line for line in out.splitlines() if line.startswith("#"))
+
+    assert "# MoE: no host-bound floor is priced" in comments()
+    assert "host-bound" not in comments("--set", "profile.moe.host_layer_us=500")
+
+
+def test_a_sweep_csv_says_which_profile_priced_each_row(capsys, tmp_path):
+    """Session 6 review: a study's results.csv has a profile column; a sweep's --csv had none."""
+    import csv
+
+    path = tmp_path / "s.csv"
+    code, out, err = invoke(capsys, ["sweep", "--gpu", "h100", "--from", "1e22", "--to", "1e22", "--points", "1",
+                                     "--days", "30", "--profile", "realistic", "--csv", str(path)])
+    assert code == 0, err
+    (row,) = list(csv.DictReader(path.open()))
+    assert row["profile"] == "realistic" and row["hardware"] == "h100"

@@ -94,6 +94,11 @@ def sweep_command(
     grid = compute_grid(compute_from, compute_to, points)  # bad values: one error line before any progress output
     check_positive("--price-per-gpu-hour", price_per_gpu_hour)
     sets = parse_overrides(list(set_ or []))
+    for name in gpu or []:
+        text = name.strip()
+        if ("," in text or text == "all") and not text.endswith(".toml") and "/" not in text:
+            raise InvalidInput(f"--gpu '{text}': a sweep draws one curve per --gpu; repeat the flag (--gpu "
+                               f"{' --gpu '.join(text.split(',')) if text != 'all' else 'h100 --gpu b200 ...'})")
     names = [resolve(name, profile, sets).name for name in gpu or ["h100"]]  # --set and --profile checked here too
     if resume and csv_file is None:
         raise InvalidInput("--resume needs --csv FILE (the finished points are kept beside it, in FILE.plans.jsonl)")

@@ -570,6 +570,13 @@ def has_ep_stages(wl: Workload) -> bool:
     return wl.transformer is not None and wl.model_ops is not None and bool(wl.model_ops.layer.alltoalls)
 
 
+HOST_FLOOR_UNPRICED = ("the CPU time to launch the MoE layers' kernels (a host-bound floor): a plan assumes CUDA "
+                       "graphs or a fast enough host (profile.moe.host_layer_us = 0; `validate` prices published runs "
+                       "without CUDA graphs with profile.moe.eager_host_layer_us)")
+"""What an MoE transformer's plan leaves out when the profile prices no host-bound floor (its depends_on says it;
+an emitted launch configuration repeats it)."""
+
+
 def has_host_floor(wl: Workload, profile: ExecutionProfile) -> bool:
     """The profile prices a host-bound floor on this workload's MoE layers (docs/model.md §1c)."""
     return wl.transformer is not None and wl.experts > 1 and profile.host_moe_layer_s > 0

@@ -587,14 +587,27 @@ def layout_from(t: Tuples, row: int, placement: np.ndarray | Mapping[str, np.nda
     )
 
 
+def precision_problem(hw: Hardware, wl: Workload) -> str | None:
+    """Why this GPU cannot run the workload's precision and recipe (None: it can). MXFP8's block scales need
+    Blackwell's tensor cores (Transformer Engine transformer_engine/pytorch/fp8.py check_mxfp8_support: compute
+    capability 10.0 or higher), the same that give the FP4 rate, so a hardware file shows them by its FP4 rate."""
+    if hw.gpu.at_precision(wl.precision) is None:
+        return (f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file; use precision "
+                f"{hw.gpu.instead_of(wl.precision)}")
+    if wl.recipe_name == "mxfp8" and hw.gpu.at_precision("fp4") is None:
+        return (f"mxfp8 needs Blackwell's block-scaled tensor cores (compute capability 10.0; an FP4 rate in the "
+                f"hardware file), which {hw.gpu.name} lacks; use fp8, fp8-delayed or fp8-blockwise")
+    return None
+
+
 def check_layout(hw: Hardware, wl: Workload, layout: Layout) -> list[str]:
     """Every rule of the search space (docs/model.md) a layout breaks, as sentences naming the numbers."""
     H = len(hw.levels)
     if len(layout.placement["dp"]) != H:
         return [f"placement has {len(layout.placement['dp'])} levels but {hw.name} has {H}"]
-    if hw.gpu.at_precision(wl.precision) is None:
-        return [f"{hw.gpu.name} has no {wl.precision.upper()} rate in its hardware file: use precision "
-                f"{hw.gpu.instead_of(wl.precision)}"]
+    problem = precision_problem(hw, wl)
+    if problem is not None:
+        return [problem]
     problems = divisibility_problems(wl, {d: layout.degree(d) for d in (*DEGREES, *OPTIONS)})
     if layout.custom_stages and layout.pp > 1:  # custom ends replace the automatic split's rule
         uniform = stage_problem(wl, layout.pp, layout.interleave)

@@ -137,6 +137,6 @@ def inferred_table(rows: Sequence[LimitsRow], width: int | None = None) -> Table
             "through all L layers, times the D/b steps, exceeds the run; past it, it prints this bound as \"at most "
             "about X FLOP\". Eq. 18 keeps b, L and t_L fixed; at the inferred shape's b/L and with t_L = a quarter of "
             "the hardware's per-layer critical path it gives nearly the same number: the two differ by their "
-            "assumptions, not their physics.")
+            f"assumptions, not their physics. Priced by the {first.profile} profile.")
     return fit_table("The latency wall two ways: Eq. 18 (fixed b, L, t_L) and `plan` (inferred shape)", headers,
                      body, caption, width)

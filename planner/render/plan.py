@@ -116,13 +116,14 @@ def summary_line(plan: Plan, evaluated: bool = False) -> Text:
         fits = plan.memory is None or plan.memory.total_bytes + plan.memory.headroom_bytes <= plan.memory.capacity
         head = ("Evaluated layout " if evaluated else "") + ("MISSES THE DEADLINE: " if fits else "CANNOT RUN: ")
         return Text.assemble((head, "bold red"), (f"{plan.gpus:,} x {plan.gpu}", "bold cyan"),
-                             f" (hardware '{plan.hardware}'): {plan.explanation}.")
+                             f" (hardware '{plan.hardware}', priced by the {plan.profile} profile): "
+                             f"{plan.explanation}.")
     if plan.status in ("infeasible", "unknown"):
         if plan.status == "infeasible" and plan.solver.status == "infeasible":
-            return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}): no layout satisfies the request.",
-                        style="bold red")
-        return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}): the search stopped before finding one "
-                    "(infeasibility not proven).", style="bold red")
+            return Text(f"INFEASIBLE on {plan.hardware} ({plan.gpu}), priced by the {plan.profile} profile: no layout "
+                        "satisfies the request.", style="bold red")
+        return Text(f"NO LAYOUT FOUND on {plan.hardware} ({plan.gpu}), priced by the {plan.profile} profile: the "
+                    "search stopped before finding one (infeasibility not proven).", style="bold red")
     what = "Evaluated layout" if evaluated else ("Optimal plan" if plan.status == "optimal" else "Best plan found")
     c = plan.confidence
     if c is not None and c.gpus is not None and not evaluated:  # the cluster is the P-cluster, not the point answer

@@ -16,7 +16,8 @@ from planner.render.plan import fmt_pct
 from planner.schema import Plan
 from planner.sweep import SweepResult
 
-CSV_FIELDS = ("hardware", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus", "nodes", "mfu",
+CSV_FIELDS = ("hardware", "profile", "requested_compute_flop", "compute_flop", "status", "solver_status", "gpus",
+              "nodes", "mfu",
               "training_days", "wall_clock_days", "goodput", "step_time_s", "gpu_hours", "cost_usd", "compute_cost_usd",
               "facility_power_MW", "energy_MWh", "warnings", "dp_overlap", "dp",
               "tp_ff", "tp_model", "pp",
@@ -123,7 +124,8 @@ def plan_row(p: Plan) -> dict:
     lay = p.layout
     wl = p.workload
     row = {
-        "hardware": p.hardware, "requested_compute_flop": wl.requested_compute_flop, "compute_flop": wl.compute_flop,
+        "hardware": p.hardware, "profile": p.profile, "requested_compute_flop": wl.requested_compute_flop,
+        "compute_flop": wl.compute_flop,
         "status": p.status, "solver_status": p.solver.status, "gpus": p.gpus, "nodes": p.nodes, "mfu": p.mfu,
         "training_days": p.training_days, "wall_clock_days": p.wall_clock_days,
         "goodput": None if p.goodput is None else p.goodput.goodput, "step_time_s": p.step_time_s,

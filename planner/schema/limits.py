@@ -56,6 +56,8 @@ class InferredWall(BaseModel):
                                        "the smallest accepted compute (1e18) can; inf: even the largest (1e40) can.")
     sparse: bool = Field(description="Sparse scaling law (E from App. 8.1.4), as `plan --compute --sparse`.")
     batch_law: str = Field(description="Batch-size law of the inferred shape ('paper', `plan`'s default).")
+    profile: str = Field("paper", description="Execution profile that priced the critical path (the paper's: "
+                         "`plan --compute`'s default, and the only one `limits` uses).")
     batch_tokens: float | None = Field(None, description="b of the inferred shape at that compute, tokens.")
     layers: float | None = Field(None, description="L of the inferred shape at that compute.")
     experts: float | None = Field(None, description="E of the inferred shape at that compute.")

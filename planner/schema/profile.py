@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from planner.errors import InvalidInput
 
@@ -65,7 +65,7 @@ class Recipe(BaseModel):
     per-tensor 'delayed' and 'current' scaling, 'blockwise' (1 x 128 activation and 128 x 128 weight tiles),
     Blackwell 'mxfp8' (one scale per 32 elements) and 'nvfp4'."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
     precision: Literal["fp8", "fp4"] = Field(description="Element format of the low-precision GEMM operands.")
     passes: tuple[GemmPass, ...] = Field(
@@ -122,7 +122,8 @@ class ExecutionProfile(BaseModel):
     """How training runs on a system (see the module docstring). Every field's paper value leaves the paper's model
     unchanged."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+    # no infinity or NaN in any number: an infinite time or size priced every layout out with a misleading reason
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(description="Profile name: 'paper', 'realistic', or the user file's.")
     description: str = Field("", description="What the profile describes, in words.")
@@ -206,7 +207,9 @@ class ExecutionProfile(BaseModel):
                                     "microbatches x this (planner.cost.terms 'host' branch); 0: no floor.")
     host_eager_moe_layer_s: float = Field(0.0, ge=0, description="host_moe_layer_s for runs that capture no CUDA "
                                           "graph (validation records' cuda_graph_impl = 'none'); records with "
-                                          "graphs or without the field keep host_moe_layer_s.")
+                                          "graphs or without the field keep host_moe_layer_s. Read only by "
+                                          "`planner validate`: a plan, evaluate or sweep prices host_moe_layer_s "
+                                          "(--set profile.moe.host_layer_us=... prices an eager run).")
     moe_imbalance: float = Field(1.0, ge=1, description="Routing imbalance: the busiest expert rank's routed load / "
                                  "the mean. Multiplies the expert GEMMs and the all-to-all bytes of that rank (1: "
                                  "uniform routing, the paper's).")
@@ -346,6 +349,18 @@ class ExecutionProfile(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict, description="Field -> where the value comes from.")
     spreads: dict[str, Spread] = Field(default_factory=dict, description="Field -> how far its value may be off "
                                        "(estimated and fitted values whose file states a range; --confidence).")
+
+    @field_validator("gemm_launch_s", "layer_overhead_s", "collective_latency_s", "ring_step_latency_s",
+                     "host_moe_layer_s", "host_eager_moe_layer_s")
+    @classmethod
+    def _time_bound(cls, v: Any) -> Any:
+        """The per-kernel, per-layer and per-collective times at most 1 s, as the hardware files' level latencies: a
+        larger one (a typo of units) overflowed the search's time range and was reported as a layout rule."""
+        for t in v if isinstance(v, tuple) else (v,):
+            if t is not None and t > 1.0:
+                raise ValueError(f"{t * 1e6:.3g} us is more than 1 s (1,000,000 us): not a kernel, layer or "
+                                 "collective time")
+        return v
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
