@@ -436,7 +436,16 @@ PROFILE_CASES = [("moe.host_layer_us", "abc", "valid number"), ("moe.eager_host_
                  ("framework.megatron-bridge.moe.host_layer_us", "abc", "valid number"),
                  ("framework.torchtitan.network.tp_gather_low_precision", "7", "valid boolean"),
                  ("moe.host_layer_us", "1e30", "more than 1 s"), ("network.latency_us", "2e6", "more than 1 s"),
-                 ("framework.megatron-bridge.moe.host_layer_us", "1e9", "more than 1 s")]
+                 ("framework.megatron-bridge.moe.host_layer_us", "1e9", "more than 1 s"),
+                 # finite but absurd sizes and factors overflowed numpy (RuntimeWarnings, then a 10^300-day "plan"
+                 # or "no layout" for the wrong reason): bounded far above any real run
+                 ("optimizer.bytes_per_param", "1e300", "more than 256"), ("moe.imbalance", "1e300", "more than 1,024"),
+                 ("memory.optimizer_state_bytes_per_param", "1e300", "more than 256"),
+                 ("memory.logits_bytes", "257", "more than 256"), ("context.merge_fwd_bytes", "1e300", "more than 256"),
+                 ("memory.nccl_channels", "1e300", "more than 1,024"),
+                 ("memory.zero3_live_units", "1e300", "not a count"),
+                 ("memory.cuda_context_GB", "1e9", "more than 10,000 GB"),
+                 ("framework.deepspeed.memory.logits_bytes", "1e300", "more than 256")]
 
 
 @pytest.mark.parametrize(("key", "value", "word"), PROFILE_CASES)
@@ -488,3 +497,14 @@ def test_a_single_number_for_a_per_level_list_means_every_level():
         listed = parse_profile({"name": "x", section: {name: [0.5]}}, "test")
         assert one == listed
     assert parse_profile({"name": "x", "network": {"latency_us": 20}}, "t").collective_latency_s == (20 * 1e-6,)
+
+
+def test_a_recipe_byte_count_beyond_any_format_is_refused():
+    """A recipe's per-element HBM bytes of 1e300 (a profile file's typo) overflowed the quantize pricing."""
+    from pydantic import ValidationError
+
+    from planner.schema.profile import Recipe
+
+    assert Recipe(precision="fp8", quantize_bytes_per_element=256.0).quantize_bytes_per_element == 256.0
+    with pytest.raises(ValidationError, match="more than 256: not a byte count"):
+        Recipe(precision="fp8", quantize_bytes_per_element=1e300)

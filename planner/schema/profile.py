@@ -11,6 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from planner.errors import InvalidInput
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
+# Upper bounds far above any real run that keep the cost model's arithmetic finite: bytes per element, parameter or
+# logit (16-bit Adam with fp32 master weights is 16), one GPU's memory (today's largest devices hold under 0.3 TB),
+# and ratios or counts per communicator (NCCL opens at most 64 channels; routing imbalance is at most the EP degree).
+PER_ITEM_BYTES_CAP = 256.0
+MEMORY_BYTES_CAP = 1e13
+COUNT_CAP = 1024.0
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TileSide = Annotated[int, Field(ge=1, le=2**16)]
 
@@ -56,6 +62,16 @@ class Spread(BaseModel):
         if u < c:
             return lo + ((hi - lo) * (1.0 - lo) * u) ** 0.5
         return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
+
+
+def _at_most(v: Any, cap: float, what: str, unit: float = 1.0, name: str = "") -> Any:
+    """`v` (a number, None, or a tuple of them) when no part is above `cap`; else a one-line error naming what the
+    value is. A value far beyond any real run (a typo of units, 1e300) overflowed the cost model's float arithmetic
+    and came out as an absurd plan or a misleading reason. `unit` and `name`: how the files write it (1e9, 'GB')."""
+    for x in v if isinstance(v, tuple) else (v,):
+        if x is not None and x > cap:
+            raise ValueError(f"{x / unit:.3g}{name} is more than {cap / unit:,.0f}{name}: not {what}")
+    return v
 
 
 class Recipe(BaseModel):
@@ -104,6 +120,12 @@ class Recipe(BaseModel):
     param_gather_bytes: float = Field(
         2.0, gt=0, le=4, description="Bytes per parameter of ZeRO-3 / FSDP / distributed-optimizer parameter "
         "all-gathers (1: gathered in FP8, Megatron --fp8-param-gather, torchtitan float8 all-gather; 2: 16-bit).")
+
+    @field_validator("quantize_bytes_per_element", "rescale_bytes_per_element", "weight_cast_bytes_per_param",
+                     "weight_copy_bytes_per_param")
+    @classmethod
+    def _bytes_bound(cls, v: Any) -> Any:
+        return _at_most(v, PER_ITEM_BYTES_CAP, "a byte count per element or parameter")
 
 
 def entry_for(table: Mapping[str, float], gpu_name: str) -> str | None:
@@ -361,6 +383,30 @@ class ExecutionProfile(BaseModel):
                 raise ValueError(f"{t * 1e6:.3g} us is more than 1 s (1,000,000 us): not a kernel, layer or "
                                  "collective time")
         return v
+
+    @field_validator("cp_grad_bytes", "cp_merge_fwd_bytes", "cp_merge_bwd_bytes", "optimizer_bytes_per_param",
+                     "zero3_pp_grad_bytes", "optimizer_state_bytes_per_param", "logits_bytes",
+                     "compiled_logits_bytes", "parallel_logits_bytes")
+    @classmethod
+    def _per_item_bytes_bound(cls, v: Any) -> Any:
+        return _at_most(v, PER_ITEM_BYTES_CAP, "a byte count per element, parameter or logit")
+
+    @field_validator("memory_reserve_bytes", "memory_context_bytes", "memory_workspace_bytes", "nccl_buffer_bytes",
+                     "memory_driver_reserved_bytes", "memory_headroom_bytes")
+    @classmethod
+    def _memory_bound(cls, v: Any) -> Any:
+        return _at_most(v, MEMORY_BYTES_CAP, "a per-GPU memory size", 1e9, " GB")
+
+    @field_validator("moe_imbalance", "nccl_channels", "nccl_buffers_per_channel")
+    @classmethod
+    def _ratio_bound(cls, v: Any) -> Any:
+        return _at_most(v, COUNT_CAP, "a load ratio or a per-communicator count")
+
+    @field_validator("zero3_live_units", "zero3_max_live_params", "activation_offload_layers",
+                     "pipeline_microbatch_group")
+    @classmethod
+    def _size_bound(cls, v: Any) -> Any:
+        return _at_most(v, 1e15, "a count of units, parameters, layers or microbatches")
 
     def gemm_fraction(self, gpu_name: str, precision: str = "bf16") -> float:
         """The measured large-GEMM fraction of peak for this GPU family and element format ('bf16', 'fp8',
