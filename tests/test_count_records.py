@@ -146,3 +146,43 @@ def _check_narrowing(fields, factors, monkeypatch):
                 < 1e-8, text
     assert any(narrowed) and not all(narrowed)
     cpsat.clear_records()
+
+
+# Requests that differ from KW in one input each that changes which tuples a count's filters keep (memory: headroom,
+# a --set of the profile's headroom, a hardware file variant; precision; the overlap option; a buyer's limit; the schedule).
+VARIANTS = (
+    dict(memory_headroom_GB=75.0),
+    dict(overrides=["profile.memory.headroom_GB=70"]),
+    dict(gpu="h100-96gb"),
+    dict(overrides=["profile.gemm.sustained_factor=0.5"]),
+    dict(dp_overlap=True),
+    dict(schedule="1f1b"),
+)
+
+
+def _answer(**update) -> tuple:
+    plan = api.plan(PlanRequest(**{**KW, **update}))
+    return plan.gpus, plan.wall_clock_days, plan.layout
+
+
+@pytest.mark.slow
+def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process():
+    """Plan A, then a request that differs in one input, then A again, all in one process with the count records
+    kept: each answer equals the same request's answer with every record cleared first (a fresh process)."""
+    cpsat.clear_records()
+    a_cold = _answer()
+    cold = []
+    for v in VARIANTS:
+        cpsat.clear_records()
+        cold.append(_answer(**v))
+    # the variants' inputs matter: most move the answer (a record shared between them would show)
+    assert sum(c != a_cold for c in cold) >= 5, (a_cold, cold)
+    cpsat.clear_records()
+    assert _answer() == a_cold
+    for v, c in zip(VARIANTS, cold):
+        assert _answer(**v) == c, v
+        assert _answer() == a_cold, v
+    for v, c in zip(VARIANTS, cold):  # each variant again, its record now warm
+        assert _answer(**v) == c, v
+    assert len(cpsat._COUNT_RECORDS) <= cpsat.COUNT_RECORD_ENTRIES
+    cpsat.clear_records()
