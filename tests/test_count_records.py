@@ -148,15 +148,17 @@ def _check_narrowing(fields, factors, monkeypatch):
     cpsat.clear_records()
 
 
-# Requests that differ from KW in one input each that changes which tuples a count's filters keep (memory: headroom,
-# a --set of the profile's headroom, a hardware file variant; precision; the overlap option; a buyer's limit; the schedule).
+# Requests that differ from KW in one input each that changes which tuples a count's filters keep (memory: the
+# headroom flag, a --set of the profile's headroom, a hardware file variant; a GEMM rate; the overlap
+# option; the schedule; a buyer's limit).
 VARIANTS = (
     dict(memory_headroom_GB=75.0),
     dict(overrides=["profile.memory.headroom_GB=70"]),
     dict(gpu="h100-96gb"),
     dict(overrides=["profile.gemm.sustained_factor=0.5"]),
-    dict(dp_overlap=True),
+    dict(dp_overlap=False),
     dict(schedule="1f1b"),
+    dict(max_gpus=24),
 )
 
 
@@ -166,9 +168,14 @@ def _answer(**update) -> tuple:
 
 
 @pytest.mark.slow
-def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process():
+@pytest.mark.parametrize("entries, tuples", [(8, 100_000), (2, 40)])
+def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process(monkeypatch, entries, tuples):
     """Plan A, then a request that differs in one input, then A again, all in one process with the count records
-    kept: each answer equals the same request's answer with every record cleared first (a fresh process)."""
+    kept: each answer equals the same request's answer with every record cleared first (a fresh process). Also with
+    a store of 2 records of at most 40 tuples (records evicted and filled up mid-search): the same answers, and the
+    store within its bounds."""
+    monkeypatch.setattr(cpsat, "COUNT_RECORD_ENTRIES", entries)
+    monkeypatch.setattr(cpsat, "COUNT_RECORD_TUPLES", tuples)
     cpsat.clear_records()
     a_cold = _answer()
     cold = []
@@ -184,5 +191,9 @@ def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process(
         assert _answer() == a_cold, v
     for v, c in zip(VARIANTS, cold):  # each variant again, its record now warm
         assert _answer(**v) == c, v
-    assert len(cpsat._COUNT_RECORDS) <= cpsat.COUNT_RECORD_ENTRIES
+    assert len(cpsat._COUNT_RECORDS) == min(entries, 1 + len(VARIANTS))  # one a key; never past the bound
+    assert all(r.size <= tuples and r.size == sum(len(t) for t, _ in r.counts.values())
+               for r in cpsat._COUNT_RECORDS.values())
+    if tuples < 100:
+        assert any(r.full for r in cpsat._COUNT_RECORDS.values())
     cpsat.clear_records()
