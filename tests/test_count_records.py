@@ -197,3 +197,45 @@ def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process(
     if tuples < 100:
         assert any(r.full for r in cpsat._COUNT_RECORDS.values())
     cpsat.clear_records()
+
+
+@pytest.mark.slow
+def test_a_seeded_replan_of_a_memory_move_is_the_enumerators_answer(monkeypatch):
+    """A re-plan seeded with the plan's layout (cpsat.solve_cpsat's `seed_q`) whose move also changes which layouts
+    fit (more headroom: the plan's own layout may no longer fit, or fit with a step that is no longer the best): the
+    answer is the unseeded re-plan's from the compute bound, and the exhaustive enumerator's, with records kept."""
+    from planner.cost.step import evaluate
+    from planner.goodput import get_failure_model, goodput_fraction
+    from planner.parallel.space import SearchOptions
+    from planner.search.exhaustive import solve_exhaustive
+
+    seeds: list = []
+    real = api._seed_quanta
+
+    def spy(*a):
+        seeds.append(real(*a))
+        return seeds[-1]
+
+    monkeypatch.setattr(api, "_seed_quanta", spy)
+    cpsat.clear_records()
+    plan = api.plan(**KW)
+    req = PlanRequest(**KW)
+    n0, layout = plan.gpus, layout_of(plan)
+    assert n0 is not None
+    g = goodput_fraction(get_failure_model("default"), WL.params)
+    moved_answers = set()
+    for headroom in (40.0, 68.0, 70.0, 72.0, 75.0):
+        moved = req.model_copy(update={"memory_headroom_GB": headroom})
+        seeded = api.replan_answer(moved, n0, seed=layout)
+        assert seeded == api.replan_answer(moved, None), headroom
+        hw = api.request_hardware(moved)
+        truth = solve_exhaustive(hw, WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0, max_gpus=8 * n0),
+                                 10.0 * 86400, goodput=g)
+        assert truth.layout is not None
+        ev = evaluate(hw, WL, truth.layout, dp_overlap=plan.dp_overlap)
+        assert seeded[0] == ev.gpus, headroom
+        assert seeded[1] is not None and abs(seeded[1] / (ev.training_days / float(g(float(ev.gpus)))) - 1) < 1e-8
+        moved_answers.add(seeded)
+    assert len(moved_answers) >= 2  # the moves change the answer: the memory rule acts
+    assert any(q is not None for q in seeds) and None in seeds, seeds  # seeded where the layout still fits only
+    cpsat.clear_records()
