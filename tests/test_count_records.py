@@ -146,3 +146,96 @@ def _check_narrowing(fields, factors, monkeypatch):
                 < 1e-8, text
     assert any(narrowed) and not all(narrowed)
     cpsat.clear_records()
+
+
+# Requests that differ from KW in one input each that changes which tuples a count's filters keep (memory: the
+# headroom flag, a --set of the profile's headroom, a hardware file variant; a GEMM rate; the overlap
+# option; the schedule; a buyer's limit).
+VARIANTS = (
+    dict(memory_headroom_GB=75.0),
+    dict(overrides=["profile.memory.headroom_GB=70"]),
+    dict(gpu="h100-96gb"),
+    dict(overrides=["profile.gemm.sustained_factor=0.5"]),
+    dict(dp_overlap=False),
+    dict(schedule="1f1b"),
+    dict(max_gpus=24),
+)
+
+
+def _answer(**update) -> tuple:
+    plan = api.plan(PlanRequest(**{**KW, **update}))
+    return plan.gpus, plan.wall_clock_days, plan.layout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entries, tuples", [(8, 100_000), (2, 40)])
+def test_requests_that_differ_in_one_filter_input_answer_as_from_a_cold_process(monkeypatch, entries, tuples):
+    """Plan A, then a request that differs in one input, then A again, all in one process with the count records
+    kept: each answer equals the same request's answer with every record cleared first (a fresh process). Also with
+    a store of 2 records of at most 40 tuples (records evicted and filled up mid-search): the same answers, and the
+    store within its bounds."""
+    monkeypatch.setattr(cpsat, "COUNT_RECORD_ENTRIES", entries)
+    monkeypatch.setattr(cpsat, "COUNT_RECORD_TUPLES", tuples)
+    cpsat.clear_records()
+    a_cold = _answer()
+    cold = []
+    for v in VARIANTS:
+        cpsat.clear_records()
+        cold.append(_answer(**v))
+    # the variants' inputs matter: most move the answer (a record shared between them would show)
+    assert sum(c != a_cold for c in cold) >= 5, (a_cold, cold)
+    cpsat.clear_records()
+    assert _answer() == a_cold
+    for v, c in zip(VARIANTS, cold):
+        assert _answer(**v) == c, v
+        assert _answer() == a_cold, v
+    for v, c in zip(VARIANTS, cold):  # each variant again, its record now warm
+        assert _answer(**v) == c, v
+    assert len(cpsat._COUNT_RECORDS) == min(entries, 1 + len(VARIANTS))  # one a key; never past the bound
+    assert all(r.size <= tuples and r.size == sum(len(t) for t, _ in r.counts.values())
+               for r in cpsat._COUNT_RECORDS.values())
+    if tuples < 100:
+        assert any(r.full for r in cpsat._COUNT_RECORDS.values())
+    cpsat.clear_records()
+
+
+@pytest.mark.slow
+def test_a_seeded_replan_of_a_memory_move_is_the_enumerators_answer(monkeypatch):
+    """A re-plan seeded with the plan's layout (cpsat.solve_cpsat's `seed_q`) whose move also changes which layouts
+    fit (more headroom: the plan's own layout may no longer fit, or fit with a step that is no longer the best): the
+    answer is the unseeded re-plan's from the compute bound, and the exhaustive enumerator's, with records kept."""
+    from planner.cost.step import evaluate
+    from planner.goodput import get_failure_model, goodput_fraction
+    from planner.parallel.space import SearchOptions
+    from planner.search.exhaustive import solve_exhaustive
+
+    seeds: list = []
+    real = api._seed_quanta
+
+    def spy(*a):
+        seeds.append(real(*a))
+        return seeds[-1]
+
+    monkeypatch.setattr(api, "_seed_quanta", spy)
+    cpsat.clear_records()
+    plan = api.plan(**KW)
+    req = PlanRequest(**KW)
+    n0, layout = plan.gpus, layout_of(plan)
+    assert n0 is not None
+    g = goodput_fraction(get_failure_model("default"), WL.params)
+    moved_answers = set()
+    for headroom in (40.0, 68.0, 70.0, 72.0, 75.0):
+        moved = req.model_copy(update={"memory_headroom_GB": headroom})
+        seeded = api.replan_answer(moved, n0, seed=layout)
+        assert seeded == api.replan_answer(moved, None), headroom
+        hw = api.request_hardware(moved)
+        truth = solve_exhaustive(hw, WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0, max_gpus=8 * n0),
+                                 10.0 * 86400, goodput=g)
+        assert truth.layout is not None
+        ev = evaluate(hw, WL, truth.layout, dp_overlap=plan.dp_overlap)
+        assert seeded[0] == ev.gpus, headroom
+        assert seeded[1] is not None and abs(seeded[1] / (ev.training_days / float(g(float(ev.gpus)))) - 1) < 1e-8
+        moved_answers.add(seeded)
+    assert len(moved_answers) >= 2  # the moves change the answer: the memory rule acts
+    assert any(q is not None for q in seeds) and None in seeds, seeds  # seeded where the layout still fits only
+    cpsat.clear_records()
