@@ -690,3 +690,23 @@ def test_torchao_linears_save_their_16bit_input_unless_the_tp_plan_cast_it():
     # A 16-bit run saves 2 bytes either way.
     bf16 = run.model_copy(update={"precision": "bf16", "recipe": None})
     assert acts(prof, bf16) == acts(te, bf16) == acts(prof, run)
+
+
+@pytest.mark.slow
+def test_a_changed_memory_size_is_priced_at_its_own_capacity_under_the_realistic_profile(capsys):
+    """The realistic profile's [memory.device_MiB] reading (81,559 MiB for 'H100 SXM5') describes the datasheet's
+    80 GB; `--set gpu.hbm_GB=12` was ignored under it (85.07 GB kept, the plan's answer unchanged) while the plan
+    said it was made with 12 GB."""
+    prof = get_profile("realistic")
+    reserved = prof.memory_driver_reserved_bytes
+    assert prof.device_bytes("H100 SXM5", 80e9) == pytest.approx(81559 * 2**20 - reserved)  # 85.52e9 = 1.069 x 80e9
+    assert prof.device_bytes("H100 SXM5", 12e9) == 12e9
+    assert prof.device_bytes("H100 SXM5", 96e9) == 96e9  # a 96 GB part under the 80 GB part's name
+    capacities = []
+    for extra in ([], ["--set", "gpu.hbm_GB=80"], ["--set", "gpu.hbm_GB=12"]):
+        code, out, err = invoke(capsys, ["plan", "--compute", "1e24", "--gpu", "h100", "--days", "30", "--profile",
+                                         "realistic", "--json", *extra])
+        assert code == 0, err
+        capacities.append(json.loads(out)["memory"]["capacity"])
+    assert capacities[0] == capacities[1] == pytest.approx(81559 * 2**20 - reserved)
+    assert capacities[2] == 12e9

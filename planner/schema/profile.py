@@ -17,6 +17,8 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 PER_ITEM_BYTES_CAP = 256.0
 MEMORY_BYTES_CAP = 1e13
 COUNT_CAP = 1024.0
+# nvidia-smi's MiB against the datasheet's GB: 1.068-1.07x on A100, H100, H200, B200 and GB200 (profiles/realistic.toml)
+DEVICE_READING_BAND = 1.10
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TileSide = Annotated[int, Field(ge=1, le=2**16)]
 
@@ -421,11 +423,17 @@ class ExecutionProfile(BaseModel):
 
     def device_bytes(self, gpu_name: str, datasheet_bytes: float) -> float:
         """Device memory a GPU's processes share: `memory_device_bytes` for this GPU (`entry_for`) less the driver's
-        reservation, else the hardware file's datasheet capacity."""
+        reservation, else the hardware file's datasheet capacity. The table's reading describes the datasheet's
+        memory (decimal GB that are nearer GiB: the reading is 1.00-1.10x the datasheet bytes on every GPU listed);
+        a capacity outside that band (`--set gpu.hbm_GB=12`, a user's file with another memory size under a listed
+        name) is a different device, priced at its own capacity rather than silently at the listed one."""
         key = entry_for(self.memory_device_bytes, gpu_name)
         if key is None:
             return datasheet_bytes
-        return self.memory_device_bytes[key] - self.memory_driver_reserved_bytes
+        reading = self.memory_device_bytes[key]
+        if not datasheet_bytes <= reading <= DEVICE_READING_BAND * datasheet_bytes:
+            return datasheet_bytes
+        return reading - self.memory_driver_reserved_bytes
 
     def sustained_factor(self, gpu_name: str) -> float:
         """`gemm_sustained_by_family` for this GPU (`entry_for`: a variant such as a power-capped part by its full
