@@ -20,6 +20,7 @@ number), a non-UTF-8 stdout (rich would draw ASCII boxes), Windows.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -306,11 +307,38 @@ def settled_width(env: Mapping[str, str], width: int | None, dumb: bool) -> int:
     return 80 if width is None else width
 
 
+def installed_version(name: str) -> str | None:
+    """The version of an installed distribution read from its `NAME-VERSION.dist-info` folder beside the package,
+    without importing it or importlib.metadata (about 30 ms); None where that layout is not found."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin:
+        return None
+    prefix = f"{name}-"
+    try:
+        entries = os.listdir(Path(spec.origin).parent.parent)
+    except OSError:
+        return None
+    found = [entry[len(prefix):-len(".dist-info")] for entry in entries
+             if entry.startswith(prefix) and entry.endswith(".dist-info")]
+    return found[0] if len(found) == 1 else None
+
+
+def same_libraries(names: Sequence[str] = ("typer", "rich")) -> None:
+    """Unsupported unless the installed typer and rich are the releases planner/helptext.py was generated with: another
+    release may draw its help or tables otherwise, and then typer and rich draw them."""
+    from planner import helptext
+
+    for name in names:
+        if installed_version(name) != helptext.LIBRARY_VERSIONS[name]:
+            raise Unsupported(f"{name} release")
+
+
 def page(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> str:
     """The help page typer would print on `stream` (stdout) in this environment (os.environ); Unsupported when it
     would differ from typer's. Without the trailing empty line that `--help` adds."""
     from planner import helptext
 
+    same_libraries()
     width, color, no_color = console(os.environ if env is None else env, sys.stdout if stream is None else stream,
                                      helptext.PIPED_WIDTH)
     return to_text(render(width, helptext), color, no_color)
@@ -387,6 +415,7 @@ def help_content() -> dict[str, Any]:
         "COMMAND_STYLE": rich_utils.STYLE_COMMANDS_TABLE_FIRST_COLUMN, "COMMANDS": tuple(commands),
         "HIGHLIGHTS": tuple(rich_utils.OptionHighlighter.highlights), "THEME": theme,
         "PIPED_WIDTH": HELP_WIDTH_PIPED,
+        "LIBRARY_VERSIONS": {"typer": typer.__version__, "rich": _metadata_version("rich")},
     }
 
 
@@ -400,6 +429,12 @@ def _literal(text: str, indent: int) -> list[str]:
         current += word
     pieces.append(current)
     return [" " * indent + repr(piece) for piece in pieces]
+
+
+def _metadata_version(name: str) -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version(name)
 
 
 def generated_source() -> str:

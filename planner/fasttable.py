@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from planner.fasthelp import Unsupported, _isatty, settled_width, wrap
+from planner.fasthelp import Unsupported, _isatty, same_libraries, settled_width, wrap
 
 _CODES = {"bold": "1", "italic": "3"}
 
@@ -166,6 +166,7 @@ def console(env: Mapping[str, str], stream: TextIO, piped_width: int) -> tuple[i
     not a terminal and COLUMNS is unset; rich reads FORCE_COLOR, COLUMNS, LINES, TERM and the terminal's size."""
     if os.name == "nt" or "TTY_COMPATIBLE" in env:
         raise Unsupported("environment")
+    same_libraries(("rich",))
     if not (getattr(stream, "encoding", None) or "utf-8").lower().startswith("utf"):
         raise Unsupported("encoding")
     force = env.get("FORCE_COLOR")

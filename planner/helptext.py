@@ -88,3 +88,7 @@ THEME = {
     'usage': 'yellow',
 }
 PIPED_WIDTH = 140
+LIBRARY_VERSIONS = {
+    'typer': '0.29.2',
+    'rich': '15.0.0',
+}
