@@ -34,6 +34,20 @@ RICH_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", 
             "JUPYTER_COLUMNS", "JUPYTER_LINES", "TERMINAL_WIDTH")
 
 
+def console_script(argv: list[str], watched: tuple[str, ...], full: bool = False) -> subprocess.CompletedProcess[str]:
+    """The `planner` console script's entry (planner.fastpath.main) run on `argv` in a fresh interpreter without
+    rich's settings in its environment (PLANNER_FULL_PATH=1 when `full`); its stderr ends with the loaded top-level
+    packages among `watched` and the exit code."""
+    probe = (f"import sys; sys.argv[1:] = {argv!r}\nfrom planner.fastpath import main\n"
+             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+             f"sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in {watched!r})) + ' ' + "
+             "repr(code))")
+    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
+    if full:
+        env[fastpath.FULL_PATH_ENV] = "1"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+
+
 def _both(capsys, monkeypatch, argv, env):
     for key in RICH_ENV:
         monkeypatch.delenv(key, raising=False)
@@ -154,15 +168,9 @@ def test_a_number_without_its_source_falls_through():
 def test_console_script_takes_the_fast_path_without_typer():
     """The installed entry point answers `hardware list` without importing typer or pydantic, and prints what the
     full path (PLANNER_FULL_PATH=1) prints."""
-    probe = ("import sys; sys.argv[1:] = ['hardware', 'list']\nfrom planner.fastpath import main\n"
-             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-             "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', "
-             "'click'))) + ' ' + repr(code))")
-    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
-    fast = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    fast = console_script(["hardware", "list"], ("typer", "pydantic", "click"))
     assert fast.stderr == "[] 0"
-    full = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          env={**env, fastpath.FULL_PATH_ENV: "1"})
+    full = console_script(["hardware", "list"], ("typer", "pydantic", "click"), full=True)
     assert full.stdout == fast.stdout and "typer" in full.stderr and full.stderr.endswith(" 0")
 
 
@@ -346,15 +354,9 @@ def test_help_on_a_terminal(columns, term):
 
 @needs_generated_releases
 def test_help_console_script_imports_neither_typer_nor_rich():
-    probe = ("import sys; sys.argv[1:] = ['--help']\nfrom planner.fastpath import main\n"
-             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-             "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', "
-             "'click', 'rich'))) + ' ' + repr(code))")
-    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
-    fast = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    fast = console_script(["--help"], ("typer", "pydantic", "click", "rich"))
     assert fast.stderr == "[] 0"
-    full = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          env={**env, fastpath.FULL_PATH_ENV: "1"})
+    full = console_script(["--help"], ("typer", "pydantic", "click", "rich"), full=True)
     assert full.stdout == fast.stdout and "typer" in full.stderr and full.stderr.endswith(" 0")
 
 
@@ -404,13 +406,7 @@ def test_fold_cuts_a_long_word_where_rich_does():
 @needs_generated_releases
 @pytest.mark.parametrize("argv", [["hardware", "list"], ["hardware", "show", "h100"]], ids=" ".join)
 def test_hardware_console_script_imports_no_rich(argv):
-    probe = (f"import sys; sys.argv[1:] = {argv!r}\nfrom planner.fastpath import main\n"
-             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-             "sys.stderr.write(repr(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', "
-             "'click', 'rich'))) + ' ' + repr(code))")
-    env = {k: v for k, v in os.environ.items() if k not in RICH_ENV and k != fastpath.FULL_PATH_ENV}
-    fast = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
-    assert fast.stderr == "[] 0"
+    assert console_script(argv, ("typer", "pydantic", "click", "rich")).stderr == "[] 0"
 
 
 @pytest.mark.slow
