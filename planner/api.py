@@ -808,14 +808,19 @@ def replan_answer(request: PlanRequest, min_gpus: int | None, proof: SkipProof |
     return p.gpus, p.wall_clock_days  # not reached: a lean _plan always raises
 
 
-def request_hardware(request: PlanRequest) -> Hardware:
-    """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
-    `_plan` resolves it."""
+def request_overrides(request: PlanRequest) -> list[Override]:
+    """A request's --set overrides, parsed, with --memory-headroom as the profile override it is."""
     overrides: Sequence[str] = request.overrides
     if request.memory_headroom_GB is not None:
         overrides = [*overrides, f"profile.memory.headroom_GB={request.memory_headroom_GB!r}"]
+    return parse_overrides(overrides)
+
+
+def request_hardware(request: PlanRequest, sets: Sequence[Override] | None = None) -> Hardware:
+    """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
+    `_plan` resolves it; `sets`: the request's `request_overrides` when the caller has them."""
     profile = default_profile(request.gpu, request.profile, request.workload, request.runs_on is not None)
-    return resolve(request.gpu, profile, parse_overrides(overrides))
+    return resolve(request.gpu, profile, request_overrides(request) if sets is None else sets)
 
 
 def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
@@ -911,11 +916,8 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     `exclude`: see `runner_up_quanta`; `proof`, `seed`: see `replan_answer`."""
     r = request
     workload, gpus, days, schedule = r.workload, r.gpus, r.deadline_days, r.schedule
-    overrides: Sequence[str] = r.overrides
-    if r.memory_headroom_GB is not None:
-        overrides = [*overrides, f"profile.memory.headroom_GB={r.memory_headroom_GB!r}"]
-    sets = parse_overrides(overrides)
-    hw = request_hardware(r)
+    sets = request_overrides(r)
+    hw = request_hardware(r, sets)
     dp_overlap = hw.profile.dp_overlap if r.dp_overlap is None else r.dp_overlap
     fm: FailureModel | None = failure_model(r.failures, sets)  # validated (and its overrides) even when goodput is off
     ignored = []
