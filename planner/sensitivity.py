@@ -156,15 +156,14 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
 
 Task = tuple["PlanRequest", "int | None", "SkipProof | None", "Layout | None"]
 """One re-plan: the request, its proven least GPU count or None, a skip proof or None, a seed or None (the plan's
-layout when the count is the plan's: api.replan_answer). A task of the first three alone has no seed."""
+layout when the count is the plan's: api.replan_answer)."""
 
 
-def _replan(task: Task | tuple[PlanRequest, int | None, SkipProof | None]) -> tuple[int | None, float | None]:
+def _replan(task: Task) -> tuple[int | None, float | None]:
     """(GPUs, wall-clock days) of one re-plan (`Task`)."""
     from planner import api
 
-    request, min_gpus, proof, *seed = task
-    return api.replan_answer(request, min_gpus, proof, seed[0] if seed else None)
+    return api.replan_answer(*task)
 
 
 def _set_fields(request: PlanRequest) -> list[str]:
@@ -260,7 +259,7 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[Task | tuple[PlanRequest, int | None, SkipProof | None]], jobs: int | None = None,
+def run_moves(tasks: Sequence[Task], jobs: int | None = None,
               ray: str | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;

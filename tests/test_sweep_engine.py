@@ -60,7 +60,7 @@ def test_sensitivity_moves_run_on_the_engine_as_here():
     from planner.sensitivity import _replan, run_moves
 
     base = PlanRequest(compute_flop=1e21, gpu="h100", days=30, workers=1, why_smaller=False)
-    tasks = [(base.model_copy(update={"overrides": (s,)}), None, None)
+    tasks = [(base.model_copy(update={"overrides": (s,)}), None, None, None)
              for s in ("gpu.hbm_GB=40", "levels.*.lat_us=20", "gpu.hbm_GB=160")]
     assert run_moves(tasks, jobs=2) == [_replan(t) for t in tasks]
 
