@@ -15,6 +15,7 @@ from planner.cost.terms import (
     custom_stages,
     device_layers,
     params_per_gpu,
+    rates,
     sharding_degrees,
     split_params_per_gpu,
     stage_layers,
@@ -140,20 +141,18 @@ def _transformer_memory(hw: Hardware, wl: Workload, cols, nanobatch, in_flight, 
     recompute = np.asarray(cols["recompute"], dtype=np.int64)
     fp8 = wl.precision != "bf16"  # FP8 and FP4 recipes keep GEMM inputs in (at most) one byte
     prof = hw.profile
-    recipe = prof.recipes.get(wl.recipe_name) if wl.recipe_name is not None else None
+    rate = rates(hw, wl)
 
     def cast_before_module(c) -> np.ndarray:
         """Per row: the framework hands the Linears an FP8 input (its TP plan casts on the sequence shard and
-        gathers in FP8: tp_gather_low_precision, sequence parallelism, N_TP,ff > 1, a recipe casting once per
-        module), so what they save is that 1-byte copy even where they save their input as received. Compiled, a
-        per-tensor recipe's backward cast of the input is the forward's own (same tensor, same scale), which the
-        compiler may share and save in 1 byte: only a recipe casting per module (row-wise: its backward's
-        column-wise cast is another op that needs the 16-bit input) keeps 16 bits there."""
-        if prof.compiled and not (recipe is not None and recipe.cast_per_linear):
+        gathers in FP8: `Rates.tp_gather` over more than one rank), so what they save is that 1-byte copy even where
+        they save their input as received. Compiled, a per-tensor recipe's backward cast of the input is the
+        forward's own (same tensor, same scale), which the compiler may share and save in 1 byte: only a recipe
+        casting per module (row-wise: its backward's column-wise cast is another op that needs the 16-bit input)
+        keeps 16 bits there."""
+        if prof.compiled and not (rate.recipe is not None and rate.recipe.cast_per_linear):
             return np.ones(1, dtype=bool)
-        if not (prof.tp_gather_low_precision and recipe is not None and not recipe.cast_per_linear):
-            return np.zeros(1, dtype=bool)
-        return np.asarray(c["sp"], dtype=bool) & (np.asarray(c["tp_ff"], dtype=np.float64) > 1)
+        return np.asarray(rate.tp_gather(c) > 1.0)
     shards = DistinctRows(cols, SHARD_KEYS)  # what a GPU keeps per token depends on its shard degrees only
     unit = shards.apply(lambda c: zero3_unit_params(wl, c, prof))
     live = prof.zero3_live_units * unit

@@ -253,8 +253,14 @@ class Rates:
         HBM bandwidth; the recipe's 16-bit layers quantize nothing."""
         if not self.low or self.recipe is None or self.recipe.quantize_bytes_per_element == 0.0:
             return np.zeros(1)
+        return self._recipe_pass_s(self.recipe.quantize_bytes_per_element, elements)
+
+    def _recipe_pass_s(self, bytes_per_element, elements) -> np.ndarray:
+        """Seconds of one element-wise pass of the recipe's moving `bytes_per_element` per element of `elements` at
+        element-wise HBM bandwidth, in the share of the layers the recipe runs in low precision."""
+        assert self.recipe is not None
         share = 1.0 - self.recipe.kept_layer_fraction
-        return np.asarray(share * self.recipe.quantize_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
+        return np.asarray(share * bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
 
     def tp_gather(self, cols: Cols) -> np.ndarray:
         """Per row, the ranks a sequence-parallel GEMM input is gathered from in FP8 (N_TP,ff with sequence
@@ -272,17 +278,14 @@ class Rates:
         if not self.low or self.recipe is None or self.recipe.quantize_bytes_per_element == 0.0:
             return np.zeros(1)
         q = self.recipe.quantize_bytes_per_element
-        per_element = np.where(ranks > 1, (q - 1.0) / ranks + 2.0, q)
-        share = 1.0 - self.recipe.kept_layer_fraction
-        return np.asarray(share * per_element * elements / self.hbm_Bps, dtype=np.float64)
+        return self._recipe_pass_s(np.where(ranks > 1, (q - 1.0) / ranks + 2.0, q), elements)
 
     def rescale_s(self, elements) -> np.ndarray:
         """Seconds to scale `elements` of a backward GEMM's 16-bit output after the GEMM (0 for a recipe whose GEMMs
         apply the scales themselves), at element-wise HBM bandwidth; the recipe's 16-bit layers rescale nothing."""
         if not self.low or self.recipe is None or self.recipe.rescale_bytes_per_element == 0.0:
             return np.zeros(1)
-        share = 1.0 - self.recipe.kept_layer_fraction
-        return np.asarray(share * self.recipe.rescale_bytes_per_element * elements / self.hbm_Bps, dtype=np.float64)
+        return self._recipe_pass_s(self.recipe.rescale_bytes_per_element, elements)
 
     def attention(self, flop) -> tuple[np.ndarray, np.ndarray]:
         """(forward, backward) seconds of the attention kernel for `flop` forward FLOPs (16-bit)."""
