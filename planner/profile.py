@@ -207,7 +207,7 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 value = value * 1e-6
             elif path.endswith("_us") and isinstance(value, list) and all(map(_is_number, value)):
                 value = [v * 1e-6 for v in value]
-            elif path.endswith(("_GB", "_MiB")) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            elif path.endswith(("_GB", "_MiB")) and _is_number(value):
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
             if path in PER_LEVEL and _is_number(value):
                 value = (value,)  # one number for a per-level list: every level (the last value repeats)

@@ -66,13 +66,15 @@ class Spread(BaseModel):
         return hi - ((hi - lo) * (hi - 1.0) * (1.0 - u)) ** 0.5
 
 
-def _at_most(v: Any, cap: float, what: str, unit: float = 1.0, name: str = "") -> Any:
+def _at_most(v: Any, cap: float, what: str, scale: float = 1.0, unit: str = "", limit: str | None = None) -> Any:
     """`v` (a number, None, or a tuple of them) when no part is above `cap`; else a one-line error naming what the
     value is. A value far beyond any real run (a typo of units, 1e300) overflowed the cost model's float arithmetic
-    and came out as an absurd plan or a misleading reason. `unit` and `name`: how the files write it (1e9, 'GB')."""
+    and came out as an absurd plan or a misleading reason. `scale` and `unit`: how the files write it (1e-9, ' GB');
+    `limit`: the cap in words (default: the cap in the files' unit)."""
     for x in v if isinstance(v, tuple) else (v,):
         if x is not None and x > cap:
-            raise ValueError(f"{x / unit:.3g}{name} is more than {cap / unit:,.0f}{name}: not {what}")
+            stated = f"{cap * scale:,.0f}{unit}" if limit is None else limit
+            raise ValueError(f"{x * scale:.3g}{unit} is more than {stated}: not {what}")
     return v
 
 
@@ -380,11 +382,7 @@ class ExecutionProfile(BaseModel):
     def _time_bound(cls, v: Any) -> Any:
         """The per-kernel, per-layer and per-collective times at most 1 s, as the hardware files' level latencies: a
         larger one (a typo of units) overflowed the search's time range and was reported as a layout rule."""
-        for t in v if isinstance(v, tuple) else (v,):
-            if t is not None and t > 1.0:
-                raise ValueError(f"{t * 1e6:.3g} us is more than 1 s (1,000,000 us): not a kernel, layer or "
-                                 "collective time")
-        return v
+        return _at_most(v, 1.0, "a kernel, layer or collective time", 1e6, " us", "1 s (1,000,000 us)")
 
     @field_validator("cp_grad_bytes", "cp_merge_fwd_bytes", "cp_merge_bwd_bytes", "optimizer_bytes_per_param",
                      "zero3_pp_grad_bytes", "optimizer_state_bytes_per_param", "logits_bytes",
@@ -397,7 +395,7 @@ class ExecutionProfile(BaseModel):
                      "memory_driver_reserved_bytes", "memory_headroom_bytes")
     @classmethod
     def _memory_bound(cls, v: Any) -> Any:
-        return _at_most(v, MEMORY_BYTES_CAP, "a per-GPU memory size", 1e9, " GB")
+        return _at_most(v, MEMORY_BYTES_CAP, "a per-GPU memory size", 1e-9, " GB")
 
     @field_validator("moe_imbalance", "nccl_channels", "nccl_buffers_per_channel")
     @classmethod
