@@ -163,25 +163,29 @@ def _hardware_views() -> list[SimpleNamespace]:
     return [_read_hardware(p) for p in paths]
 
 
-def _hardware_list_plain(hardware: list[SimpleNamespace]) -> str:
-    """The same table drawn without rich (planner/fasttable.py); fasthelp.Unsupported where it would differ."""
+def _plain(specs: list[Any]) -> str:
+    """planner.hardware_listing table specs drawn without rich (planner/fasttable.py), as the full path's console
+    would print them here; fasthelp.Unsupported where they would differ."""
     from planner import fasttable
-    from planner.hardware_listing import LIST_COLUMNS, LIST_TITLE, PIPED_WIDTH, list_row
+    from planner.hardware_listing import PIPED_WIDTH
 
     width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
-    rows = [list_row(hw) for hw in hardware]
-    columns = [(*column, "ellipsis") for column in LIST_COLUMNS]
-    return fasttable.to_text(fasttable.render(LIST_TITLE, columns, rows, width), styled)
+    return "".join(fasttable.to_text(fasttable.render(title, columns, rows, width, show_header), styled)
+                   for title, show_header, columns, rows in specs)
+
+
+def _hardware_list_plain(hardware: list[SimpleNamespace]) -> str:
+    """`hardware list` drawn without rich; fasthelp.Unsupported where it would differ."""
+    from planner.hardware_listing import list_table
+
+    return _plain([list_table(hardware)])
 
 
 def _hardware_show_plain(hw: SimpleNamespace) -> str:
     """`hardware show`'s four tables drawn without rich; fasthelp.Unsupported where they would differ."""
-    from planner import fasttable
-    from planner.hardware_listing import PIPED_WIDTH, show_tables
+    from planner.hardware_listing import show_tables
 
-    width, styled = fasttable.console(os.environ, sys.stdout, PIPED_WIDTH)
-    return "".join(fasttable.to_text(fasttable.render(title, columns, rows, width, show_header), styled)
-                   for title, show_header, columns, rows in show_tables(hw))
+    return _plain(show_tables(hw))
 
 
 def _hardware_show_view(name: str) -> SimpleNamespace:
@@ -196,12 +200,11 @@ def fast(argv: Sequence[str]) -> int | None:
     """The exit code after answering `argv` here, or None when it takes the full path (nothing printed)."""
     args = list(argv)
     code = 0
+    text: str | None = None  # what to print as it is; else `items`, drawn by rich
+    items: list[Any] = []
     try:
         if args in (["reference"], ["schema"]):
             text = _reference() if args[0] == "reference" else _schema()
-
-            def show() -> None:
-                sys.stdout.write(text)
         elif args in ([], ["--help"]):  # the group's help page (bare `planner` prints it and exits 2)
             from planner.fasthelp import Unsupported, page
 
@@ -210,18 +213,13 @@ def fast(argv: Sequence[str]) -> int | None:
             except Unsupported:
                 return None
             code = 0 if args else 2
-
-            def show() -> None:
-                sys.stdout.write(text)
         elif args == ["hardware", "list"] or (len(args) == 3 and args[:2] == ["hardware", "show"]):
             from planner.fasthelp import Unsupported as NotPlain
 
-            plain = None
-            items: list[Any] = []
             if args[1] == "list":
                 views = _hardware_views()
                 try:
-                    plain = _hardware_list_plain(views)
+                    text = _hardware_list_plain(views)
                 except NotPlain:  # rich draws it
                     from planner.render.light import hardware_list_table
 
@@ -229,25 +227,26 @@ def fast(argv: Sequence[str]) -> int | None:
             else:
                 view = _hardware_show_view(args[2])
                 try:
-                    plain = _hardware_show_plain(view)
+                    text = _hardware_show_plain(view)
                 except NotPlain:  # rich draws them
                     from planner.render.light import hardware_show_renderables
 
                     items = hardware_show_renderables(view)
-
-            def show() -> None:
-                if plain is not None:
-                    sys.stdout.write(plain)
-                    return
-                from planner.render import stdout_console
-
-                console = stdout_console()
-                for item in items:
-                    console.print(item)
         else:
             return None
     except _Unexpected:
         return None
+
+    def show() -> None:
+        if text is not None:
+            sys.stdout.write(text)
+            return
+        from planner.render import stdout_console
+
+        console = stdout_console()
+        for item in items:
+            console.print(item)
+
     try:
         show()
         sys.stdout.flush()

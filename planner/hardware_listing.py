@@ -5,6 +5,7 @@ standard library only: planner/render/light.py builds the rich table from these,
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -52,15 +53,21 @@ PIPED_WIDTH = 140
 """Columns of a report printed to a pipe or file (planner.render.stdout_console), unless COLUMNS is set: rich would use
 80, too narrow for Table 2."""
 
+Column = tuple[str, str | None, str, bool, str]
+"""A table column: (header, style, justification, no_wrap, overflow)."""
+TableSpec = tuple[str, bool, tuple[Column, ...], list[tuple[str, ...] | None]]
+"""(title, show header, columns, rows); a None row ends a section (a rule under the row before it)."""
+
+
 LIST_TITLE = "Hardware (levels: name, GPUs per group, per-GPU bidirectional bandwidth, one-way latency)"
-LIST_COLUMNS: tuple[tuple[str, str | None, str, bool], ...] = (
-    ("name", "bold", "left", True),  # the name to type: never cut
-    ("GPU", None, "left", False),
-    ("network levels, bottom-up", None, "left", False),
-    ("peak FLOP/s\n(dense 16-bit)", None, "right", True),
-    ("HBM", None, "right", True),
+LIST_COLUMNS: tuple[Column, ...] = (
+    ("name", "bold", "left", True, "ellipsis"),  # the name to type: never cut
+    ("GPU", None, "left", False, "ellipsis"),
+    ("network levels, bottom-up", None, "left", False, "ellipsis"),
+    ("peak FLOP/s\n(dense 16-bit)", None, "right", True, "ellipsis"),
+    ("HBM", None, "right", True, "ellipsis"),
 )
-"""`hardware list`'s columns: (header, style, justification, no_wrap)."""
+"""`hardware list`'s columns (`Column`)."""
 
 
 def list_row(hw: Any) -> tuple[str, ...]:
@@ -69,10 +76,9 @@ def list_row(hw: Any) -> tuple[str, ...]:
     return (hw.name, hw.gpu.name, levels_summary(hw), fmt_flops(hw.gpu.peak_flops), f"{hw.gpu.hbm_bytes / 1e9:g} GB")
 
 
-Column = tuple[str, str | None, str, bool, str]
-"""A table column: (header, style, justification, no_wrap, overflow)."""
-TableSpec = tuple[str, bool, tuple[Column, ...], list[tuple[str, ...] | None]]
-"""(title, show header, columns, rows); a None row ends a section (a rule under the row before it)."""
+def list_table(hardware: Iterable[Any]) -> TableSpec:
+    """`hardware list`: one row per system (`list_row`)."""
+    return (LIST_TITLE, True, LIST_COLUMNS, [list_row(hw) for hw in hardware])
 
 
 def _file_value(value: Any) -> str:

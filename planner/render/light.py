@@ -12,28 +12,14 @@ from typing import Any
 from rich.console import RenderableType
 from rich.table import Table
 
-from planner.hardware_listing import (
-    LIST_COLUMNS,
-    LIST_TITLE,
-    TableSpec,
-    fmt_flops,
-    fmt_time,
-    levels_summary,
-    list_row,
-    show_tables,
-)
+from planner.hardware_listing import TableSpec, fmt_flops, fmt_time, levels_summary, list_table, show_tables
 
 __all__ = ["fmt_flops", "fmt_time", "hardware_list_table", "hardware_show_renderables", "kv_table", "levels_summary"]
 
 
 def hardware_list_table(hardware: Iterable[Any]) -> Table:
-    """`hardware list`: one row per system (planner.hardware_listing: the columns and each row's strings)."""
-    table = Table(title=LIST_TITLE, title_justify="left")
-    for header, style, justify, no_wrap in LIST_COLUMNS:
-        table.add_column(header, style=style, justify=justify, no_wrap=no_wrap)  # type: ignore[arg-type]
-    for hw in hardware:
-        table.add_row(*list_row(hw))
-    return table
+    """`hardware list`: one row per system (planner.hardware_listing.list_table)."""
+    return spec_table(list_table(hardware))
 
 
 def kv_table(title: str, rows: Iterable[tuple[str, RenderableType]]) -> Table:
