@@ -1046,10 +1046,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     base = None
     if recording and base_hw is not None:
         assert deadline_s is not None
-        base_key = _record_key(base_hw, wl, options, deadline_s)
-        base = _COUNT_RECORDS.pop(base_key, None)
-        if base is not None:
-            _COUNT_RECORDS[base_key] = base  # most recently used last: the re-plans that read it keep it
+        base = _count_record(base_hw, wl, options, deadline_s, create=False)  # the re-plans that read it keep it
     record = _count_record(hw, wl, options, deadline_s) if recording and deadline_s is not None else None
     if base is record:
         base = None
@@ -1262,14 +1259,18 @@ class _CountRecord:
 _COUNT_RECORDS: dict[tuple, _CountRecord] = {}
 
 
-def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> _CountRecord | None:
+def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float, create: bool = True
+                  ) -> _CountRecord | None:
     """The record of searches with this hardware, workload, options (but for where the windows start and end) and
-    deadline; a new one when none is kept (the least recently used dropped). None when COUNT_RECORDS is off."""
+    deadline, made the most recently used; a new one when none is kept and `create` (the least recently used
+    dropped). None when COUNT_RECORDS is off, or none is kept and not `create`."""
     if not COUNT_RECORDS:
         return None
     key = _record_key(hw, wl, options, deadline_s)
     record = _COUNT_RECORDS.pop(key, None)
     if record is None:
+        if not create:
+            return None
         record = _CountRecord()
         while len(_COUNT_RECORDS) >= COUNT_RECORD_ENTRIES:
             _COUNT_RECORDS.pop(next(iter(_COUNT_RECORDS)))
