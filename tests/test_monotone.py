@@ -463,24 +463,47 @@ def _skip_case():
     return plan, req, api.SkipProof(layout, runner_up)
 
 
-def _check_skip_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
-    """Each field moved the slowing way by each factor: the re-plan with the skip proof, the re-plan searched from
-    the compute bound and the exhaustive enumerator (from the plan's count: the monotone bound, checked above against
-    the enumerator from the compute bound) give the same GPUs and days. Returns (skipped, searched)."""
-    from planner.cost.step import evaluate
-
-    plan, req, proof = _skip_case()
-    n0 = plan.gpus
-    assert n0 is not None
-    used = []
-    real = api._skip_search
+def _record_answers(monkeypatch, name: str) -> list[bool]:
+    """api.NAME patched to record, call by call, whether it gave an answer (not None): the list it appends to."""
+    used: list[bool] = []
+    real = getattr(api, name)
 
     def spy(*a):
         out = real(*a)
         used.append(out is not None)
         return out
 
-    monkeypatch.setattr(api, "_skip_search", spy)
+    monkeypatch.setattr(api, name, spy)
+    return used
+
+
+def _assert_the_enumerators_answer(plan, text: str, answer: tuple, min_gpus: int | None) -> None:
+    """`answer` (GPUs, days) of the skip case's request under the --set `text` is the exhaustive enumerator's over
+    the counts from `min_gpus` (None: from the compute bound) up to 8x the plan's, with the request's goodput."""
+    from planner.cost.step import evaluate
+
+    assert plan.gpus is not None
+    sets = parse_overrides([text])
+    hw = api.resolve("h100", "realistic", sets)
+    g = goodput_fraction(api.failure_model("default", sets), SKIP_WL.params)
+    truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=min_gpus,
+                                                        max_gpus=8 * plan.gpus), 10.0 * 86400, goodput=g)
+    assert truth.status == "optimal" and truth.layout is not None, text
+    ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
+    days = ev.training_days / float(g(float(ev.gpus)))
+    assert answer[0] == ev.gpus and answer[1] is not None, text
+    assert math.isclose(answer[1], days, rel_tol=1e-8), (text, answer[1], days)
+
+
+def _check_skip_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
+    """Each field moved the slowing way by each factor: the re-plan with the skip proof, the re-plan searched from
+    the compute bound and the exhaustive enumerator (from the plan's count: the monotone bound, checked above against
+    the enumerator from the compute bound) give the same GPUs and days. Returns (skipped, searched)."""
+
+    plan, req, proof = _skip_case()
+    n0 = plan.gpus
+    assert n0 is not None
+    used = _record_answers(monkeypatch, "_skip_search")
     for field in fields:
         name, value = _current(field, "h100", "realistic")
         for factor in factors:
@@ -489,15 +512,7 @@ def _check_skip_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
             skipped = api.replan_answer(moved, n0, proof)
             searched = api.replan_answer(moved, None)
             assert skipped == searched, text
-            hw, g = api.resolve("h100", "realistic", parse_overrides([text])), goodput_fraction(
-                get_failure_model("default"), SKIP_WL.params)
-            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
-                                                                max_gpus=8 * n0), 10.0 * 86400, goodput=g)
-            assert truth.status == "optimal" and truth.layout is not None, text
-            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
-            days = ev.training_days / float(g(float(ev.gpus)))
-            assert skipped[0] == ev.gpus and skipped[1] is not None, text
-            assert math.isclose(skipped[1], days, rel_tol=1e-8), (text, skipped[1], days)
+            _assert_the_enumerators_answer(plan, text, skipped, n0)
     return sum(used), len(used) - sum(used)
 
 
@@ -579,20 +594,11 @@ def _check_seeds(fields, factors, monkeypatch) -> tuple[int, int]:
     the plan's count N: seeded with the plan's layout (api.replan_answer's `seed`), unseeded, and the exhaustive
     enumerator over the counts from N give the same GPUs and days. Returns (seeded, not seeded: the plan's layout
     no longer fit or missed the deadline under the move)."""
-    from planner.cost.step import evaluate
 
     plan, req, proof = _skip_case()
     n0 = plan.gpus
     assert n0 is not None
-    used = []
-    real = api._seed_quanta
-
-    def spy(*a):
-        out = real(*a)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(api, "_seed_quanta", spy)
+    used = _record_answers(monkeypatch, "_seed_quanta")
     for field in fields:
         name, value = _current(field, "h100", "realistic")
         for factor in factors:
@@ -601,16 +607,7 @@ def _check_seeds(fields, factors, monkeypatch) -> tuple[int, int]:
             seeded = api.replan_answer(moved, n0, None, proof.layout)
             plain = api.replan_answer(moved, n0)
             assert seeded == plain, text
-            sets = parse_overrides([text])
-            hw = api.resolve("h100", "realistic", sets)
-            g = goodput_fraction(api.failure_model("default", sets), SKIP_WL.params)
-            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, min_gpus=n0,
-                                                                max_gpus=8 * n0), 10.0 * 86400, goodput=g)
-            assert truth.status == "optimal" and truth.layout is not None, text
-            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
-            days = ev.training_days / float(g(float(ev.gpus)))
-            assert seeded[0] == ev.gpus and seeded[1] is not None, text
-            assert math.isclose(seeded[1], days, rel_tol=1e-8), (text, seeded[1], days)
+            _assert_the_enumerators_answer(plan, text, seeded, n0)
     return sum(used), len(used) - sum(used)
 
 
@@ -655,20 +652,11 @@ def _check_corner_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
     searched below the plan's count) proves the plan's count; sensitivity._speeding_skip_proofs then covers some
     moves with a corner's runner-up, and each re-plan with its proof gives what the re-plan searched from the
     compute bound and the exhaustive enumerator give. Returns (skipped, searched)."""
-    from planner.cost.step import evaluate
 
     plan, req, _proof = _skip_case()
     n0 = plan.gpus
     assert n0 is not None
-    used = []
-    real = api._skip_search
-
-    def spy(*a):
-        out = real(*a)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(api, "_skip_search", spy)
+    used = _record_answers(monkeypatch, "_skip_search")
     for factor in factors:
         members = []
         for field in fields:
@@ -684,14 +672,7 @@ def _check_corner_proofs(fields, factors, monkeypatch) -> tuple[int, int]:
             text = m["text"]
             got = api.replan_answer(m["request"], n0, m["proof"])
             assert got == api.replan_answer(m["request"], None), text
-            hw, g = api.resolve("h100", "realistic", parse_overrides([text])), goodput_fraction(
-                get_failure_model("default"), SKIP_WL.params)
-            truth = solve_exhaustive(hw, SKIP_WL, SearchOptions(dp_overlap=plan.dp_overlap, max_gpus=8 * n0),
-                                     10.0 * 86400, goodput=g)
-            assert truth.status == "optimal" and truth.layout is not None, text
-            ev = evaluate(hw, SKIP_WL, truth.layout, dp_overlap=plan.dp_overlap)
-            assert got[0] == ev.gpus and got[1] is not None, text
-            assert math.isclose(got[1], ev.training_days / float(g(float(ev.gpus))), rel_tol=1e-8), text
+            _assert_the_enumerators_answer(plan, text, got, None)
     return sum(used), len(used) - sum(used)
 
 
