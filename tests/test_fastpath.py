@@ -48,17 +48,22 @@ def console_script(argv: list[str], watched: tuple[str, ...], full: bool = False
     return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
 
 
-def _both(capsys, monkeypatch, argv, env):
-    for key in RICH_ENV:
-        monkeypatch.delenv(key, raising=False)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+def _fast_and_full(capsys, argv):
+    """((exit code, stdout, stderr) of the fast path, the same of the full path) for `argv` in this environment."""
     capsys.readouterr()
     fast_code = fastpath.fast(list(argv))
     fast_out = capsys.readouterr()
     full_code = run(app, list(argv), "planner")
     full_out = capsys.readouterr()
     return (fast_code, fast_out.out, fast_out.err), (full_code, full_out.out, full_out.err)
+
+
+def _both(capsys, monkeypatch, argv, env):
+    for key in RICH_ENV:
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return _fast_and_full(capsys, argv)
 
 
 @pytest.mark.parametrize("argv", FAST, ids=" ".join)
@@ -202,12 +207,7 @@ def _typer_environment(env):
 
 def _help_both(capsys, argv, env):
     with _typer_environment(env):
-        capsys.readouterr()
-        fast_code = fastpath.fast(list(argv))
-        fast_out = capsys.readouterr()
-        full_code = run(app, list(argv), "planner")
-        full_out = capsys.readouterr()
-    return (fast_code, fast_out.out, fast_out.err), (full_code, full_out.out, full_out.err)
+        return _fast_and_full(capsys, argv)
 
 
 @pytest.mark.parametrize("width", HELP_WIDTHS)
