@@ -34,6 +34,7 @@ from planner.schema import (
     Infeasibility,
     Layout,
     LayoutReport,
+    MemoryBreakdown,
     MemoryReport,
     Plan,
     SolverReport,
@@ -238,11 +239,9 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
     notes = [*notes, *unread_override_notes(sets, workload)]
-    fits = ev.memory.fits
-    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
+    fits, memory_why = ev.memory.fits, memory_verdict_words(ev.memory, hw.name)
     if not fits:
-        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
-                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
+        notes.append(f"{ev.memory.verdict.upper()}: {memory_why}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
@@ -253,8 +252,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     why = ""
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
-        why = (f"the layout needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
-               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
+        why = f"the layout {'is tight' if ev.memory.verdict == 'tight' else 'does not fit'}: it {memory_why}"
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
@@ -263,6 +261,18 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     return doc
+
+
+def memory_verdict_words(m: MemoryBreakdown, hw_name: str) -> str:
+    """Why an evaluated layout's memory verdict is not 'fits', in words (empty when it fits with the headroom)."""
+    need, have, room = m.total_bytes / 1e9, m.capacity_bytes / 1e9, m.headroom_bytes / 1e9
+    if m.verdict == "does not fit":
+        return f"needs {need:,.2f} GB per GPU but {hw_name} has {have:.2f} GB of HBM"
+    if m.verdict == "tight":
+        return (f"needs {need:,.2f} GB per GPU of {hw_name}'s {have:.2f} GB of HBM, which leaves {have - need:.2f} GB "
+                f"free, less than the {room:.2f} GB of headroom a plan keeps for what the model leaves out: predicted "
+                "to run, without that margin (--memory-headroom sets it)")
+    return ""
 
 
 def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:

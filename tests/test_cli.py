@@ -319,6 +319,28 @@ def test_evaluate_layout_that_does_not_fit_memory_exits_1(capsys):
     assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 8 x ")
 
 
+def test_evaluate_a_layout_inside_the_headroom_is_tight_not_does_not_fit(capsys, p8):
+    # A headroom between what is free and the whole capacity: the layout fits the device but not the margin a plan
+    # keeps. The verdict says so ("tight", the GB left free), not "does not fit", and exits 1 as plans would refuse it.
+    doc, path = p8
+    m = doc["memory"]
+    free = m["capacity"] - m["total_bytes"]
+    assert 0 < free < m["capacity"]
+    headroom = (free + m["capacity"]) / 2 / 1e9
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(headroom), "--json"])
+    assert code == 1
+    ev = json.loads(out)
+    assert ev["status"] == "infeasible" and ev["explanation"].startswith("the layout is tight: it needs ")
+    assert f"which leaves {free / 1e9:.2f} GB free, less than the {headroom:.2f} GB of headroom" in ev["explanation"]
+    assert any(n.startswith("TIGHT: ") for n in ev["notes"]) and not any("DOES NOT FIT" in n for n in ev["notes"])
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(headroom)])
+    assert code == 1 and out.startswith("Evaluated layout INSIDE THE MEMORY HEADROOM: 8 x ")
+    assert "TIGHT: fits HBM, not the headroom" in out
+    # a headroom it leaves free: fits (exit 0)
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(free / 2e9), "--json"])
+    assert code == 0 and json.loads(out)["status"] == "feasible"
+
+
 def test_evaluate_against_a_deadline_it_misses_exits_1(capsys, p8):
     doc, path = p8
     days = doc["training_days"]

@@ -752,6 +752,15 @@ STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZE
 """Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
 
 
+def memory_verdict(total: float, headroom: float, capacity: float) -> str:
+    """The memory verdict on a layout: 'fits' when total + headroom <= capacity (the rule a search keeps), 'tight'
+    when only the headroom is missing (the model predicts it runs, with less margin than plans keep for what the model
+    leaves out), 'does not fit' when the total alone exceeds the capacity."""
+    if total + headroom <= capacity:
+        return "fits"
+    return "tight" if total <= capacity else "does not fit"
+
+
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
@@ -783,7 +792,13 @@ class MemoryBreakdown(_MemoryParts):
 
     @property
     def fits(self) -> bool:
+        """The planner's rule: total + headroom <= capacity (what a search accepts)."""
         return self.total_bytes + self.headroom_bytes <= self.capacity_bytes
+
+    @property
+    def verdict(self) -> str:
+        """'fits' (with the headroom), 'tight' (fits the device, not the headroom) or 'does not fit' (the device)."""
+        return memory_verdict(self.total_bytes, self.headroom_bytes, self.capacity_bytes)
 
 
 class OpTime(_Frozen):
@@ -880,6 +895,11 @@ else:
 
 class MemoryReport(_MemoryParts):
     capacity: float = Field(description="HBM bytes per GPU.")
+
+    @property
+    def verdict(self) -> str:
+        """'fits', 'tight' or 'does not fit' (memory_verdict)."""
+        return memory_verdict(self.total_bytes, self.headroom_bytes, self.capacity)
 
 
 class SolverReport(_Frozen):
