@@ -61,7 +61,8 @@ def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) ->
 
 DEFAULT_PROFILE_RULE = ("the paper's toy workload (--compute, the paper's question) is priced by the 'paper' "
                         "profile; a real transformer (--model, a preset or shape) and any launch configuration "
-                        "(--emit, export) by the 'realistic' one; --profile chooses")
+                        "(--emit, export) by the 'realistic' one (--emit torchtitan: 'realistic/torchtitan', as "
+                        "torchtitan runs it); --profile chooses")
 """The default execution profile, as every output states it."""
 
 
@@ -238,7 +239,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
-    notes = [*notes, *unread_override_notes(sets, workload)]
+    notes = [*notes, *unread_override_notes(sets, workload, hw.profile.name)]
     fits, memory_why = ev.memory.fits, memory_verdict_words(ev.memory, hw.name)
     if not fits:
         notes.append(f"{ev.memory.verdict.upper()}: {memory_why}")
@@ -252,7 +253,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     why = ""
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
-        why = f"the layout {'is tight' if ev.memory.verdict == 'tight' else 'does not fit'}: it {memory_why}"
+        why = f"the layout {'is tight: it ' if ev.memory.verdict == 'tight' else ''}{memory_why}"
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
@@ -482,10 +483,12 @@ VALIDATE_ONLY = {
 """Profile keys only `planner validate` reads: the run each prices, and the key a plan reads in its place."""
 
 
-def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
+def unread_override_notes(sets: Sequence[Override], wl: Workload, profile: str = "") -> list[str]:
     """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, a
-    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is), an expert
-    routing value on a model without experts, a host-bound floor on the paper's toy model."""
+    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is, unless it is
+    'NAME/FRAMEWORK', the profile as that framework runs it), an expert routing value on a model without experts, a
+    host-bound floor on the paper's toy model. `profile`: the name of the profile that prices the plan."""
+    priced_as = profile.partition("/")[2]
     notes = []
     for o in (o for o in sets if o.target == "profile"):
         key = ".".join(o.keys)
@@ -498,7 +501,7 @@ def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
             run, instead = VALIDATE_ONLY[key]
             notes.append(f"--set profile.{key} does not change this plan: only `planner validate` reads it, for "
                          f"{run}; --set profile.{instead}=... prices it here")
-        elif o.keys[0] == "framework" and len(o.keys) > 1:
+        elif o.keys[0] == "framework" and len(o.keys) > 1 and o.keys[1] != priced_as:
             notes.append(f"--set profile.{key} does not change this plan: `planner validate` applies "
                          f"[framework.{o.keys[1]}] to that framework's published runs; a plan prices the profile's "
                          "own values")
@@ -830,7 +833,12 @@ def request_hardware(request: PlanRequest, sets: Sequence[Override] | None = Non
     """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
     `_plan` resolves it; `sets`: the request's `request_overrides` when the caller has them."""
     profile = default_profile(request.gpu, request.profile, request.workload, request.runs_on is not None)
-    return resolve(request.gpu, profile, request_overrides(request) if sets is None else sets)
+    hw = resolve(request.gpu, profile, request_overrides(request) if sets is None else sets)
+    if request.runs_on is not None and request.runs_on in hw.profile.frameworks:
+        # a launch configuration for a framework the profile describes is priced as that framework runs it
+        # ('realistic/torchtitan': its attention kernels, per-layer time, loss memory, FP8 TP gathers)
+        hw = with_profile(hw, hw.profile.for_framework(request.runs_on))
+    return hw
 
 
 def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
@@ -939,7 +947,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if workload is None:
         assert r.compute_flop is not None  # PlanRequest: one of the two
         workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
-    ignored += unread_override_notes(sets, workload)
+    ignored += unread_override_notes(sets, workload, hw.profile.name)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
     runs_on, solver, time_limit_s, workers, price_per_gpu_hour = (r.runs_on, r.solver, r.time_limit_s, r.workers,

@@ -236,6 +236,15 @@ def _shipped(name: str) -> ExecutionProfile:
 
 def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
-    applied to its document before validation."""
+    applied to its document before validation. 'NAME/FRAMEWORK' (a shipped profile and one of its [framework.*]
+    sections, e.g. 'realistic/torchtitan', when no such file exists) is that profile as the framework runs it
+    (ExecutionProfile.for_framework): what `plan --emit torchtitan` prices."""
+    base, slash, framework = name_or_path.partition("/")
+    if slash and "/" not in framework and base in profile_names() and not Path(name_or_path).exists():
+        prof = get_profile(base, overrides)
+        if framework not in prof.frameworks:
+            raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.{framework}] section; "
+                               f"choose one of {', '.join(sorted(prof.frameworks)) or '(none)'}")
+        return prof.for_framework(framework)
     return load_sourced(name_or_path, profile_names(), profile_dir(), "execution profile", "profile file", "profile",
                         parse_profile, _shipped, overrides)
