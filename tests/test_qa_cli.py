@@ -104,6 +104,34 @@ def test_the_help_and_readme_state_the_json_contract(capsys):
     assert "With `--json` every outcome is one JSON document on stdout and nothing is written to stderr" in readme
 
 
+def _help_texts():
+    """(command path, parameter or 'help', text) for every command and option of the app."""
+    import typer
+
+    from planner.cli import app
+
+    def walk(cmd, path):
+        yield path, "help", cmd.help or ""
+        for param in cmd.params:
+            yield path, param.name, getattr(param, "help", None) or ""
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, f"{path} {name}")
+
+    yield from walk(typer.main.get_command(app), "planner")
+
+
+def test_no_help_text_loses_a_bracketed_name_to_rich_markup(capsys):
+    """Help is rendered in rich markup mode, which swallows an unescaped `[word]` as a style tag: `--profile`'s help
+    printed "the profile's  values" for "the profile's [framework.torchtitan] values". Every bracket a help text
+    means literally is escaped (rich's tag rule: `[` then a letter, #, / or @, unescaped), and the rendered page
+    shows the name."""
+    tag = re.compile(r"(?<!\\)\[[a-z#/@][^\[]*?\]")
+    swallowed = [(path, name, m.group(0)) for path, name, text in _help_texts() for m in tag.finditer(text)]
+    assert swallowed == []
+    code, out, _ = invoke(capsys, ["plan", "--help"])
+    assert code == 0 and "profile's [framework.torchtitan] values" in " ".join(out.replace("│", " ").split())
+
+
 # --------------------------------------------------------------------------------------------------
 # 3. one rule for every printed percentage
 # --------------------------------------------------------------------------------------------------
