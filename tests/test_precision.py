@@ -113,7 +113,8 @@ def test_rowwise_compiled_casts_a_shared_input_once() -> None:
 def test_rowwise_bytes_are_the_ones_torchaos_measured_table_gives() -> None:
     """The profile's effective row-wise bytes are what benchmarks/rowwise_linear.py derives from torchao's measured
     per-shape speed-ups (not fitted to any validation run); torchao's own roofline count (8 B casts, 4 B rescales)
-    reproduces that table's float8 speed-ups about 1.3x too high at M >= 16,384, the derived bytes within 9 % on average."""
+    reproduces that table's float8 speed-ups about 1.3x too high at M >= 16,384, the derived bytes within 9 % on
+    average."""
     import importlib.util
     from pathlib import Path
 
