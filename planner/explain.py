@@ -43,6 +43,7 @@ from planner.economics import fmt_pct
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
+from planner.recent import keep, recall
 from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
 from planner.search.presolve import LeastFeatures, ShapeTable
 from planner.search.result import SearchResult
@@ -241,11 +242,9 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     The last few answers are kept (the explanation and the plan's `infeasibility` facts ask the same question).
     """
     key = (hw.model_dump_json(), days, sparse, law, options, budget)
-    if key not in _LARGEST:
-        if len(_LARGEST) >= 8:
-            _LARGEST.pop(next(iter(_LARGEST)))
-        _LARGEST[key] = _largest_compute_within(hw, days, sparse, law, options, budget)
-    return _LARGEST[key]
+    if key in _LARGEST:
+        return recall(_LARGEST, key)
+    return keep(_LARGEST, key, _largest_compute_within(hw, days, sparse, law, options, budget), 8)
 
 
 _LARGEST: dict[tuple[object, ...], float | None] = {}
