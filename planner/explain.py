@@ -793,8 +793,17 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
+            cap = mem.capacity_bytes(hw)
+            if total[k] <= cap:  # tight: within the device, inside the headroom (docs/model.md §7b, three verdicts)
+                free = math.floor((cap - total[k]) / GB * 100) / 100
+                return (f"the model fits the memory of {n:,} GPUs of {hw.name} only inside the headroom: the least "
+                        f"any layout needs is {total[k] / GB:,.2f} GB per GPU ({words}) of {cap / GB:,.2f} GB usable "
+                        f"HBM, which leaves {(cap - total[k]) / GB:.2f} GB free, less than the "
+                        f"{hw.profile.memory_headroom_bytes / GB:,.2f} GB of headroom a plan keeps for what the model "
+                        f"leaves out; --memory-headroom {free:g} accepts it (predicted to run, without that margin), "
+                        f"or {_fit_advice(hw, wl, t)}")
             return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
-                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {mem.capacity_bytes(hw) / GB:,.1f} GB "
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {cap / GB:,.1f} GB "
                     "usable HBM"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + "; " + _fit_advice(hw, wl, t))
