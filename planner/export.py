@@ -415,14 +415,24 @@ def _toml_value(v: object) -> str:
     return str(v)
 
 
+def _torchtitan_pricing(plan: Plan) -> list[str]:
+    """What priced the torchtitan config: the profile as torchtitan runs it ('NAME/torchtitan'), or, for a profile
+    without a [framework.torchtitan] section, the profile as it is."""
+    if plan.profile.endswith("/torchtitan"):
+        return [f"# priced as torchtitan runs it (eager, no torch.compile): the {plan.profile.partition('/')[0]} "
+                "profile with its [framework.torchtitan] values (attention kernels, per-layer time, loss memory, FP8 "
+                "TP gathers), as `planner validate` prices torchtitan's published runs"]
+    return [f"# priced as the {plan.profile} profile prices stock Megatron-LM, not as torchtitan runs it (`plan "
+            "--emit torchtitan` prices with 'realistic/torchtitan': torchtitan's attention kernels, per-layer time, "
+            "loss memory and FP8 TP gathers)"]
+
+
 def torchtitan_text(plan: Plan, launch: Launch, wl: Workload | None = None) -> str:
     lines = [f"# torchtitan job config ({TORCHTITAN} JobConfig sections) for the {plan.status} plan on {plan.gpus} x "
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
              *prediction_lines(plan),
-             *(["# priced as the profile prices stock Megatron-LM: a profile's [framework.torchtitan] values "
-                "(attention kernels, per-layer time, loss memory, FP8 TP gathers) are applied by `planner validate` "
-                "only"] if prediction_lines(plan) else []),
+             *(_torchtitan_pricing(plan) if prediction_lines(plan) else []),
              *(family_model_lines(wl) if wl is not None else []),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():

@@ -280,11 +280,12 @@ def test_cpsat_matches_the_enumerator_with_recipes_and_zero3_latency(precision: 
 
 
 @pytest.mark.parametrize(("recipe", "experts", "gpu", "gpus"), [
-    ("current", 1, "h100", 16), ("rowwise", 1, "h100", 16), ("mxfp8", 4, "b200", 16)])
-def test_cpsat_matches_the_enumerator_with_fp8_tp_gathers_rowwise_and_grouped_experts(recipe: str, experts: int,
+    ("current", 1, "h100", 16), ("rowwise", 1, "h100", 16), ("mxfp8", 4, "b200", 16), (None, 1, "h100", 16)])
+def test_cpsat_matches_the_enumerator_with_fp8_tp_gathers_rowwise_and_grouped_experts(recipe: str | None, experts: int,
                                                                                       gpu: str, gpus: int) -> None:
     """torchtitan's FP8 TP gathers (its framework values), the row-wise recipe's per-module casts and rescales, and
-    MXFP8's grouped expert GEMMs are terms like any other: CP-SAT proves the enumerator's optimum."""
+    MXFP8's grouped expert GEMMs are terms like any other: CP-SAT proves the enumerator's optimum; in BF16 too (recipe
+    None), as `plan --emit torchtitan` prices with 'realistic/torchtitan'."""
     from planner.hardware import get_hardware, with_profile
     from planner.parallel.space import SearchOptions
     from planner.profile import get_profile
@@ -297,7 +298,7 @@ def test_cpsat_matches_the_enumerator_with_fp8_tp_gathers_rowwise_and_grouped_ex
     hw = with_profile(get_hardware(gpu), prof)
     shape = {"heads": 4, "kv_heads": 2, "vocab": 512, "ffn": "swiglu"} | ({"top_k": 2} if experts > 1 else {})
     base = transformer_workload(256, 512, 8, experts, 256, 64 * 256, 1e9, shape, "tiny")
-    wl = Workload(**{**base.model_dump(), "precision": "fp8", "recipe": recipe})
+    wl = Workload(**{**base.model_dump(), "precision": "fp8" if recipe else "bf16", "recipe": recipe})
     opts = SearchOptions(gpus=gpus)
     ex, cp = solve_exhaustive(hw, wl, opts, None), solve_cpsat(hw, wl, opts, None)
     assert ex.status == cp.status == "optimal" and ex.space_size == cp.space_size
