@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from planner import derived
-from planner.errors import MAX_PRICE_PER_GPU_HOUR
+from planner.errors import MAX_PRICE_PER_GPU_HOUR, is_number
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
 from planner.schema.goodput import FailureModel, Goodput
 from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
@@ -895,11 +895,19 @@ else:
 
 class MemoryReport(_MemoryParts):
     capacity: float = Field(description="HBM bytes per GPU.")
+    verdict: Literal["fits", "tight", "does not fit"] = Field(
+        "fits", description="'fits' when total + headroom <= capacity (what a search accepts), 'tight' when only the "
+        "headroom is missing (predicted to run, without the margin plans keep), 'does not fit' when the total alone "
+        "exceeds the capacity. Always recomputed from the three numbers (a value read from a file is not trusted).")
 
-    @property
-    def verdict(self) -> str:
-        """'fits', 'tight' or 'does not fit' (memory_verdict)."""
-        return memory_verdict(self.total_bytes, self.headroom_bytes, self.capacity)
+    @model_validator(mode="before")
+    @classmethod
+    def _verdict(cls, data: Any) -> Any:
+        if isinstance(data, dict) and is_number(data.get("total_bytes")) and is_number(data.get("capacity")):
+            headroom = data.get("headroom_bytes", 0.0)
+            data = {**data, "verdict": memory_verdict(data["total_bytes"], headroom if is_number(headroom) else 0.0,
+                                                      data["capacity"])}
+        return data
 
 
 class SolverReport(_Frozen):

@@ -26,6 +26,7 @@ from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.rows import unique_rows
 from planner.parallel.dimensions import GROUPS
 from planner.parallel.space import Space, factor_options
+from planner.recent import keep, recall
 from planner.schema import Hardware, Workload
 
 
@@ -170,12 +171,9 @@ class LeastFeatures:
         self.hw, self.wl = hw, wl
         self.terms = T.group_terms(wl, hw.profile)
         key = feature_key(hw, wl)
-        shared = _FEATURES.pop(key, None)
+        shared = recall(_FEATURES, key)
         if shared is None:
-            while len(_FEATURES) >= FEATURE_ENTRIES:
-                _FEATURES.pop(next(iter(_FEATURES)))
-            shared = {}
-        _FEATURES[key] = shared  # most recently used last
+            shared = keep(_FEATURES, key, {}, FEATURE_ENTRIES)
         for t in self.terms:
             shared.setdefault(t.name, {})
         self.cache: dict[str, dict[tuple[int, ...], float]] = shared
