@@ -293,3 +293,16 @@ def test_a_sweep_with_no_feasible_point_exits_1(capsys, json_out):
                       "say why)\n"
     code, _, _ = invoke(capsys, ["sweep", "--from", "1e22", "--to", "1e23", "--points", "2", "--gpu", "h100"])
     assert code == 0
+
+
+def test_the_held_gpus_note_groups_thousands_as_every_other_count(capsys):
+    """The spare-GPU note of a rack plan printed "the run holds 1152 GPUs" beside "1,024 x ..." and "1,152 GPUs held"
+    in the same output. 1,024 GPUs on GB200 NVL72 take 16 racks of 72 (64 used in each, as the plan says): 1,152
+    held, 128 spare."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "gb200-nvl72", "--gpus", "1024",
+                                     "--json"])
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["gpus"], plan["racks"], plan["gpus_per_rack"]) == (1024, 16, 64)
+    assert "the run holds 1,152 GPUs (128 spare in the racks it takes whole): cost_usd and the power figures count " \
+           "them, compute_cost_usd does not" in plan["notes"]
