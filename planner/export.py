@@ -133,7 +133,7 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
     if tr.attention == "gqa" and tr.kv_heads % lay.tp_ff:
         raise ExportError(f"{name} splits the {tr.kv_heads} KV heads over the tensor-parallel ranks (no replication): "
                           f"tp {lay.tp_ff} must divide {tr.kv_heads}; {fix} --emit {target}")
-    if lay.schedule == "zb-h2":
+    if lay.schedule == "zb-h2" and lay.pp > 1:  # with one stage there is no pipeline: both schedules are the same run
         raise ExportError(f"{name} has no ZB-H2 schedule: {fix} --schedule 1f1b, or --emit {target}")
     if target == "torchtitan":
         if lay.zero != 3 and lay.dp * lay.ep > 1:
