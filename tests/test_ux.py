@@ -310,6 +310,28 @@ def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
     assert any(n.startswith(f"--set {key} does not change this plan") for n in json.loads(out)["notes"])
 
 
+def test_a_plain_set_of_a_key_the_framework_sets_prices_a_framework_plan(capsys):
+    """Session 7 review: under 'realistic/torchtitan' (or --emit torchtitan) `--set
+    profile.elementwise.layer_overhead_us=X` was applied to the realistic profile and then replaced by
+    [framework.torchtitan]'s 3,000 µs: the plan was unchanged (328.365 days) while its summary said it was made "with
+    profile.elementwise.layer_overhead_us=X". The user's value now wins: the plan equals the one made with the
+    framework key set to X, and a key the framework does not set is unaffected (an ordinary --set)."""
+    def days(*sets: str) -> float:
+        argv = ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan", "--json"]
+        code, out, err = invoke(capsys, [*argv, *[a for s in sets for a in ("--set", s)]])
+        assert code == 0, err
+        return json.loads(out)["training_days"]
+
+    plain = days()
+    moved = days("profile.elementwise.layer_overhead_us=6000")
+    assert moved > plain
+    assert moved == days("profile.framework.torchtitan.elementwise.layer_overhead_us=6000")
+    code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan",
+                                   "--set", "profile.elementwise.layer_overhead_us=abc"])
+    assert code == 2 and err.startswith("error: --set profile.elementwise.layer_overhead_us=abc:")
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
     """Session 6 review: `--set profile.moe.eager_host_layer_us=...` on a plan was echoed in the summary ('with
     profile.moe.eager_host_layer_us=99999') as if it priced the plan, though only `validate` reads it; the same for
