@@ -332,6 +332,25 @@ def test_a_plain_set_of_a_key_the_framework_sets_prices_a_framework_plan(capsys)
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
+def test_sensitivity_under_a_framework_profile_moves_the_frameworks_values(capsys):
+    """Session 7 review: `plan --profile realistic/torchtitan --sensitivity` ended "cannot read profile file
+    'realistic/torchtitan'" (exit 2). It now moves the values the plan is priced with: the per-layer time is
+    [framework.torchtitan]'s (read here from the shipped file), not the realistic profile's."""
+    import tomllib
+    from pathlib import Path
+
+    shipped = tomllib.loads((Path(__file__).resolve().parent.parent / "profiles" / "realistic.toml").read_text())
+    torchtitan_us = shipped["framework"]["torchtitan"]["elementwise"]["layer_overhead_us"]["value"]
+    assert torchtitan_us != shipped["elementwise"]["layer_overhead_us"]["value"]
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile",
+                                     "realistic/torchtitan", "--sensitivity", "--json"])
+    assert code == 0, err
+    rows = {r["input"]: r for r in json.loads(out)["sensitivity"]["rows"]}
+    row = rows["profile.elementwise.layer_overhead_us"]
+    assert float(row["base"]) == torchtitan_us and row["days_high"] > row["days_low"]
+
+
 def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
     """Session 6 review: `--set profile.moe.eager_host_layer_us=...` on a plan was echoed in the summary ('with
     profile.moe.eager_host_layer_us=99999') as if it priced the plan, though only `validate` reads it; the same for
