@@ -239,7 +239,9 @@ def _framework_keeps(base: str, framework: str, overrides: Sequence[Override]) -
     applied there too, so the user's value is the one priced (the framework's values replace the profile's, and
     without this `--set profile.elementwise.layer_overhead_us=X` under 'realistic/torchtitan' changed nothing while
     the summary said the plan was made with it)."""
-    section = load_toml(profile_dir() / f"{base}.toml", "profile file").get("framework", {}).get(framework, {})
+    from planner.sourced import _shipped_doc  # the shipped file parsed once per process (only read here)
+
+    section = _shipped_doc(str(profile_dir() / f"{base}.toml"), "profile file").get("framework", {}).get(framework, {})
     out = list(overrides)
     for o in overrides:
         if o.target != "profile" or not o.keys or o.keys[0] == "framework":
