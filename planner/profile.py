@@ -265,9 +265,13 @@ def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> Execut
         keeps = _framework_keeps(base, framework, overrides)
         if len(keeps) > len(overrides):
             prof = get_profile(base, keeps)
+        if not prof.frameworks:
+            with_sections = [n for n in profile_names() if _shipped(n).frameworks]
+            raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.*] sections; "
+                               f"NAME/FRAMEWORK takes a profile that has them ({', '.join(with_sections)})")
         if framework not in prof.frameworks:
             raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.{framework}] section; "
-                               f"choose one of {', '.join(sorted(prof.frameworks)) or '(none)'}")
+                               f"choose one of {', '.join(sorted(prof.frameworks))}")
         return prof.for_framework(framework)
     return load_sourced(name_or_path, profile_names(), profile_dir(), "execution profile", "profile file", "profile",
                         parse_profile, _shipped, overrides)

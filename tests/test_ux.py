@@ -293,6 +293,10 @@ def test_a_torchtitan_export_is_priced_as_torchtitan_runs_it(capsys):
     assert get_profile("realistic/torchtitan") == get_profile("realistic").for_framework("torchtitan")
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/nemo"])
     assert code == 2 and "has no [framework.nemo] section" in err and len(err.strip().splitlines()) == 1
+    # Session 7 review: a profile without framework sections said "choose one of (none)"
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "paper/torchtitan"])
+    assert code == 2 and err == ("error: profile 'paper/torchtitan': the paper profile has no [framework.*] sections; "
+                                 "NAME/FRAMEWORK takes a profile that has them (realistic)\n")
 
 
 def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
