@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from planner import recent
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
@@ -706,13 +707,8 @@ def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bo
     from planner.search.cpsat import layout_quanta
 
     key = (repr(hw), wl, repr(lay), dp_overlap)
-    s_q = _QUANTA.pop(key, None)
-    if s_q is None:
-        s_q = layout_quanta(hw, wl, lay, dp_overlap)
-        while len(_QUANTA) >= QUANTA_ENTRIES:
-            _QUANTA.pop(next(iter(_QUANTA)))
-    _QUANTA[key] = s_q  # most recently used last
-    return s_q
+    s_q = recent.recall(_QUANTA, key)
+    return recent.keep(_QUANTA, key, layout_quanta(hw, wl, lay, dp_overlap), QUANTA_ENTRIES) if s_q is None else s_q
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner import recent
 from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
@@ -43,7 +44,6 @@ from planner.economics import fmt_pct
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
-from planner.recent import keep, recall
 from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
 from planner.search.presolve import LeastFeatures, ShapeTable
 from planner.search.result import SearchResult
@@ -243,8 +243,8 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     """
     key = (hw.model_dump_json(), days, sparse, law, options, budget)
     if key in _LARGEST:
-        return recall(_LARGEST, key)
-    return keep(_LARGEST, key, _largest_compute_within(hw, days, sparse, law, options, budget), 8)
+        return recent.recall(_LARGEST, key)
+    return recent.keep(_LARGEST, key, _largest_compute_within(hw, days, sparse, law, options, budget), 8)
 
 
 _LARGEST: dict[tuple[object, ...], float | None] = {}

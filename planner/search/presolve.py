@@ -20,13 +20,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from planner import recent
 from planner.cost import terms as T
 from planner.cost.memory import layout_memory
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.rows import unique_rows
 from planner.parallel.dimensions import GROUPS
 from planner.parallel.space import Space, factor_options
-from planner.recent import keep, recall
 from planner.schema import Hardware, Workload
 
 
@@ -171,9 +171,9 @@ class LeastFeatures:
         self.hw, self.wl = hw, wl
         self.terms = T.group_terms(wl, hw.profile)
         key = feature_key(hw, wl)
-        shared = recall(_FEATURES, key)
+        shared = recent.recall(_FEATURES, key)
         if shared is None:
-            shared = keep(_FEATURES, key, {}, FEATURE_ENTRIES)
+            shared = recent.keep(_FEATURES, key, {}, FEATURE_ENTRIES)
         for t in self.terms:
             shared.setdefault(t.name, {})
         self.cache: dict[str, dict[tuple[int, ...], float]] = shared
