@@ -299,6 +299,25 @@ def test_a_torchtitan_export_is_priced_as_torchtitan_runs_it(capsys):
                                  "NAME/FRAMEWORK takes a profile that has them (realistic)\n")
 
 
+def test_a_launch_priced_as_another_framework_runs_it_says_so(capsys):
+    """Session 7 review: `plan --emit megatron --profile realistic/torchtitan` wrote Megatron-LM flags predicted at
+    torchtitan's 48.4 % MFU (stock Megatron: 61.0 %) with no word that torchtitan's values priced them, and
+    `--emit torchtitan --profile realistic/megatron-bridge` said it was priced "as ... stock Megatron-LM". Each now
+    names the framework whose values priced it; a launch priced by a plain profile gets no such line."""
+    def comments(*argv: str) -> list[str]:
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", *argv])
+        assert code == 0, err
+        return [line for line in out.splitlines() if line.startswith("# priced")]
+
+    said = comments("--emit", "megatron", "--profile", "realistic/torchtitan")
+    assert said == ["# priced as torchtitan runs it (the realistic/torchtitan profile: its [framework.torchtitan] "
+                    "values), not as stock Megatron-LM (`plan --emit megatron` prices with 'realistic')"]
+    said = comments("--emit", "torchtitan", "--profile", "realistic/megatron-bridge")
+    assert len(said) == 1 and said[0].startswith("# priced as megatron-bridge runs it (the realistic/megatron-bridge "
+                                                 "profile), not as torchtitan runs it")
+    assert comments("--emit", "megatron") == []
+
+
 def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
     """Under --emit torchtitan a --set of [framework.torchtitan] prices the plan, so no note says it changes
     nothing; the same --set on a plain plan still gets that note."""
