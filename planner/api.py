@@ -336,7 +336,7 @@ def _economics_notes(hw: Hardware, gpus: int, money: Mapping[str, Any]) -> list[
 
     notes = []
     if money["held_gpus"] > gpus:
-        notes.append(f"the run holds {money['held_gpus']} GPUs ({money['held_gpus'] - gpus} spare in the racks it "
+        notes.append(f"the run holds {money['held_gpus']:,} GPUs ({money['held_gpus'] - gpus:,} spare in the racks it "
                      "takes whole): cost_usd and the power figures count them, compute_cost_usd does not")
     if money.get("it_power_MW") is None:
         notes.append(f"{hw.name}: no board power in its hardware file ([economics] board_W), so no power or energy "

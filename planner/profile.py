@@ -234,6 +234,26 @@ def _shipped(name: str) -> ExecutionProfile:
     return load_profile_file(profile_dir() / f"{name}.toml", require_source=True)
 
 
+def _framework_keeps(base: str, framework: str, overrides: Sequence[Override]) -> list[Override]:
+    """`overrides` for 'BASE/FRAMEWORK': a --set of a key the shipped [framework.FRAMEWORK] section also sets is
+    applied there too, so the user's value is the one priced (the framework's values replace the profile's, and
+    without this `--set profile.elementwise.layer_overhead_us=X` under 'realistic/torchtitan' changed nothing while
+    the summary said the plan was made with it)."""
+    from planner.sourced import _shipped_doc  # the shipped file parsed once per process (only read here)
+
+    section = _shipped_doc(str(profile_dir() / f"{base}.toml"), "profile file").get("framework", {}).get(framework, {})
+    out = list(overrides)
+    for o in overrides:
+        if o.target != "profile" or not o.keys or o.keys[0] == "framework":
+            continue
+        node: Any = section
+        for key in o.keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out.append(Override(o.target, ("framework", framework, *o.keys), o.value, o.text))
+    return out
+
+
 def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
     applied to its document before validation. 'NAME/FRAMEWORK' (a shipped profile and one of its [framework.*]
@@ -241,10 +261,17 @@ def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> Execut
     (ExecutionProfile.for_framework): what `plan --emit torchtitan` prices."""
     base, slash, framework = name_or_path.partition("/")
     if slash and "/" not in framework and base in profile_names() and not Path(name_or_path).exists():
-        prof = get_profile(base, overrides)
+        prof = get_profile(base, overrides)  # a bad value is blamed on the --set the user typed
+        keeps = _framework_keeps(base, framework, overrides)
+        if len(keeps) > len(overrides):
+            prof = get_profile(base, keeps)
+        if not prof.frameworks:
+            with_sections = [n for n in profile_names() if _shipped(n).frameworks]
+            raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.*] sections; "
+                               f"NAME/FRAMEWORK takes a profile that has them ({', '.join(with_sections)})")
         if framework not in prof.frameworks:
             raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.{framework}] section; "
-                               f"choose one of {', '.join(sorted(prof.frameworks)) or '(none)'}")
+                               f"choose one of {', '.join(sorted(prof.frameworks))}")
         return prof.for_framework(framework)
     return load_sourced(name_or_path, profile_names(), profile_dir(), "execution profile", "profile file", "profile",
                         parse_profile, _shipped, overrides)

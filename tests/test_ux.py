@@ -293,6 +293,29 @@ def test_a_torchtitan_export_is_priced_as_torchtitan_runs_it(capsys):
     assert get_profile("realistic/torchtitan") == get_profile("realistic").for_framework("torchtitan")
     code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/nemo"])
     assert code == 2 and "has no [framework.nemo] section" in err and len(err.strip().splitlines()) == 1
+    # Session 7 review: a profile without framework sections said "choose one of (none)"
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "paper/torchtitan"])
+    assert code == 2 and err == ("error: profile 'paper/torchtitan': the paper profile has no [framework.*] sections; "
+                                 "NAME/FRAMEWORK takes a profile that has them (realistic)\n")
+
+
+def test_a_launch_priced_as_another_framework_runs_it_says_so(capsys):
+    """Session 7 review: `plan --emit megatron --profile realistic/torchtitan` wrote Megatron-LM flags predicted at
+    torchtitan's 48.4 % MFU (stock Megatron: 61.0 %) with no word that torchtitan's values priced them, and
+    `--emit torchtitan --profile realistic/megatron-bridge` said it was priced "as ... stock Megatron-LM". Each now
+    names the framework whose values priced it; a launch priced by a plain profile gets no such line."""
+    def comments(*argv: str) -> list[str]:
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", *argv])
+        assert code == 0, err
+        return [line for line in out.splitlines() if line.startswith("# priced")]
+
+    said = comments("--emit", "megatron", "--profile", "realistic/torchtitan")
+    assert said == ["# priced as torchtitan runs it (the realistic/torchtitan profile: its [framework.torchtitan] "
+                    "values), not as stock Megatron-LM (`plan --emit megatron` prices with 'realistic')"]
+    said = comments("--emit", "torchtitan", "--profile", "realistic/megatron-bridge")
+    assert len(said) == 1 and said[0].startswith("# priced as megatron-bridge runs it (the realistic/megatron-bridge "
+                                                 "profile), not as torchtitan runs it")
+    assert comments("--emit", "megatron") == []
 
 
 def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
@@ -308,6 +331,47 @@ def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
     assert moved["step_time_s"] > json.loads(out)["plan"]["step_time_s"]
     code, out, err = invoke(capsys, [*base, "--set", f"{key}=6000"])
     assert any(n.startswith(f"--set {key} does not change this plan") for n in json.loads(out)["notes"])
+
+
+def test_a_plain_set_of_a_key_the_framework_sets_prices_a_framework_plan(capsys):
+    """Session 7 review: under 'realistic/torchtitan' (or --emit torchtitan) `--set
+    profile.elementwise.layer_overhead_us=X` was applied to the realistic profile and then replaced by
+    [framework.torchtitan]'s 3,000 µs: the plan was unchanged (328.365 days) while its summary said it was made "with
+    profile.elementwise.layer_overhead_us=X". The user's value now wins: the plan equals the one made with the
+    framework key set to X, and a key the framework does not set is unaffected (an ordinary --set)."""
+    def days(*sets: str) -> float:
+        argv = ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan", "--json"]
+        code, out, err = invoke(capsys, [*argv, *[a for s in sets for a in ("--set", s)]])
+        assert code == 0, err
+        return json.loads(out)["training_days"]
+
+    plain = days()
+    moved = days("profile.elementwise.layer_overhead_us=6000")
+    assert moved > plain
+    assert moved == days("profile.framework.torchtitan.elementwise.layer_overhead_us=6000")
+    code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan",
+                                   "--set", "profile.elementwise.layer_overhead_us=abc"])
+    assert code == 2 and err.startswith("error: --set profile.elementwise.layer_overhead_us=abc:")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_sensitivity_under_a_framework_profile_moves_the_frameworks_values(capsys):
+    """Session 7 review: `plan --profile realistic/torchtitan --sensitivity` ended "cannot read profile file
+    'realistic/torchtitan'" (exit 2). It now moves the values the plan is priced with: the per-layer time is
+    [framework.torchtitan]'s (read here from the shipped file), not the realistic profile's."""
+    import tomllib
+    from pathlib import Path
+
+    shipped = tomllib.loads((Path(__file__).resolve().parent.parent / "profiles" / "realistic.toml").read_text())
+    torchtitan_us = shipped["framework"]["torchtitan"]["elementwise"]["layer_overhead_us"]["value"]
+    assert torchtitan_us != shipped["elementwise"]["layer_overhead_us"]["value"]
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile",
+                                     "realistic/torchtitan", "--sensitivity", "--json"])
+    assert code == 0, err
+    rows = {r["input"]: r for r in json.loads(out)["sensitivity"]["rows"]}
+    row = rows["profile.elementwise.layer_overhead_us"]
+    assert float(row["base"]) == torchtitan_us and row["days_high"] > row["days_low"]
 
 
 def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):
