@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from planner import recent
 from planner.choices import ScheduleChoice, Solver
 from planner.cost.step import SECONDS_PER_DAY, peak_flops
 from planner.cost.step import evaluate as _evaluate
@@ -34,6 +35,7 @@ from planner.schema import (
     Infeasibility,
     Layout,
     LayoutReport,
+    MemoryBreakdown,
     MemoryReport,
     Plan,
     SolverReport,
@@ -60,7 +62,8 @@ def resolve_hardware(gpu: str | Hardware, overrides: Sequence[Override] = ()) ->
 
 DEFAULT_PROFILE_RULE = ("the paper's toy workload (--compute, the paper's question) is priced by the 'paper' "
                         "profile; a real transformer (--model, a preset or shape) and any launch configuration "
-                        "(--emit, export) by the 'realistic' one; --profile chooses")
+                        "(--emit, export) by the 'realistic' one (--emit torchtitan: 'realistic/torchtitan', as "
+                        "torchtitan runs it); --profile chooses")
 """The default execution profile, as every output states it."""
 
 
@@ -237,12 +240,10 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if dp_overlap is None:
         dp_overlap = hw.profile.dp_overlap
     ev = evaluate(layout, hw, workload, dp_overlap=dp_overlap)
-    notes = [*notes, *unread_override_notes(sets, workload)]
-    fits = ev.memory.fits
-    room = (f" less {ev.memory.headroom_bytes / 1e9:.2f} GB of headroom" if ev.memory.headroom_bytes else "")
+    notes = [*notes, *unread_override_notes(sets, workload, hw.profile.name)]
+    fits, memory_why = ev.memory.fits, memory_verdict_words(ev.memory, hw.name)
     if not fits:
-        notes.append(f"DOES NOT FIT: needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
-                     f"{ev.memory.capacity_bytes / 1e9:.2f} GB{room}")
+        notes.append(f"{ev.memory.verdict.upper()}: {memory_why}")
     if dp_overlap:
         notes.append("DP all-reduce overlapped with compute (--dp-overlap)")
     result = SearchResult("none", "feasible", layout, 0.0, 0, evaluated=1, gap=None,
@@ -253,8 +254,7 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     why = ""
     wall = doc.wall_clock_days if doc.wall_clock_days is not None else ev.training_days
     if not fits:
-        why = (f"the layout needs {ev.memory.total_bytes / 1e9:,.2f} GB per GPU but {hw.name} has "
-               f"{ev.memory.capacity_bytes / 1e9:.2f} GB of HBM{room}")
+        why = f"the layout {'is tight: it ' if ev.memory.verdict == 'tight' else ''}{memory_why}"
     elif days is not None and wall > days:
         why = (f"the layout trains in {ev.training_days:.4g} days, more than the {days:g} days asked"
                if fm is None else f"the layout trains in {wall:.4g} wall-clock days ({ev.training_days:.4g} of "
@@ -263,6 +263,18 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
     if why:  # it cannot run, or not in time: the document says so, not only the exit code
         doc = doc.model_copy(update={"status": "infeasible", "explanation": why})
     return doc
+
+
+def memory_verdict_words(m: MemoryBreakdown, hw_name: str) -> str:
+    """Why an evaluated layout's memory verdict is not 'fits', in words (empty when it fits with the headroom)."""
+    need, have, room = m.total_bytes / 1e9, m.capacity_bytes / 1e9, m.headroom_bytes / 1e9
+    if m.verdict == "does not fit":
+        return f"needs {need:,.2f} GB per GPU but {hw_name} has {have:.2f} GB of HBM"
+    if m.verdict == "tight":
+        return (f"needs {need:,.2f} GB per GPU of {hw_name}'s {have:.2f} GB of HBM, which leaves {have - need:.2f} GB "
+                f"free, less than the {room:.2f} GB of headroom a plan keeps for what the model leaves out: predicted "
+                "to run, without that margin (--memory-headroom sets it)")
+    return ""
 
 
 def _rack_fields(hw: Hardware, gpus: int) -> dict[str, Any]:
@@ -324,7 +336,7 @@ def _economics_notes(hw: Hardware, gpus: int, money: Mapping[str, Any]) -> list[
 
     notes = []
     if money["held_gpus"] > gpus:
-        notes.append(f"the run holds {money['held_gpus']} GPUs ({money['held_gpus'] - gpus} spare in the racks it "
+        notes.append(f"the run holds {money['held_gpus']:,} GPUs ({money['held_gpus'] - gpus:,} spare in the racks it "
                      "takes whole): cost_usd and the power figures count them, compute_cost_usd does not")
     if money.get("it_power_MW") is None:
         notes.append(f"{hw.name}: no board power in its hardware file ([economics] board_W), so no power or energy "
@@ -472,10 +484,12 @@ VALIDATE_ONLY = {
 """Profile keys only `planner validate` reads: the run each prices, and the key a plan reads in its place."""
 
 
-def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
+def unread_override_notes(sets: Sequence[Override], wl: Workload, profile: str = "") -> list[str]:
     """A note for each --set that cannot change a plan or an evaluation: a key only `validate` reads, a
-    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is), an expert
-    routing value on a model without experts, a host-bound floor on the paper's toy model."""
+    [framework.NAME] value (validate applies a record's framework; plans price the profile as it is, unless it is
+    'NAME/FRAMEWORK', the profile as that framework runs it), an expert routing value on a model without experts, a
+    host-bound floor on the paper's toy model. `profile`: the name of the profile that prices the plan."""
+    priced_as = profile.partition("/")[2]
     notes = []
     for o in (o for o in sets if o.target == "profile"):
         key = ".".join(o.keys)
@@ -488,7 +502,7 @@ def unread_override_notes(sets: Sequence[Override], wl: Workload) -> list[str]:
             run, instead = VALIDATE_ONLY[key]
             notes.append(f"--set profile.{key} does not change this plan: only `planner validate` reads it, for "
                          f"{run}; --set profile.{instead}=... prices it here")
-        elif o.keys[0] == "framework" and len(o.keys) > 1:
+        elif o.keys[0] == "framework" and len(o.keys) > 1 and o.keys[1] != priced_as:
             notes.append(f"--set profile.{key} does not change this plan: `planner validate` applies "
                          f"[framework.{o.keys[1]}] to that framework's published runs; a plan prices the profile's "
                          "own values")
@@ -693,13 +707,8 @@ def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bo
     from planner.search.cpsat import layout_quanta
 
     key = (repr(hw), wl, repr(lay), dp_overlap)
-    s_q = _QUANTA.pop(key, None)
-    if s_q is None:
-        s_q = layout_quanta(hw, wl, lay, dp_overlap)
-        while len(_QUANTA) >= QUANTA_ENTRIES:
-            _QUANTA.pop(next(iter(_QUANTA)))
-    _QUANTA[key] = s_q  # most recently used last
-    return s_q
+    s_q = recent.recall(_QUANTA, key)
+    return recent.keep(_QUANTA, key, layout_quanta(hw, wl, lay, dp_overlap), QUANTA_ENTRIES) if s_q is None else s_q
 
 
 def _past_latency_wall(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float | None,
@@ -820,7 +829,12 @@ def request_hardware(request: PlanRequest, sets: Sequence[Override] | None = Non
     """The hardware a request's search prices (its profile and --set overrides applied, --memory-headroom too), as
     `_plan` resolves it; `sets`: the request's `request_overrides` when the caller has them."""
     profile = default_profile(request.gpu, request.profile, request.workload, request.runs_on is not None)
-    return resolve(request.gpu, profile, request_overrides(request) if sets is None else sets)
+    hw = resolve(request.gpu, profile, request_overrides(request) if sets is None else sets)
+    if request.runs_on is not None and request.runs_on in hw.profile.frameworks:
+        # a launch configuration for a framework the profile describes is priced as that framework runs it
+        # ('realistic/torchtitan': its attention kernels, per-layer time, loss memory, FP8 TP gathers)
+        hw = with_profile(hw, hw.profile.for_framework(request.runs_on))
+    return hw
 
 
 def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
@@ -929,7 +943,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
     if workload is None:
         assert r.compute_flop is not None  # PlanRequest: one of the two
         workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
-    ignored += unread_override_notes(sets, workload)
+    ignored += unread_override_notes(sets, workload, hw.profile.name)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")
     runs_on, solver, time_limit_s, workers, price_per_gpu_hour = (r.runs_on, r.solver, r.time_limit_s, r.workers,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planner import api
-from planner.errors import Infeasible, InvalidInput
+from planner.errors import Infeasible, InvalidInput, is_number
 from planner.hardware import hardware_names
 from planner.schema import AcceleratorOption, Comparison, Objective, Plan
 from planner.schema.request import PlanRequest, check_price
@@ -95,7 +95,7 @@ def compare(hardware: Sequence[str], *, objective: Objective = "cost", prices: M
     base = request if request is not None else PlanRequest(gpu=hardware[0], **fields)
     prices = dict(prices or {})
     for name, price in prices.items():  # bad input, as for the whole request: before any search
-        if isinstance(price, bool) or not isinstance(price, (int, float)):
+        if not is_number(price):
             raise InvalidInput(f"--gpu-price {name}: a price is a number of USD per GPU-hour, got {price!r}")
         check_price("--gpu-price", price, f"{name}={price:g}")
     unknown = sorted(set(prices) - set(hardware))

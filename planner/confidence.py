@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from planner import api
-from planner.errors import Infeasible, InvalidInput
+from planner.errors import Infeasible, InvalidInput, is_count, is_number
 from planner.goodput import goodput_at, wall_clock_days
 from planner.overrides import parse_overrides
 from planner.schema import Confidence, Layout, Plan, Spread, UncertainInput, Workload
@@ -81,13 +81,13 @@ def scrambled_halton(n: int, dims: int, seed: int) -> np.ndarray:
 
 
 def check_probability(p: object) -> float:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0.0 < float(p) < 1.0):
+    if not is_number(p) or not (0.0 < float(p) < 1.0):
         raise InvalidInput(f"--confidence must be a probability strictly between 0 and 1 (e.g. 0.9), got {p!r}")
     return float(p)
 
 
 def _check_whole(name: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    if not is_count(value) or not lo <= value <= hi:
         raise InvalidInput(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
     return value
 

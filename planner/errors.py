@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -22,6 +22,16 @@ def validation_message(exc: ValidationError, strip_kind: bool = False) -> str:
     if strip_kind:
         msg = msg.removeprefix("Value error, ")
     return f"{where}: {msg}" if where else msg
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """An int or a float, not a bool (Python's bool is an int; a flag or a TOML true is no number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_count(value: object) -> TypeGuard[int]:
+    """An int, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class PlannerError(Exception):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner import recent
 from planner.cost import memory as mem
 from planner.cost import terms as T
 from planner.cost.pipeline import microbatches_in_flight
@@ -241,11 +242,9 @@ def largest_compute_within(hw: Hardware, days: float, sparse: bool, law: str,
     The last few answers are kept (the explanation and the plan's `infeasibility` facts ask the same question).
     """
     key = (hw.model_dump_json(), days, sparse, law, options, budget)
-    if key not in _LARGEST:
-        if len(_LARGEST) >= 8:
-            _LARGEST.pop(next(iter(_LARGEST)))
-        _LARGEST[key] = _largest_compute_within(hw, days, sparse, law, options, budget)
-    return _LARGEST[key]
+    if key in _LARGEST:
+        return recent.recall(_LARGEST, key)
+    return recent.keep(_LARGEST, key, _largest_compute_within(hw, days, sparse, law, options, budget), 8)
 
 
 _LARGEST: dict[tuple[object, ...], float | None] = {}
@@ -794,8 +793,17 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
         if total[k] > mem.usable_bytes(hw):
             words = ", ".join(f"{d}={BY_NAME[d].label(int(t[d][k]))}" for d in (
                 "dp", "tp_ff", "tp_model", "pp", "interleave", "ep", "cp", "microbatches", "sp", "recompute", "zero"))
+            cap = mem.capacity_bytes(hw)
+            if total[k] <= cap:  # tight: within the device, inside the headroom (docs/model.md §7b, three verdicts)
+                free = math.floor((cap - total[k]) / GB * 100) / 100
+                return (f"the model fits the memory of {n:,} GPUs of {hw.name} only inside the headroom: the least "
+                        f"any layout needs is {total[k] / GB:,.2f} GB per GPU ({words}) of {cap / GB:,.2f} GB usable "
+                        f"HBM, which leaves {(cap - total[k]) / GB:.2f} GB free, less than the "
+                        f"{hw.profile.memory_headroom_bytes / GB:,.2f} GB of headroom a plan keeps for what the model "
+                        f"leaves out; --memory-headroom {free:g} accepts it (predicted to run, without that margin), "
+                        f"or {_fit_advice(hw, wl, t)}")
             return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
-                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {mem.capacity_bytes(hw) / GB:,.1f} GB "
+                    f"{total[k] / GB:,.1f} GB per GPU ({words}) against {cap / GB:,.1f} GB "
                     "usable HBM"
                     + (f" less {hw.profile.memory_headroom_bytes / GB:,.1f} GB of headroom"
                        if hw.profile.memory_headroom_bytes else "") + "; " + _fit_advice(hw, wl, t))

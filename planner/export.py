@@ -133,7 +133,7 @@ def launch_of(plan: Plan, hw: Hardware, wl: Workload, target: str) -> Launch:
     if tr.attention == "gqa" and tr.kv_heads % lay.tp_ff:
         raise ExportError(f"{name} splits the {tr.kv_heads} KV heads over the tensor-parallel ranks (no replication): "
                           f"tp {lay.tp_ff} must divide {tr.kv_heads}; {fix} --emit {target}")
-    if lay.schedule == "zb-h2":
+    if lay.schedule == "zb-h2" and lay.pp > 1:  # with one stage there is no pipeline: both schedules are the same run
         raise ExportError(f"{name} has no ZB-H2 schedule: {fix} --schedule 1f1b, or --emit {target}")
     if target == "torchtitan":
         if lay.zero != 3 and lay.dp * lay.ep > 1:
@@ -335,6 +335,7 @@ def megatron_text(plan: Plan, launch: Launch, wl: Workload) -> str:
              + (f"; experts folded: ep {launch.ep} x etp {launch.etp} over dp x cp x tp" if launch.etp is not None
                 else ""),
              *prediction_lines(plan),
+             *_megatron_pricing(plan),
              *family_model_lines(wl),
              "# add the model, data and optimizer flags of your script; keep the default rank order (tp-cp-ep-dp-pp)",
              "PLANNER_ARGS=("]
@@ -415,14 +416,46 @@ def _toml_value(v: object) -> str:
     return str(v)
 
 
+def _framework_of(profile: str) -> str | None:
+    """FRAMEWORK of a 'NAME/FRAMEWORK' profile name (planner.profile.get_profile), else None."""
+    base, slash, framework = profile.partition("/")
+    return framework if slash and base and framework and "/" not in framework else None
+
+
+def _torchtitan_pricing(plan: Plan) -> list[str]:
+    """What priced the torchtitan config: the profile as torchtitan runs it ('NAME/torchtitan'), as another
+    framework runs it ('NAME/OTHER'), or, for a profile without a [framework.torchtitan] section, the profile as it
+    is."""
+    framework = _framework_of(plan.profile)
+    if framework == "torchtitan":
+        return [f"# priced as torchtitan runs it (eager, no torch.compile): the "
+                f"{comment_text(plan.profile.partition('/')[0])} profile with its [framework.torchtitan] values "
+                "(attention kernels, per-layer time, loss memory, FP8 TP gathers), as `planner validate` prices "
+                "torchtitan's published runs"]
+    priced = (f"the {comment_text(plan.profile)} profile prices stock Megatron-LM" if framework is None
+              else f"{comment_text(framework)} runs it (the {comment_text(plan.profile)} profile)")
+    return [f"# priced as {priced}, not as torchtitan runs it (`plan "
+            "--emit torchtitan` prices with 'realistic/torchtitan': torchtitan's attention kernels, per-layer time, "
+            "loss memory and FP8 TP gathers)"]
+
+
+def _megatron_pricing(plan: Plan) -> list[str]:
+    """A comment when a Megatron-LM launch was priced as another framework runs it ('NAME/FRAMEWORK')."""
+    framework = _framework_of(plan.profile)
+    if framework is None:
+        return []
+    base = comment_text(plan.profile.partition("/")[0])
+    return [f"# priced as {comment_text(framework)} runs it (the {comment_text(plan.profile)} profile: its "
+            f"[framework.{comment_text(framework)}] values), not as stock Megatron-LM (`plan --emit megatron` prices "
+            f"with '{base}')"]
+
+
 def torchtitan_text(plan: Plan, launch: Launch, wl: Workload | None = None) -> str:
     lines = [f"# torchtitan job config ({TORCHTITAN} JobConfig sections) for the {plan.status} plan on {plan.gpus} x "
              f"{comment_text(plan.gpu)}: {launch.gpus} ranks = pp {launch.pp} x dp_shard {launch.dp} x cp {launch.cp} "
              f"x tp {launch.tp}",
              *prediction_lines(plan),
-             *(["# priced as the profile prices stock Megatron-LM: a profile's [framework.torchtitan] values "
-                "(attention kernels, per-layer time, loss memory, FP8 TP gathers) are applied by `planner validate` "
-                "only"] if prediction_lines(plan) else []),
+             *(_torchtitan_pricing(plan) if prediction_lines(plan) else []),
              *(family_model_lines(wl) if wl is not None else []),
              "# merge into your model's TOML ([job], [model] name and flavor, [optimizer], ... stay yours)"]
     for section, keys in torchtitan_sections(launch).items():

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, is_number
 from planner.overrides import Override
 from planner.schema import OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM
 from planner.schema.goodput import FailureModel, Goodput
@@ -63,7 +63,7 @@ def parse_failure_model(doc: dict[str, Any], origin: str, require_source: bool =
             hint = f" (did you mean '{close[0]}'?)" if close else f"; accepted keys: {', '.join(KEYS)}"
             raise InvalidInput(f"{origin}: unknown key '{key}'{hint}")
         value = unwrap(raw, key, sources, require_source, "every value in a shipped failure model")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not is_number(value) or not math.isfinite(value):
             raise InvalidInput(f"{origin}: {key}: expected a finite number, got {value!r}")
         field, scale = KEYS[key]
         fields[field] = float(value) * scale

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, is_number
 from planner.overrides import Override
 from planner.schema.profile import (  # the document, re-exported: planner.profile.ExecutionProfile keeps working
     PAPER,
@@ -146,11 +146,6 @@ def _parse_recipes(raw: Any, origin: str, sources: dict[str, str], require_sourc
     return out
 
 
-def _is_number(value: Any) -> bool:
-    """A TOML number: anything else (a string, a boolean) is left for the schema to refuse by name."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _leaf(raw: Any, path: str, sources: dict[str, str], require_source: bool, origin: str) -> Any:
     try:
         return unwrap(raw, path, sources, require_source, "every value in a shipped profile")
@@ -203,13 +198,13 @@ def parse_profile(doc: dict[str, Any], origin: str, require_source: bool = False
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise InvalidInput(f"{origin}: unknown key '{path}'{hint}")
             value = _leaf(raw, path, sources, require_source, origin)
-            if path.endswith("_us") and _is_number(value):
+            if path.endswith("_us") and is_number(value):
                 value = value * 1e-6
-            elif path.endswith("_us") and isinstance(value, list) and all(map(_is_number, value)):
+            elif path.endswith("_us") and isinstance(value, list) and all(map(is_number, value)):
                 value = [v * 1e-6 for v in value]
-            elif path.endswith(("_GB", "_MiB")) and _is_number(value):
+            elif path.endswith(("_GB", "_MiB")) and is_number(value):
                 value = value * (1e9 if path.endswith("_GB") else 2.0**20)
-            if path in PER_LEVEL and _is_number(value):
+            if path in PER_LEVEL and is_number(value):
                 value = (value,)  # one number for a per-level list: every level (the last value repeats)
             fields[FIELDS[path]] = value
     try:
@@ -239,8 +234,44 @@ def _shipped(name: str) -> ExecutionProfile:
     return load_profile_file(profile_dir() / f"{name}.toml", require_source=True)
 
 
+def _framework_keeps(base: str, framework: str, overrides: Sequence[Override]) -> list[Override]:
+    """`overrides` for 'BASE/FRAMEWORK': a --set of a key the shipped [framework.FRAMEWORK] section also sets is
+    applied there too, so the user's value is the one priced (the framework's values replace the profile's, and
+    without this `--set profile.elementwise.layer_overhead_us=X` under 'realistic/torchtitan' changed nothing while
+    the summary said the plan was made with it)."""
+    from planner.sourced import _shipped_doc  # the shipped file parsed once per process (only read here)
+
+    section = _shipped_doc(str(profile_dir() / f"{base}.toml"), "profile file").get("framework", {}).get(framework, {})
+    out = list(overrides)
+    for o in overrides:
+        if o.target != "profile" or not o.keys or o.keys[0] == "framework":
+            continue
+        node: Any = section
+        for key in o.keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out.append(Override(o.target, ("framework", framework, *o.keys), o.value, o.text))
+    return out
+
+
 def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
-    applied to its document before validation."""
+    applied to its document before validation. 'NAME/FRAMEWORK' (a shipped profile and one of its [framework.*]
+    sections, e.g. 'realistic/torchtitan', when no such file exists) is that profile as the framework runs it
+    (ExecutionProfile.for_framework): what `plan --emit torchtitan` prices."""
+    base, slash, framework = name_or_path.partition("/")
+    if slash and "/" not in framework and base in profile_names() and not Path(name_or_path).exists():
+        prof = get_profile(base, overrides)  # a bad value is blamed on the --set the user typed
+        keeps = _framework_keeps(base, framework, overrides)
+        if len(keeps) > len(overrides):
+            prof = get_profile(base, keeps)
+        if not prof.frameworks:
+            with_sections = [n for n in profile_names() if _shipped(n).frameworks]
+            raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.*] sections; "
+                               f"NAME/FRAMEWORK takes a profile that has them ({', '.join(with_sections)})")
+        if framework not in prof.frameworks:
+            raise InvalidInput(f"profile {name_or_path!r}: the {base} profile has no [framework.{framework}] section; "
+                               f"choose one of {', '.join(sorted(prof.frameworks))}")
+        return prof.for_framework(framework)
     return load_sourced(name_or_path, profile_names(), profile_dir(), "execution profile", "profile file", "profile",
                         parse_profile, _shipped, overrides)

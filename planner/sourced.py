@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from planner import recent
 from planner.errors import MAX_TOML_BYTES, InvalidInput, parse_toml, read_text_file
 from planner.overrides import apply, fields_of
 from planner.schema.profile import SHAPES, Spread
@@ -120,8 +121,9 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     # apply() edits a deep copy, so a shipped file is read once per process however many re-plans override it
     original = _shipped_doc(str(path), file_what) if name is not None else load_toml(path, file_what)
     key = (str(path), target, tuple(repr((o.keys, o.value)) for o in overrides if o.target == target))
-    if name is not None and key in _OVERRIDDEN:
-        return _OVERRIDDEN[key]
+    cached = recent.recall(_OVERRIDDEN, key) if name is not None else None
+    if cached is not None:
+        return cached
     doc = apply(original, overrides, target)
     origin = f"{name or path} with --set"
     try:
@@ -131,9 +133,7 @@ def load_sourced(name_or_path: str, names: list[str], folder: Path, what: str, f
     if name is not None:
         # A shipped file with the same overrides parses to the same (frozen) object: re-plans in one process that
         # price one moved input several times (--sensitivity, --confidence) parse it once.
-        while len(_OVERRIDDEN) >= OVERRIDDEN_ENTRIES:
-            _OVERRIDDEN.pop(next(iter(_OVERRIDDEN)))
-        _OVERRIDDEN[key] = out
+        recent.keep(_OVERRIDDEN, key, out, OVERRIDDEN_ENTRIES)
     return out
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from planner.errors import InvalidInput
+from planner.errors import InvalidInput, is_count
 
 
 def run_batches(work: Sequence[Any], fn: Callable[[Any], Any], done: Callable[[Any], None], jobs: int) -> None:
@@ -75,9 +75,9 @@ MAX_JOBS = 1024
 
 
 def check_jobs(jobs: object, batch: object) -> None:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+    if not is_count(jobs) or not 1 <= jobs <= MAX_JOBS:
         raise InvalidInput(f"--jobs must be a whole number from 1 to {MAX_JOBS}, got {jobs!r}")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 10_000):
+    if batch is not None and (not is_count(batch) or not 1 <= batch <= 10_000):
         raise InvalidInput(f"--batch must be a whole number from 1 to 10000, got {batch!r}")
 
 

@@ -24,7 +24,7 @@ from planner.errors import InvalidInput
 from planner.hardware import get_hardware, hardware_names
 from planner.parallel.placement import greedy_placement, parse_placement
 from planner.render.plan import plan_renderables
-from planner.schema import Plan
+from planner.schema import MemoryReport, Plan
 
 
 def plan_json(capsys, *extra: str) -> dict:
@@ -317,6 +317,34 @@ def test_evaluate_layout_that_does_not_fit_memory_exits_1(capsys):
     assert doc["status"] == "infeasible" and "GB per GPU" in doc["explanation"]
     code, out, err = invoke(capsys, ["evaluate", "--model", "gpt3-175b-mlp", "--tp-ff", "8"])
     assert code == 1 and out.startswith("Evaluated layout CANNOT RUN: 8 x ")
+
+
+def test_evaluate_a_layout_inside_the_headroom_is_tight_not_does_not_fit(capsys, p8):
+    # A headroom between what is free and the whole capacity: the layout fits the device but not the margin a plan
+    # keeps. The verdict says so ("tight", the GB left free), not "does not fit", and exits 1 as plans would refuse it.
+    doc, path = p8
+    m = doc["memory"]
+    free = m["capacity"] - m["total_bytes"]
+    assert 0 < free < m["capacity"]
+    headroom = (free + m["capacity"]) / 2 / 1e9
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(headroom), "--json"])
+    assert code == 1
+    ev = json.loads(out)
+    assert ev["status"] == "infeasible" and ev["explanation"].startswith("the layout is tight: it needs ")
+    assert f"which leaves {free / 1e9:.2f} GB free, less than the {headroom:.2f} GB of headroom" in ev["explanation"]
+    assert any(n.startswith("TIGHT: ") for n in ev["notes"]) and not any("DOES NOT FIT" in n for n in ev["notes"])
+    assert ev["memory"]["verdict"] == "tight" and doc["memory"]["verdict"] == "fits"
+    # the JSON's verdict is recomputed from the three numbers when a plan is read back, whatever the file says
+    forged = MemoryReport.model_validate({**doc["memory"], "verdict": "does not fit"})
+    assert forged.verdict == "fits"
+    assert MemoryReport.model_validate({**doc["memory"], "headroom_bytes": headroom * 1e9}).verdict == "tight"
+    assert MemoryReport.model_validate({**doc["memory"], "total_bytes": 2 * m["capacity"]}).verdict == "does not fit"
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(headroom)])
+    assert code == 1 and out.startswith("Evaluated layout INSIDE THE MEMORY HEADROOM: 8 x ")
+    assert "TIGHT: fits HBM, not the headroom" in out
+    # a headroom it leaves free: fits (exit 0)
+    code, out, err = invoke(capsys, ["evaluate", "--plan", str(path), "--memory-headroom", repr(free / 2e9), "--json"])
+    assert code == 0 and json.loads(out)["status"] == "feasible"
 
 
 def test_evaluate_against_a_deadline_it_misses_exits_1(capsys, p8):

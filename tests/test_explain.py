@@ -300,3 +300,33 @@ def test_a_count_far_past_every_usable_one_is_answered_without_a_scan():
     below, above = explain.nearby_counts(hw, wl, 999_999_999_999)
     assert (below, above) == (2**32 * 3**2 * 5**2, 2**36 * 3 * 5)
     assert explain.can_form(hw, wl, below) and explain.can_form(hw, wl, above)
+
+
+
+def test_a_cluster_that_fits_only_inside_the_headroom_says_so_and_what_headroom_admits_it(capsys):
+    # Llama 3 8B on 4 H100 under the realistic profile: the least any layout needs (38.12 GB per GPU) is within the
+    # 85.07 GB the device offers but not with 62 GB kept free. The explanation calls it what it is (inside the
+    # headroom, not "does not fit"), with the GB free; the headroom it names (floored to 0.01 GB) admits the plan.
+    import json
+    import re
+
+    from cli_helpers import invoke
+
+    def plan(headroom: str) -> dict:
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "4",
+                                         "--memory-headroom", headroom, "--json"])
+        assert code in (0, 1), err
+        return json.loads(out)
+
+    tight = plan("62")
+    why = tight["explanation"]
+    assert tight["status"] == "infeasible" and "does not fit" not in why
+    m = re.match(r"the model fits the memory of 4 GPUs of h100 only inside the headroom: the least any layout needs "
+                 r"is ([\d.]+) GB per GPU \(.*\) of ([\d.]+) GB usable HBM, which leaves ([\d.]+) GB free, less than "
+                 r"the 62\.00 GB of headroom .*; --memory-headroom ([\d.]+) accepts it", why)
+    assert m, why
+    need, cap, free, admit = map(float, m.groups())
+    assert free == pytest.approx(cap - need, abs=0.011) and admit <= free < 62
+    fits = plan(m[4])
+    assert fits["status"] == "optimal" and fits["memory"]["verdict"] == "fits"
+    assert fits["memory"]["total_bytes"] / 1e9 == pytest.approx(need, abs=0.005)

@@ -125,6 +125,19 @@ def test_what_a_framework_cannot_run_is_named(target, values, message):
         export_text(doc, H100, wl, target)
 
 
+@pytest.mark.parametrize("target", ["megatron", "torchtitan"])
+def test_a_one_stage_plan_labelled_zb_h2_exports_as_1f1b(target):
+    """The search labels many one-stage plans zb-h2 (`plan --model llama3-8b --gpu h100 --gpus 64 --json`: pp 1,
+    schedule zb-h2), and export refused them ("has no ZB-H2 schedule: re-plan with --schedule 1f1b") though without a
+    pipeline both schedules are one run (same step and memory, checked here). Such a plan exports what its 1f1b twin
+    exports; with two stages ZB-H2 is still refused (test_what_a_framework_cannot_run_is_named)."""
+    wl = load_model_preset("llama3-8b")
+    zb, one = (_layout(dp=8, zero=3, microbatches=4, schedule=s) for s in ("zb-h2", "1f1b"))
+    zb_ev, one_ev = evaluate(H100, wl, zb), evaluate(H100, wl, one)
+    assert (zb_ev.training_s, zb_ev.memory.total_bytes) == (one_ev.training_s, one_ev.memory.total_bytes)
+    assert export_text(_plan_of(wl, zb), H100, wl, target) == export_text(_plan_of(wl, one), H100, wl, target)
+
+
 def test_a_placement_against_the_rank_order_is_refused():
     wl = load_model_preset("llama3-8b")
     degrees = {"dp": 2, "tp_ff": 8, "tp_model": 1, "pp": 1, "ep": 1, "cp": 1}

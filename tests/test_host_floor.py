@@ -5,16 +5,13 @@ arithmetic written out in each test."""
 from __future__ import annotations
 
 import pytest
-from test_moe import H100, _ones, tiny_moe
+from test_moe import H100, _ones, optimal_steps_both_ways, tiny_moe
 
 from planner.cost import terms as T
 from planner.cost.step import evaluate
 from planner.hardware import with_profile
-from planner.parallel.space import SearchOptions
 from planner.profile import PAPER, get_profile
 from planner.schema import Layout
-from planner.search.cpsat import solve_cpsat
-from planner.search.exhaustive import solve_exhaustive
 from planner.validation import load_runs, validate
 from planner.workload.scaling import transformer_workload
 
@@ -81,15 +78,5 @@ def test_validate_floors_only_eager_records():
 def test_host_floor_cpsat_matches_enumerator(gpus):
     # The floor is one more linear branch: CP-SAT and the enumerator agree with it on, and 1 ms per layer and
     # microbatch (far above the tiny model's GEMMs) changes the optimum's price.
-    wl = tiny_moe(experts=4)
-    opts = SearchOptions(gpus=gpus)
-    steps = []
-    for host in (0.0, 1e-3):
-        hw = with_profile(H100, PAPER.model_copy(update={"host_moe_layer_s": host}))
-        ex = solve_exhaustive(hw, wl, opts, None)
-        cp = solve_cpsat(hw, wl, opts, None, time_limit_s=60.0)
-        assert ex.status == "optimal" and cp.status == "optimal"
-        step = evaluate(hw, wl, ex.layout).step.step_s
-        assert abs(evaluate(hw, wl, cp.layout).step.step_s - step) <= 10e-9
-        steps.append(step)
+    steps = optimal_steps_both_ways(H100, tiny_moe(experts=4), gpus, "host_moe_layer_s", (0.0, 1e-3))
     assert steps[1] > steps[0] * 10

@@ -18,9 +18,9 @@ ROOT = "planner"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Vocabulary that documents and logic both use: typed errors and input limits, the CLI's choice enums, safe file
     # writing, the paper's units of time and usual values, the registry of parallel dimensions (names, ranges,
-    # divisibility rules). Imports nothing above itself.
+    # divisibility rules), bounded stores of recent results. Imports nothing above itself.
     ("base", ("planner.errors", "planner.choices", "planner.files", "planner.paper", "planner.derived",
-              "planner.parallel.dimensions")),
+              "planner.recent", "planner.parallel.dimensions")),
     # Every pydantic model of a file read or a document written, and the types those models need (a workload's
     # operations). Imports only the base.
     ("documents", ("planner.schema",)),
@@ -330,3 +330,4 @@ def test_the_readme_lists_the_same_layers():
     rows = [line.split("|")[1].strip() for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| layer ")]
     assert rows == [name for name, _ in LAYERS if name != "front door"]
+

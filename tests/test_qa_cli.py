@@ -104,6 +104,34 @@ def test_the_help_and_readme_state_the_json_contract(capsys):
     assert "With `--json` every outcome is one JSON document on stdout and nothing is written to stderr" in readme
 
 
+def _help_texts():
+    """(command path, parameter or 'help', text) for every command and option of the app."""
+    import typer
+
+    from planner.cli import app
+
+    def walk(cmd, path):
+        yield path, "help", cmd.help or ""
+        for param in cmd.params:
+            yield path, param.name, getattr(param, "help", None) or ""
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, f"{path} {name}")
+
+    yield from walk(typer.main.get_command(app), "planner")
+
+
+def test_no_help_text_loses_a_bracketed_name_to_rich_markup(capsys):
+    """Help is rendered in rich markup mode, which swallows an unescaped `[word]` as a style tag: `--profile`'s help
+    printed "the profile's  values" for "the profile's [framework.torchtitan] values". Every bracket a help text
+    means literally is escaped (rich's tag rule: `[` then a letter, #, / or @, unescaped), and the rendered page
+    shows the name."""
+    tag = re.compile(r"(?<!\\)\[[a-z#/@][^\[]*?\]")
+    swallowed = [(path, name, m.group(0)) for path, name, text in _help_texts() for m in tag.finditer(text)]
+    assert swallowed == []
+    code, out, _ = invoke(capsys, ["plan", "--help"])
+    assert code == 0 and "profile's [framework.torchtitan] values" in " ".join(out.replace("│", " ").split())
+
+
 # --------------------------------------------------------------------------------------------------
 # 3. one rule for every printed percentage
 # --------------------------------------------------------------------------------------------------
@@ -265,3 +293,16 @@ def test_a_sweep_with_no_feasible_point_exits_1(capsys, json_out):
                       "say why)\n"
     code, _, _ = invoke(capsys, ["sweep", "--from", "1e22", "--to", "1e23", "--points", "2", "--gpu", "h100"])
     assert code == 0
+
+
+def test_the_held_gpus_note_groups_thousands_as_every_other_count(capsys):
+    """The spare-GPU note of a rack plan printed "the run holds 1152 GPUs" beside "1,024 x ..." and "1,152 GPUs held"
+    in the same output. 1,024 GPUs on GB200 NVL72 take 16 racks of 72 (64 used in each, as the plan says): 1,152
+    held, 128 spare."""
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpu", "gb200-nvl72", "--gpus", "1024",
+                                     "--json"])
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["gpus"], plan["racks"], plan["gpus_per_rack"]) == (1024, 16, 64)
+    assert "the run holds 1,152 GPUs (128 spare in the racks it takes whole): cost_usd and the power figures count " \
+           "them, compute_cost_usd does not" in plan["notes"]

@@ -7,6 +7,11 @@ import json
 import pytest
 from cli_helpers import invoke
 
+from planner.cost.step import evaluate
+from planner.hardware import get_hardware, with_profile
+from planner.schema import Layout
+from planner.workload.scaling import load_model_preset
+
 # Megatron-LM flag -> `planner evaluate` flag, for the flags `--emit megatron` writes that name the layout
 _EVAL_FLAG = {"--tensor-model-parallel-size": "--tp", "--pipeline-model-parallel-size": "--pp",
               "--virtual-pipeline-model-parallel-size": "--vpp", "--context-parallel-size": "--cp",
@@ -255,17 +260,118 @@ def test_a_failed_plan_says_which_profile_priced_it(capsys):
     assert "priced by the paper profile" in out.splitlines()[0]
 
 
-def test_a_torchtitan_export_says_it_is_priced_as_stock_megatron(capsys):
-    """Session 6 review: `--emit torchtitan` prices the layout with the profile as it is (plan prices stock
-    Megatron-LM); the profile's [framework.torchtitan] values, FP8 TP gathers among them, only reach `validate`. The
-    comment said only 'realistic profile'."""
-    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", "torchtitan"])
+def test_a_torchtitan_export_is_priced_as_torchtitan_runs_it(capsys):
+    """Session 6 review: `--emit torchtitan` priced the layout as stock Megatron-LM. Now it is priced by
+    'realistic/torchtitan' (the realistic profile with its [framework.torchtitan] values, as validate prices
+    torchtitan's published runs); the comment and the plan document name that profile, and `evaluate --plan` of the
+    plan prices the same step."""
+    from planner.profile import get_profile
+
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", "torchtitan", "--json"])
     assert code == 0, err
-    comments = [line for line in out.splitlines() if line.startswith("#")]
-    assert any("stock Megatron-LM" in c and "[framework.torchtitan]" in c for c in comments), comments
+    doc = json.loads(out)
+    plan = doc["plan"]
+    assert plan["profile"] == "realistic/torchtitan"
+    code, text, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--emit", "torchtitan"])
+    assert code == 0, err
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("realistic/torchtitan profile" in c for c in comments), comments
+    assert any("priced as torchtitan runs it" in c and "[framework.torchtitan]" in c for c in comments), comments
     import tomllib
 
-    tomllib.loads(out)  # still one TOML document
+    tomllib.loads(text)  # still one TOML document
+    lay = Layout.model_validate({k: v for k, v in plan["layout"].items() if k not in ("nanobatch_tokens", "levels")})
+    wl = load_model_preset("llama3-8b")
+    tt_hw, stock_hw = (with_profile(get_hardware("h100"), get_profile(name))
+                       for name in ("realistic/torchtitan", "realistic"))
+    tt = evaluate(tt_hw, wl, lay, dp_overlap=tt_hw.profile.dp_overlap)
+    stock = evaluate(stock_hw, wl, lay, dp_overlap=stock_hw.profile.dp_overlap)
+    assert plan["step_time_s"] == pytest.approx(tt.step.step_s, rel=1e-12)
+    # torchtitan's eager per-layer time (3 ms, against stock Megatron's 0.4 ms) and SDPA attention make it slower
+    assert tt.step.step_s > stock.step.step_s
+    # a user names it too; an unknown framework section is one line
+    assert get_profile("realistic/torchtitan") == get_profile("realistic").for_framework("torchtitan")
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/nemo"])
+    assert code == 2 and "has no [framework.nemo] section" in err and len(err.strip().splitlines()) == 1
+    # Session 7 review: a profile without framework sections said "choose one of (none)"
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "paper/torchtitan"])
+    assert code == 2 and err == ("error: profile 'paper/torchtitan': the paper profile has no [framework.*] sections; "
+                                 "NAME/FRAMEWORK takes a profile that has them (realistic)\n")
+
+
+def test_a_launch_priced_as_another_framework_runs_it_says_so(capsys):
+    """Session 7 review: `plan --emit megatron --profile realistic/torchtitan` wrote Megatron-LM flags predicted at
+    torchtitan's 48.4 % MFU (stock Megatron: 61.0 %) with no word that torchtitan's values priced them, and
+    `--emit torchtitan --profile realistic/megatron-bridge` said it was priced "as ... stock Megatron-LM". Each now
+    names the framework whose values priced it; a launch priced by a plain profile gets no such line."""
+    def comments(*argv: str) -> list[str]:
+        code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", *argv])
+        assert code == 0, err
+        return [line for line in out.splitlines() if line.startswith("# priced")]
+
+    said = comments("--emit", "megatron", "--profile", "realistic/torchtitan")
+    assert said == ["# priced as torchtitan runs it (the realistic/torchtitan profile: its [framework.torchtitan] "
+                    "values), not as stock Megatron-LM (`plan --emit megatron` prices with 'realistic')"]
+    said = comments("--emit", "torchtitan", "--profile", "realistic/megatron-bridge")
+    assert len(said) == 1 and said[0].startswith("# priced as megatron-bridge runs it (the realistic/megatron-bridge "
+                                                 "profile), not as torchtitan runs it")
+    assert comments("--emit", "megatron") == []
+
+
+def test_a_torchtitan_set_changes_a_torchtitan_export(capsys):
+    """Under --emit torchtitan a --set of [framework.torchtitan] prices the plan, so no note says it changes
+    nothing; the same --set on a plain plan still gets that note."""
+    base = ["plan", "--model", "llama3-8b", "--gpus", "64", "--json"]
+    key = "profile.framework.torchtitan.elementwise.layer_overhead_us"
+    code, out, err = invoke(capsys, [*base, "--emit", "torchtitan", "--set", f"{key}=6000"])
+    assert code == 0, err
+    moved = json.loads(out)["plan"]
+    assert not any(n.startswith(f"--set {key}") for n in moved["notes"])
+    code, out, err = invoke(capsys, [*base, "--emit", "torchtitan"])
+    assert moved["step_time_s"] > json.loads(out)["plan"]["step_time_s"]
+    code, out, err = invoke(capsys, [*base, "--set", f"{key}=6000"])
+    assert any(n.startswith(f"--set {key} does not change this plan") for n in json.loads(out)["notes"])
+
+
+def test_a_plain_set_of_a_key_the_framework_sets_prices_a_framework_plan(capsys):
+    """Session 7 review: under 'realistic/torchtitan' (or --emit torchtitan) `--set
+    profile.elementwise.layer_overhead_us=X` was applied to the realistic profile and then replaced by
+    [framework.torchtitan]'s 3,000 µs: the plan was unchanged (328.365 days) while its summary said it was made "with
+    profile.elementwise.layer_overhead_us=X". The user's value now wins: the plan equals the one made with the
+    framework key set to X, and a key the framework does not set is unaffected (an ordinary --set)."""
+    def days(*sets: str) -> float:
+        argv = ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan", "--json"]
+        code, out, err = invoke(capsys, [*argv, *[a for s in sets for a in ("--set", s)]])
+        assert code == 0, err
+        return json.loads(out)["training_days"]
+
+    plain = days()
+    moved = days("profile.elementwise.layer_overhead_us=6000")
+    assert moved > plain
+    assert moved == days("profile.framework.torchtitan.elementwise.layer_overhead_us=6000")
+    code, _, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile", "realistic/torchtitan",
+                                   "--set", "profile.elementwise.layer_overhead_us=abc"])
+    assert code == 2 and err.startswith("error: --set profile.elementwise.layer_overhead_us=abc:")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_sensitivity_under_a_framework_profile_moves_the_frameworks_values(capsys):
+    """Session 7 review: `plan --profile realistic/torchtitan --sensitivity` ended "cannot read profile file
+    'realistic/torchtitan'" (exit 2). It now moves the values the plan is priced with: the per-layer time is
+    [framework.torchtitan]'s (read here from the shipped file), not the realistic profile's."""
+    import tomllib
+    from pathlib import Path
+
+    shipped = tomllib.loads((Path(__file__).resolve().parent.parent / "profiles" / "realistic.toml").read_text())
+    torchtitan_us = shipped["framework"]["torchtitan"]["elementwise"]["layer_overhead_us"]["value"]
+    assert torchtitan_us != shipped["elementwise"]["layer_overhead_us"]["value"]
+    code, out, err = invoke(capsys, ["plan", "--model", "llama3-8b", "--gpus", "64", "--profile",
+                                     "realistic/torchtitan", "--sensitivity", "--json"])
+    assert code == 0, err
+    rows = {r["input"]: r for r in json.loads(out)["sensitivity"]["rows"]}
+    row = rows["profile.elementwise.layer_overhead_us"]
+    assert float(row["base"]) == torchtitan_us and row["days_high"] > row["days_low"]
 
 
 def test_a_set_only_validate_reads_is_said_to_change_nothing(capsys):

@@ -157,9 +157,11 @@ MemoryHeadroomOpt = Annotated[float | None, number_option(
     metavar="GB", rich_help_panel=WHAT_IF_PANEL, show_default=False)]
 ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", help="Execution profile that prices layouts: 'paper' (the paper's idealised model) or 'realistic' "
-    "(validated against published runs, docs/validation.md), or a profile TOML file. Default: 'paper' for the "
-    "paper's toy workload (--compute), 'realistic' for a transformer (--model, shapes with --heads), --emit and "
-    "validate; evaluate --plan takes the plan's.", metavar="paper|realistic|FILE.toml",
+    "(validated against published runs, docs/validation.md), 'realistic/torchtitan' (as torchtitan runs it: the "
+    "profile's \\[framework.torchtitan] values), or a profile TOML file. Default: 'paper' for the paper's toy workload "
+    "(--compute), 'realistic' for a transformer (--model, shapes with --heads), --emit and validate "
+    "('realistic/torchtitan' for --emit torchtitan); evaluate --plan takes the plan's.",
+    metavar="paper|realistic|NAME/FRAMEWORK|FILE.toml",
     show_default=False)]
 
 

@@ -39,7 +39,7 @@ def validate_command(
     """Price every published run's layout and compare with its reported throughput (docs/validation.md)."""
     from planner.files import check_output
     from planner.profile import get_profile
-    from planner.validation import RUNS_PATH, load_runs, peak_memory_summary, summary, validate, write_docs
+    from planner.validation import RUNS_PATH, fit_word, load_runs, peak_memory_summary, summary, validate, write_docs
 
     folder = docs_dir(write, out, SCHEMA_PATH.parent)
     if folder is not None:
@@ -72,7 +72,7 @@ def validate_command(
             table.add_row(r.id, r.split, f"{r.gpus} {r.gpu}",
                           fmt_pct(r.reported_mfu),
                           fmt_pct(r.predicted_mfu),
-                          "—" if r.ratio is None else f"{r.ratio:.2f}", {None: "—", True: "yes", False: "NO"}[r.fits],
+                          "—" if r.ratio is None else f"{r.ratio:.2f}", "—" if r.fits is None else fit_word(r),
                           "—" if r.memory_GB is None else f"{r.memory_GB:.1f} GB",
                           "—" if r.reported_peak_GiB is None or r.predicted_peak_GiB is None
                           else f"{r.predicted_peak_GiB:.1f} / {r.reported_peak_GiB:.1f}")

@@ -255,6 +255,17 @@ class Rates:
             return np.zeros(1)
         return self._recipe_pass_s(self.recipe.quantize_bytes_per_element, elements)
 
+    def casts_of_shared_input(self, linears: int, shared: bool = False) -> int:
+        """How many times a recipe that casts per module (`cast_per_linear`) casts the input of a GEMM of `linears`
+        modules, `shared` when an earlier GEMM of the layer reads the same input (`Gemm.shared_input`: K and V after
+        Q): once per module eager; compiled, once for all the modules that read it, since their casts are identical
+        ops on one tensor and the min-cut partitioner runs a common-subexpression pass over the joint graph
+        (torch/_functorch/partitioners.py min_cut_rematerialization_partition, `fx_graph_cse` under functorch
+        config.cse, on by default), forward and backward alike."""
+        if not self.hw.profile.compiled:
+            return linears
+        return 0 if shared else 1
+
     def _recipe_pass_s(self, bytes_per_element, elements) -> np.ndarray:
         """Seconds of one element-wise pass of the recipe's moving `bytes_per_element` per element of `elements` at
         element-wise HBM bandwidth, in the share of the layers the recipe runs in low precision."""
@@ -409,7 +420,9 @@ def op_seconds(r: Rates, ops, cols: Cols, n_dense, n_routed, experts_here, run_g
             y = np.asarray(o, dtype=np.float64) * n
             lin = gemm.linears if r.recipe.cast_per_linear else 1
             if r.recipe.cast_per_linear:
-                fwd_q = r.quantize_s(x * lin)
+                # compiled, the modules' casts of their one input are the same ops on the same tensor, which the
+                # partitioner's common-subexpression pass merges into one (`Rates.casts_of_shared_input`)
+                fwd_q = r.quantize_s(x * r.casts_of_shared_input(lin, gemm.shared_input))
                 bwd_q = r.quantize_s(y)
             else:
                 g = r.tp_gather(cols) if not routed else np.ones(1)

@@ -113,8 +113,9 @@ def _share(part: float, whole: float | None) -> str:
 def summary_line(plan: Plan, evaluated: bool = False) -> Text:
     """One sentence on top: what was found, on what, how long, how efficient."""
     if plan.status == "infeasible" and plan.layout is not None:  # does not fit (evaluate), or too slow
-        fits = plan.memory is None or plan.memory.total_bytes + plan.memory.headroom_bytes <= plan.memory.capacity
-        head = ("Evaluated layout " if evaluated else "") + ("MISSES THE DEADLINE: " if fits else "CANNOT RUN: ")
+        verdict = "fits" if plan.memory is None else plan.memory.verdict
+        head = ("Evaluated layout " if evaluated else "") + {
+            "fits": "MISSES THE DEADLINE: ", "tight": "INSIDE THE MEMORY HEADROOM: "}.get(verdict, "CANNOT RUN: ")
         return Text.assemble((head, "bold red"), (f"{plan.gpus:,} x {plan.gpu}", "bold cyan"),
                              f" (hardware '{plan.hardware}', priced by the {plan.profile} profile): "
                              f"{plan.explanation}.")
@@ -506,7 +507,6 @@ def run_table(plan: Plan) -> Table:
 def memory_table(plan: Plan) -> Table:
     """Bytes per GPU by component (docs/model.md §7, memory) against HBM capacity."""
     m = _part(plan.memory, "memory breakdown")
-    fits = m.total_bytes + m.headroom_bytes <= m.capacity
     table = Table(title="Memory per GPU", title_justify="left")
     table.add_column("component", style="bold")
     table.add_column("GB", justify="right")
@@ -536,7 +536,9 @@ def memory_table(plan: Plan) -> Table:
                       _share(m.headroom_bytes, m.capacity))
     # Decimal GB throughout; the GiB beside it is the unit of datasheets' "80 GB" (an H100 shows 85.07 GB = 79.2 GiB).
     table.add_row("capacity (HBM usable)", f"{fmt_gb(m.capacity)} ({m.capacity / 2**30:.1f} GiB)", "100%")
-    table.add_row("", Text("fits" if fits else "DOES NOT FIT", style="green" if fits else "bold red"), "")
+    verdict = {"fits": ("fits", "green"), "tight": ("TIGHT: fits HBM, not the headroom", "bold yellow")}.get(
+        m.verdict, ("DOES NOT FIT", "bold red"))
+    table.add_row("", Text(verdict[0], style=verdict[1]), "")
     return table
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from planner import derived
-from planner.errors import MAX_PRICE_PER_GPU_HOUR
+from planner.errors import MAX_PRICE_PER_GPU_HOUR, is_number
 from planner.parallel.dimensions import DEGREES, DIMENSIONS  # the registry (base layer: vocabulary, no logic)
 from planner.schema.goodput import FailureModel, Goodput
 from planner.schema.ops import LayerOps, ModelOps, toy_mlp_ops, transformer_ops
@@ -752,6 +752,15 @@ STATE_BYTES_PER_PARAM = WEIGHT_BYTES_PER_PARAM + GRAD_BYTES_PER_PARAM + OPTIMIZE
 """Weights, gradients and optimizer state per parameter: a lower bound on bytes per parameter over all GPUs."""
 
 
+def memory_verdict(total: float, headroom: float, capacity: float) -> str:
+    """The memory verdict on a layout: 'fits' when total + headroom <= capacity (the rule a search keeps), 'tight'
+    when only the headroom is missing (the model predicts it runs, with less margin than plans keep for what the model
+    leaves out), 'does not fit' when the total alone exceeds the capacity."""
+    if total + headroom <= capacity:
+        return "fits"
+    return "tight" if total <= capacity else "does not fit"
+
+
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
@@ -783,7 +792,13 @@ class MemoryBreakdown(_MemoryParts):
 
     @property
     def fits(self) -> bool:
+        """The planner's rule: total + headroom <= capacity (what a search accepts)."""
         return self.total_bytes + self.headroom_bytes <= self.capacity_bytes
+
+    @property
+    def verdict(self) -> str:
+        """'fits' (with the headroom), 'tight' (fits the device, not the headroom) or 'does not fit' (the device)."""
+        return memory_verdict(self.total_bytes, self.headroom_bytes, self.capacity_bytes)
 
 
 class OpTime(_Frozen):
@@ -880,6 +895,19 @@ else:
 
 class MemoryReport(_MemoryParts):
     capacity: float = Field(description="HBM bytes per GPU.")
+    verdict: Literal["fits", "tight", "does not fit"] = Field(
+        "fits", description="'fits' when total + headroom <= capacity (what a search accepts), 'tight' when only the "
+        "headroom is missing (predicted to run, without the margin plans keep), 'does not fit' when the total alone "
+        "exceeds the capacity. Always recomputed from the three numbers (a value read from a file is not trusted).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _verdict(cls, data: Any) -> Any:
+        if isinstance(data, dict) and is_number(data.get("total_bytes")) and is_number(data.get("capacity")):
+            headroom = data.get("headroom_bytes", 0.0)
+            data = {**data, "verdict": memory_verdict(data["total_bytes"], headroom if is_number(headroom) else 0.0,
+                                                      data["capacity"])}
+        return data
 
 
 class SolverReport(_Frozen):

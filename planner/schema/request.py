@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.choices import BatchScaling, Budget, Framework, ScheduleChoice, Solver
-from planner.errors import MAX_PRICE_PER_GPU_HOUR, InvalidInput, validation_message
+from planner.errors import MAX_PRICE_PER_GPU_HOUR, InvalidInput, is_count, is_number, validation_message
 from planner.schema import Facility, Hardware, Workload
 from planner.schema.goodput import FailureModel
 
@@ -77,7 +77,7 @@ def check_positive(name: str, value: float | None, unit: str = "") -> None:
     """None, or a positive finite number (not a bool)."""
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if not is_number(value) or not math.isfinite(value) or value <= 0:
         raise InvalidInput(f"{name} must be a positive finite number{unit}, got {value!r}")
 
 
@@ -91,12 +91,12 @@ def check_price(name: str, value: float | None, given: str | None = None) -> Non
 
 
 def check_workers(workers: object) -> None:
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+    if not is_count(workers) or not 1 <= workers <= MAX_WORKERS:
         raise InvalidInput(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r}")
 
 
 def check_headroom(gb: object) -> None:
-    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or not (math.isfinite(gb) and gb >= 0):
+    if not is_number(gb) or not (math.isfinite(gb) and gb >= 0):
         raise InvalidInput(f"memory headroom must be a finite number of GB >= 0, got {gb!r}")
 
 
@@ -211,7 +211,7 @@ class PlanRequest(BaseModel):
         check_positive("--power-mw", data.get("power_mw"), " (MW)")
         for flag, key in (("--max-gpus", "max_gpus"), ("--gpus", "gpus")):
             n = data.get(key)
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPUS):
+            if n is not None and (not is_count(n) or not 1 <= n <= MAX_GPUS):
                 raise InvalidInput(f"{flag} must be a whole number from 1 to 2^53, got {n!r}")
         if "workers" in data:
             check_workers(data["workers"])
@@ -222,7 +222,7 @@ class PlanRequest(BaseModel):
             for name, value in fixed.items():
                 if not isinstance(name, str):
                     raise InvalidInput(f"fixed: a dimension name must be a string, got {name!r}")
-                if isinstance(value, bool) or not isinstance(value, int):
+                if not is_count(value):
                     raise InvalidInput(f"--{name} must be a whole number, got {value!r}")
             data["fixed"] = dict(fixed)
         if "overrides" in data:

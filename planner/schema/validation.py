@@ -146,7 +146,10 @@ class ValidationRow(BaseModel):
     reported_mfu: float | None = Field(description="Reported MFU, fraction (0-1), in the planner's FLOP convention.")
     predicted_mfu: float | None = Field(description="Predicted MFU, fraction (0-1).")
     ratio: float | None = Field(description="Predicted / reported throughput.")
-    fits: bool | None = Field(description="Whether the predicted memory fits the GPU (null: not priced).")
+    fits: bool | None = Field(description="Whether the predicted memory fits the GPU with the profile's headroom "
+                              "left free, the rule plans keep (null: not priced).")
+    fits_device: bool | None = Field(None, description="Whether the predicted memory fits the GPU, headroom aside "
+                                     "(null: not priced). fits false and fits_device true: 'tight'.")
     framework: str = Field("megatron", description="Training framework.")
     compiled: bool = Field(False, description="The run used torch.compile or equivalent fused kernels (its "
                            "record's compiled).")

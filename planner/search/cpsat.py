@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner import recent
 from planner.cost import terms as T
 from planner.cost.memory import usable_bytes
 from planner.parallel.dimensions import DEGREES, GROUPS, OPTIONS
@@ -1027,7 +1028,7 @@ def solve_cpsat(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: 
     # Rows read the workload, the options and n_max only (a proven min_gpus only moves where the windows start, and
     # below_gpus where they end).
     key = (wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), n_max)
-    shared = _SHARED.get(key)
+    shared = recent.recall(_SHARED, key)
     if shared is None:
         rows = model_parallel_rows_within(space, lambda: clock.out, keep_rows, max_size=n_max, divides=options.gpus)
         if rows is None:
@@ -1267,14 +1268,9 @@ def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s
     if not COUNT_RECORDS:
         return None
     key = _record_key(hw, wl, options, deadline_s)
-    record = _COUNT_RECORDS.pop(key, None)
-    if record is None:
-        if not create:
-            return None
-        record = _CountRecord()
-        while len(_COUNT_RECORDS) >= COUNT_RECORD_ENTRIES:
-            _COUNT_RECORDS.pop(next(iter(_COUNT_RECORDS)))
-    _COUNT_RECORDS[key] = record  # most recently used last
+    record = recent.recall(_COUNT_RECORDS, key)
+    if record is None and create:
+        record = recent.keep(_COUNT_RECORDS, key, _CountRecord(), COUNT_RECORD_ENTRIES)
     return record
 
 
@@ -1301,10 +1297,7 @@ def _share(key: tuple[Workload, SearchOptions, float], rows: dict[str, np.ndarra
            ) -> tuple[dict[str, np.ndarray], PairIndex]:
     for arr in [*rows.values(), index.order, index.mp_sorted, index.dps, index.m_counts, index.m_min, index.m_max]:
         arr.setflags(write=False)
-    while len(_SHARED) >= SHARED_ENTRIES:
-        _SHARED.pop(next(iter(_SHARED)))
-    _SHARED[key] = (rows, index)
-    return rows, index
+    return recent.keep(_SHARED, key, (rows, index), SHARED_ENTRIES)
 
 
 NOT_IN_SHAPES: tuple[str, ...] = (
@@ -1328,13 +1321,8 @@ def _shape_table(hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
     neutral = hw.profile.model_copy(update={f: None for f in NOT_IN_SHAPES})
     key = (wl, hw.gpu, repr(neutral), *(space.values[d].tobytes() for d in ("tp_ff", "tp_model", "ep", "sp", "cp")),
            space.dp_m["dp"].tobytes(), space.dp_m["microbatches"].tobytes())
-    table = _SHAPES.pop(key, None)
-    if table is None:
-        table = ShapeTable.for_space(hw, wl, space)
-        while len(_SHAPES) >= SHAPE_ENTRIES:
-            _SHAPES.pop(next(iter(_SHAPES)))
-    _SHAPES[key] = table  # most recently used last
-    return table
+    table = recent.recall(_SHAPES, key)
+    return recent.keep(_SHAPES, key, ShapeTable.for_space(hw, wl, space), SHAPE_ENTRIES) if table is None else table
 
 
 def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions) -> float:

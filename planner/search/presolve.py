@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from planner import recent
 from planner.cost import terms as T
 from planner.cost.memory import layout_memory
 from planner.cost.pipeline import microbatches_in_flight
@@ -170,12 +171,9 @@ class LeastFeatures:
         self.hw, self.wl = hw, wl
         self.terms = T.group_terms(wl, hw.profile)
         key = feature_key(hw, wl)
-        shared = _FEATURES.pop(key, None)
+        shared = recent.recall(_FEATURES, key)
         if shared is None:
-            while len(_FEATURES) >= FEATURE_ENTRIES:
-                _FEATURES.pop(next(iter(_FEATURES)))
-            shared = {}
-        _FEATURES[key] = shared  # most recently used last
+            shared = recent.keep(_FEATURES, key, {}, FEATURE_ENTRIES)
         for t in self.terms:
             shared.setdefault(t.name, {})
         self.cache: dict[str, dict[tuple[int, ...], float]] = shared
