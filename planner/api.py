@@ -41,6 +41,7 @@ from planner.schema import (
     SolverReport,
     Workload,
     WorkloadReport,
+    headroom_shortfall,
 )
 from planner.schema.request import PlanRequest, check_headroom, check_positive, check_type
 from planner.search.result import SearchResult
@@ -267,13 +268,13 @@ def evaluate_plan(layout: Layout, gpu: str | Hardware, workload: Workload, *, da
 
 def memory_verdict_words(m: MemoryBreakdown, hw_name: str) -> str:
     """Why an evaluated layout's memory verdict is not 'fits', in words (empty when it fits with the headroom)."""
-    need, have, room = m.total_bytes / 1e9, m.capacity_bytes / 1e9, m.headroom_bytes / 1e9
+    need, have = m.total_bytes / 1e9, m.capacity_bytes / 1e9
     if m.verdict == "does not fit":
         return f"needs {need:,.2f} GB per GPU but {hw_name} has {have:.2f} GB of HBM"
     if m.verdict == "tight":
-        return (f"needs {need:,.2f} GB per GPU of {hw_name}'s {have:.2f} GB of HBM, which leaves {have - need:.2f} GB "
-                f"free, less than the {room:.2f} GB of headroom a plan keeps for what the model leaves out: predicted "
-                "to run, without that margin (--memory-headroom sets it)")
+        return (f"needs {need:,.2f} GB per GPU of {hw_name}'s {have:.2f} GB of HBM, "
+                f"{headroom_shortfall(m.total_bytes, m.headroom_bytes, m.capacity_bytes)}: predicted to run, without "
+                "that margin (--memory-headroom sets it)")
     return ""
 
 

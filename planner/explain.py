@@ -44,7 +44,7 @@ from planner.economics import fmt_pct
 from planner.goodput import FailureModel
 from planner.parallel.dimensions import BY_NAME
 from planner.parallel.space import SearchOptions, Space, Tuples, divisors, fill_levels, level_rule
-from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload
+from planner.schema import STATE_BYTES_PER_PARAM, ClusterSize, Hardware, Infeasibility, Workload, headroom_shortfall
 from planner.search.presolve import LeastFeatures, ShapeTable
 from planner.search.result import SearchResult
 
@@ -798,9 +798,8 @@ def _explain_transformer(hw: Hardware, wl: Workload, options: SearchOptions, day
                 free = math.floor((cap - total[k]) / GB * 100) / 100
                 return (f"the model fits the memory of {n:,} GPUs of {hw.name} only inside the headroom: the least "
                         f"any layout needs is {total[k] / GB:,.2f} GB per GPU ({words}) of {cap / GB:,.2f} GB usable "
-                        f"HBM, which leaves {(cap - total[k]) / GB:.2f} GB free, less than the "
-                        f"{hw.profile.memory_headroom_bytes / GB:,.2f} GB of headroom a plan keeps for what the model "
-                        f"leaves out; --memory-headroom {free:g} accepts it (predicted to run, without that margin), "
+                        f"HBM, {headroom_shortfall(float(total[k]), hw.profile.memory_headroom_bytes, cap)}; "
+                        f"--memory-headroom {free:g} accepts it (predicted to run, without that margin), "
                         f"or {_fit_advice(hw, wl, t)}")
             return (f"the model does not fit in the memory of {n:,} GPUs of {hw.name}: the least any layout needs is "
                     f"{total[k] / GB:,.1f} GB per GPU ({words}) against {cap / GB:,.1f} GB "

@@ -22,6 +22,7 @@ import numpy as np
 from planner.economics import fmt_pct
 from planner.errors import InvalidInput
 from planner.parallel.dimensions import DEGREES, DIMENSIONS
+from planner.profile import framework_of
 from planner.schema import LAYOUT_EXTRA, Hardware, LaunchDocument, Layout, Plan, Workload
 
 MEGATRON = "megatron-core 0.16.1"
@@ -417,9 +418,9 @@ def _toml_value(v: object) -> str:
 
 
 def _framework_of(profile: str) -> str | None:
-    """FRAMEWORK of a 'NAME/FRAMEWORK' profile name (planner.profile.get_profile), else None."""
-    base, slash, framework = profile.partition("/")
-    return framework if slash and base and framework and "/" not in framework else None
+    """FRAMEWORK of a 'NAME/FRAMEWORK' profile name (planner.profile.framework_of), else None."""
+    pair = framework_of(profile)
+    return pair[1] if pair is not None and all(pair) else None
 
 
 def _torchtitan_pricing(plan: Plan) -> list[str]:

@@ -254,13 +254,28 @@ def _framework_keeps(base: str, framework: str, overrides: Sequence[Override]) -
     return out
 
 
+def framework_of(name: str) -> tuple[str, str] | None:
+    """(NAME, FRAMEWORK) of a profile name 'NAME/FRAMEWORK' (one slash; ExecutionProfile.for_framework names the
+    profile it makes so), else None."""
+    base, slash, framework = name.partition("/")
+    return (base, framework) if slash and "/" not in framework else None
+
+
+def shipped_framework(name_or_path: str) -> tuple[str, str] | None:
+    """framework_of, where NAME is a shipped profile and no file of that path exists: how get_profile reads
+    'realistic/torchtitan' (the shipped profile with its [framework.torchtitan] values)."""
+    pair = framework_of(name_or_path)
+    return pair if pair and pair[0] in profile_names() and not Path(name_or_path).exists() else None
+
+
 def get_profile(name_or_path: str, overrides: Sequence[Override] = ()) -> ExecutionProfile:
     """A shipped profile ('paper', 'realistic') or a path to a user TOML file, with `overrides` (--set profile.*)
     applied to its document before validation. 'NAME/FRAMEWORK' (a shipped profile and one of its [framework.*]
     sections, e.g. 'realistic/torchtitan', when no such file exists) is that profile as the framework runs it
     (ExecutionProfile.for_framework): what `plan --emit torchtitan` prices."""
-    base, slash, framework = name_or_path.partition("/")
-    if slash and "/" not in framework and base in profile_names() and not Path(name_or_path).exists():
+    pair = shipped_framework(name_or_path)
+    if pair is not None:
+        base, framework = pair
         prof = get_profile(base, overrides)  # a bad value is blamed on the --set the user typed
         keeps = _framework_keeps(base, framework, overrides)
         if len(keeps) > len(overrides):

@@ -77,18 +77,12 @@ def _fraction(key: str) -> bool:
     return any(w in key for w in ("fraction", "overlap.", "sustained_factor", "sustained_clock_factor", "dp_exposed"))
 
 
-def prof_doc_framework(doc: dict, framework: str) -> dict[str, dict]:
-    """The [framework.FRAMEWORK] sections of a profile document (empty when it has none)."""
-    body = doc.get("framework", {}).get(framework, {})
-    return {k: v for k, v in body.items() if isinstance(v, dict)}
-
-
 def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list[tuple[str, str, Any, float | None,
                                                                                         tuple[float, float]]]:
     """(--set field, why, current value, cap, factors) of every input to move."""
     from planner.goodput import failure_model_names, failures_dir
     from planner.hardware import _spec_dir, hardware_names
-    from planner.profile import profile_dir, profile_names
+    from planner.profile import profile_dir, profile_names, shipped_framework
     from planner.sourced import file_of, load_toml
 
     def doc_of(name: str, names: list[str], folder: Path, what: str) -> dict:
@@ -101,14 +95,14 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
         return node["value"] if isinstance(node, dict) and "value" in node else node
 
     hw_doc = doc_of(gpu, hardware_names(), _spec_dir(), "hardware")
-    base, slash, framework = (profile or "paper").partition("/")
-    if slash and "/" not in framework and base in profile_names() and not Path(profile or "").exists():
+    pair = shipped_framework(profile or "paper")
+    if pair is not None:
         # 'NAME/FRAMEWORK' (planner.profile.get_profile): the shipped file with its [framework.FRAMEWORK] values
-        prof_doc = doc_of(base, profile_names(), profile_dir(), "profile")
-        prof_doc = {k: dict(v) if isinstance(v, dict) else v for k, v in prof_doc.items() if k != "framework"}
-        for section, values in prof_doc_framework(doc_of(base, profile_names(), profile_dir(), "profile"),
-                                                  framework).items():
-            prof_doc.setdefault(section, {}).update(values)
+        base_doc = doc_of(pair[0], profile_names(), profile_dir(), "profile")
+        prof_doc = {k: dict(v) if isinstance(v, dict) else v for k, v in base_doc.items() if k != "framework"}
+        for section, values in base_doc.get("framework", {}).get(pair[1], {}).items():
+            if isinstance(values, dict):
+                prof_doc.setdefault(section, {}).update(values)
     else:
         prof_doc = doc_of(profile or "paper", profile_names(), profile_dir(), "profile")
     fm_doc = doc_of(failures, failure_model_names(), failures_dir(), "failure model")

@@ -761,6 +761,12 @@ def memory_verdict(total: float, headroom: float, capacity: float) -> str:
     return "tight" if total <= capacity else "does not fit"
 
 
+def headroom_shortfall(total: float, headroom: float, capacity: float) -> str:
+    """How a tight layout misses the headroom, in words: what it leaves free against the headroom (bytes in)."""
+    return (f"which leaves {(capacity - total) / 1e9:.2f} GB free, less than the {headroom / 1e9:,.2f} GB of "
+            "headroom a plan keeps for what the model leaves out")
+
+
 class _MemoryParts(_Frozen):
     """Bytes per GPU by component (docs/model.md §7): what MemoryBreakdown and the plan's MemoryReport share."""
 
