@@ -268,15 +268,37 @@ def _repriced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[in
     return (plan.gpus, days) if days <= plan.deadline_days * (1 + 1e-12) else None
 
 
-def run_moves(tasks: Sequence[Task], jobs: int | None = None,
-              ray: str | None = None) -> list[tuple[int | None, float | None]]:
+def run_moves(tasks: Sequence[Task], jobs: int | None = None, ray: str | None = None,
+              search_s: float | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
-    engine (planner.workers.map_tasks): `jobs` local worker processes (default: one per core, at most one per task;
-    1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`)."""
+    engine (planner.workers.map_tasks): `jobs` local worker processes (default: `default_jobs`, at most one per task;
+    1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`).
+    `search_s`: what one search of the plan took (its solver's wall time), for `default_jobs`."""
     from planner.workers import map_tasks
 
-    jobs = max(1, min(jobs or (os.cpu_count() or 1), len(tasks) or 1))
+    if jobs is None:
+        jobs = default_jobs(tasks, search_s)
+    jobs = max(1, min(jobs, len(tasks) or 1))
     return map_tasks(_replan, tasks, jobs=jobs, ray=ray)
+
+
+WORKER_START_S = 1.5
+"""What a worker process costs before it helps, in wall-clock seconds: spawning it and importing the planner and
+OR-Tools (0.75-1.1 s for two workers, measured on the 2-core development machine, docs/benchmarks.md) and its
+first search, which builds from cold what this process already holds (the model-parallel rows, shape tables, count
+records)."""
+
+
+def default_jobs(tasks: Sequence[Task], search_s: float | None) -> int:
+    """Local processes for the re-plans when the caller names none: one per core when the searches left are expected
+    to take long enough for the other cores to win back WORKER_START_S, else 1 (here, in order, reusing this process's
+    tables and count records). Expected: one search of the plan's length per task without a skip proof (a task with
+    one usually only re-prices the plan's layout). The answers are the same either way; only the time differs."""
+    cores = os.cpu_count() or 1
+    if cores == 1 or search_s is None:
+        return cores
+    serial = search_s * sum(t[2] is None for t in tasks)
+    return cores if serial * (1.0 - 1.0 / cores) > WORKER_START_S else 1
 
 
 CERTIFY_MIN_MOVES = 2
@@ -604,7 +626,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
                          t[2] is not None for t in tasks), chained=chained, corner_proofs=corner_proofs,
                      seeded=sum(t[3] is not None for t in tasks))
     _PRICED.clear()
-    searched = run_moves(tasks, jobs, ray)
+    searched = run_moves(tasks, jobs, ray, plan.solver.wall_s)
     fill = iter(searched)
     done = [r if r is not None else next(fill) for r in results]
 

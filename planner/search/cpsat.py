@@ -484,21 +484,13 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     rows: list[np.ndarray] = []
     fac: dict[str, list[np.ndarray]] = {d: [] for d in degrees}
     feat: dict[str, list[np.ndarray]] = {g.name: [] for g in gterms}
+    known = _key_combos(hw, wl, group, tuple(g.name for g in gterms), prune)
     for j, vals in enumerate(uniq):
-        opts = [factor_options(hw, int(v)) for v in vals[:len(degrees)]]
-        sizes = [len(o) for o in opts]
-        k = math.prod(sizes)
-        grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
-        combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
-        cols = {name: np.full(k, v) for name, v in zip(names, vals)}
-        feats = (np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k and gterms
-                 else np.zeros((k, len(gterms))))
-        if prune and k > 1:
-            signature = np.prod(np.stack([combo[d] for d in degrees]), axis=0)
-            keep = _pareto(feats, signature)
-            combo = {d: v[keep] for d, v in combo.items()}
-            feats = feats[keep]
-            k = len(keep)
+        found = known.get(vals.tobytes())
+        if found is None:
+            found = known[vals.tobytes()] = _combos(hw, wl, degrees, names, gterms, vals, prune)
+        combo, feats = found
+        k = len(feats)
         idx = by_key[cuts[j]:cuts[j + 1]]
         rows.append(np.repeat(idx, k))
         for d in degrees:
@@ -509,6 +501,60 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     return (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
             {d: np.concatenate(v) if v else np.zeros((0, H), dtype=np.int64) for d, v in fac.items()},
             {n: np.concatenate(v) if v else np.zeros(0) for n, v in feat.items()})
+
+
+def _combos(hw: Hardware, wl: Workload, degrees: tuple[str, ...], names: tuple[str, ...], gterms: list[T.GroupTerm],
+            vals: np.ndarray, prune: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One key of `_group_pairs` (the group's degrees, then the extra columns its terms read): every combination of
+    the degrees' factor vectors (the dominated ones left out with `prune`) and each group term's feature of each."""
+    opts = [factor_options(hw, int(v)) for v in vals[:len(degrees)]]
+    sizes = [len(o) for o in opts]
+    k = math.prod(sizes)
+    grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
+    combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
+    cols = {name: np.full(k, v) for name, v in zip(names, vals)}
+    feats = (np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k and gterms
+             else np.zeros((k, len(gterms))))
+    if prune and k > 1:
+        signature = np.prod(np.stack([combo[d] for d in degrees]), axis=0)
+        keep = _pareto(feats, signature)
+        combo = {d: v[keep] for d, v in combo.items()}
+        feats = feats[keep]
+    for arr in (*combo.values(), feats):
+        arr.setflags(write=False)
+    return combo, feats
+
+
+FEATURE_READS = ("collective_bw_fraction", "collective_latency_s", "ring_step_latency_s", "moe_dispatch_dedup",
+                 "zero_flat")
+"""The execution-profile fields a group term's feature reads (planner.cost.terms: the per-word times and latencies of
+the collectives over the levels; `zero_flat` chooses the ZeRO feature). With the levels and the word size they are
+all of the hardware that a feature and a degree's factor vectors read: searches whose hardware agrees on them share
+each key's combinations (`_key_combos`). tests/test_pair_keys.py moves every other field and checks that the
+features do not change."""
+
+_KEY_COMBOS: dict[tuple, dict[bytes, tuple[dict[str, np.ndarray], np.ndarray]]] = {}
+KEY_COMBO_ENTRIES = 64
+"""Stores kept (the least recently used dropped): one per placement group for the plan's hardware and for each
+network input a sensitivity moves."""
+
+
+def _key_combos(hw: Hardware, wl: Workload, group: str, terms: tuple[str, ...], prune: bool
+                ) -> dict[bytes, tuple[dict[str, np.ndarray], np.ndarray]]:
+    """`_combos` of the keys seen so far, by the key's bytes, for searches in this process whose workload, group,
+    group terms, pruning and hardware as the features read it (the levels, the word size, FEATURE_READS) agree: the
+    counts of one search share most keys, and so do the re-plans of `plan --sensitivity` that move a compute,
+    overlap or memory input."""
+    key = (wl, group, terms, prune, repr(hw.levels), hw.gpu.word_bytes,
+           *(repr(getattr(hw.profile, f)) for f in FEATURE_READS))
+    store = recent.recall(_KEY_COMBOS, key)
+    return recent.keep(_KEY_COMBOS, key, {}, KEY_COMBO_ENTRIES) if store is None else store
+
+
+def clear_key_combos() -> None:
+    """Forget every key's combinations (`_key_combos`): a measurement of one plan from cold tables
+    (benchmarks/replan_speed.py)."""
+    _KEY_COMBOS.clear()
 
 
 def build_pair_tables(hw: Hardware, wl: Workload, t: Tuples, q: Mapping[str, np.ndarray], dp_overlap: bool,
