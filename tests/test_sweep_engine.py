@@ -65,6 +65,23 @@ def test_sensitivity_moves_run_on_the_engine_as_here():
     assert run_moves(tasks, jobs=2) == [_replan(t) for t in tasks]
 
 
+def test_sensitivity_starts_workers_only_when_the_searches_outlast_them(monkeypatch):
+    """default_jobs, by hand with WORKER_START_S = 1.5 s on 4 cores: 5 searching tasks of 0.2 s each are 1.0 s alone,
+    0.75 s won back by 3 more cores: here; 10 of 1.0 s are 10 s, 7.5 s won back: every core. A task with a skip
+    proof (its third item) counts for nothing; without the plan's search time, every core (the old default)."""
+    from planner import sensitivity as sens
+
+    monkeypatch.setattr(sens.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(sens, "WORKER_START_S", 1.5)
+    searching, proven = (None, None, None, None), (None, None, object(), None)
+    assert sens.default_jobs([searching] * 5 + [proven] * 30, 0.2) == 1
+    assert sens.default_jobs([searching] * 10, 1.0) == 4
+    assert sens.default_jobs([proven] * 40, 1.0) == 1
+    assert sens.default_jobs([searching] * 2, None) == 4
+    monkeypatch.setattr(sens.os, "cpu_count", lambda: 1)
+    assert sens.default_jobs([searching] * 10, 1.0) == 1
+
+
 
 @pytest.mark.slow
 def test_killed_sweep_resumes_without_losing_a_finished_point(tmp_path, capsys):
