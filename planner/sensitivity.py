@@ -66,10 +66,25 @@ def _scaled(value: Any, factor: float, cap: float | None) -> Any:
 
 def _move(field: str, value: Any, factor: float, cap: float | None) -> Any:
     """The value tried for `field`: scaled by `factor` (capped), or for a ratio of at least 1 (EXCESS_OVER_ONE),
-    1 + its excess x factor."""
+    1 + its excess x factor; a whole-number hardware field (`_whole`: an estimated SM count) to the nearest whole
+    number, at least 1."""
     if field.removeprefix("profile.") in EXCESS_OVER_ONE and not isinstance(value, list):
         return 1.0 + (float(value) - 1.0) * factor
-    return _scaled(value, factor, cap)
+    moved = _scaled(value, factor, cap)
+    if _whole(field):
+        return [max(1, round(v)) for v in moved] if isinstance(moved, list) else max(1, round(moved))
+    return moved
+
+
+def _whole(field: str) -> bool:
+    """Whether the hardware file holds `field` as a whole number (planner.hardware_keys.INT_FIELDS): --set rejects a
+    fraction there."""
+    from planner.hardware_keys import GPU_KEYS, INT_FIELDS, LEVEL_KEYS
+
+    if field.startswith(("profile.", "goodput.")):
+        return False
+    keys = LEVEL_KEYS if field.startswith("levels.") else GPU_KEYS
+    return keys.get(field.rsplit(".", 1)[-1], ("", None))[0] in INT_FIELDS
 
 
 def _fraction(key: str) -> bool:

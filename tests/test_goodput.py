@@ -239,6 +239,23 @@ def test_sensitivity_rows_include_failures_when_goodput_is_on():
     assert all(c[3] == 1.0 for f, c in fields.items() if "fraction" in f)
 
 
+def test_sensitivity_moves_a_whole_number_estimate_to_whole_numbers():
+    """GB200's SM count is an estimate (148) and a whole number in the hardware file: +-20 % is 118.4 and 177.6, which
+    --set refuses; the sensitivity tries 118 and 178, and both are hardware the planner accepts."""
+    from planner.overrides import parse_overrides
+    from planner.sensitivity import _fmt, _move, candidates
+
+    p = api.plan(1e22, "gb200-nvl72", 30)
+    fields = {c[0]: c for c in candidates("gb200-nvl72", None, "default", p)}
+    field, _why, value, cap, (lo, hi) = fields["gpu.sms"]
+    assert value == 148
+    moved = [_move(field, value, f, cap) for f in (lo, hi)]
+    assert moved == [118, 178]  # round(148 x 0.8 = 118.4), round(148 x 1.2 = 177.6)
+    for v in moved:
+        assert api.resolve("gb200-nvl72", None, parse_overrides([f"{field}={_fmt(v)}"])).gpu.sms == v
+    assert _move("gpu.l2_GBps", 7729.0, 0.8, None) == pytest.approx(6183.2)  # not a whole-number field: as scaled
+
+
 def test_sweep_takes_profile_goodput_and_set_in_its_workers():
     """Each point of a realistic sweep with an override (solved in 2 worker processes) is the plan `api.plan` makes
     with the same arguments."""

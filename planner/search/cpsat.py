@@ -879,6 +879,16 @@ def _decide_count(hw: Hardware, wl: Workload, t: Tuples, q: dict[str, np.ndarray
     runner-up for planner.sensitivity's skip proof."""
     q = dict(q)
     incumbent: Layout | None = None
+    if cap_q is not None and expand is None:
+        # The count's own cap first: the windows' filters read the deadline at goodput 1 (or a seed's step), the cap
+        # the count's goodput too. A tuple whose placement-free bound lies above the cap has every layout's integer
+        # step above it (the bound, floored, is at most the step): no model needs it, and a count with none left
+        # has no layout within its deadline, proven without a model.
+        live = np.nonzero(to_quanta_floor(q["step_lb"]) <= cap_q)[0]
+        if len(live) == 0:
+            return None
+        if len(live) < len(t):
+            t, q = t.take(live), {k: v[live] for k, v in q.items()}
 
     def counted(mdl: Model, n: int) -> Model:
         if exclude is not None:
