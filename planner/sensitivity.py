@@ -324,11 +324,33 @@ CERTIFY_TRIES = 3
 (each try costs about one search below the plan's count)."""
 
 
-def _layout_days(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> float:
-    """The plan's layout's training days priced under `sets` (infinite when it no longer fits): how much a move
-    speeds that one layout up, to order the moves of a certificate (`sensitivity`); not a bound."""
-    priced = _priced(plan, request, sets) if plan.layout is not None else None
-    return priced[0].training_days if priced is not None and priced[0].memory.fits else math.inf
+def _fastest_first(plan: Plan, family: str, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The speeding moves of a certificate (`sensitivity`) ordered by how much each speeds the plan's layout up, the
+    most first: a guess that only orders the corners' tries, not a bound. Only the step family's moves change that
+    layout's step (memory and failure inputs change no step time: planner.monotone): ordered by its integer step
+    under each (api.layout_quanta_shared, which the corner proofs read again), the others kept in their order."""
+    from planner import api
+
+    layout = _plan_layout(plan)
+    if family != "step" or layout is None:
+        return list(members)
+    wl = _workload(members[0]["request"])
+    if wl is None:
+        return list(members)
+    return sorted(members, key=lambda m: api.layout_quanta_shared(api.request_hardware(m["request"]), wl, layout,
+                                                                  plan.dp_overlap))
+
+
+def _workload(request: PlanRequest) -> Any:
+    """The workload a request names, or infers from its compute (as `_plan` does); None when it names neither."""
+    from planner.workload import infer_workload
+
+    if request.workload is not None:
+        return request.workload
+    if request.compute_flop is None:
+        return None
+    return infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
+                          budget=request.budget)
 
 
 _PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -337,24 +359,19 @@ _PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
 
 def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any, Any] | None:
     """(the evaluation, the workload) of the plan's layout priced under the request with `sets`; None when it is no
-    layout of that hardware or the request names no workload. Shared by `_repriced` and `_layout_days`."""
+    layout of that hardware or the request names no workload. Shared by `_repriced` and `_failure_chain`."""
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
     from planner.overrides import parse_overrides
     from planner.parallel.space import check_layout
-    from planner.workload import infer_workload
 
     key = (id(plan), tuple(sets))
     if key in _PRICED:
         return _PRICED[key]
     hw = api.resolve(request.gpu, request.profile or plan.profile, parse_overrides(sets))
-    if request.workload is not None:
-        wl = request.workload
-    elif request.compute_flop is not None:
-        wl = infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
-                            budget=request.budget)
-    else:
+    wl = _workload(request)
+    if wl is None:
         return None
     layout = layout_of(plan)
     out = None if check_layout(hw, wl, layout) else (evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap), wl)
@@ -606,7 +623,7 @@ def sensitivity(plan: Plan, request: PlanRequest, jobs: int | None = None, stats
             continue
         # Fastest first, by the plan's own layout re-priced under each move (a guess that only orders the tries: a
         # corner that fails drops its fastest move and tries again; every bound is proven by the corner's search).
-        group = sorted(members, key=lambda m: _layout_days(plan, request, m["request"].overrides))
+        group = _fastest_first(plan, family, members)
         least = None
         for _ in range(CERTIFY_TRIES):
             bound, reprice = _certify(plan, request, family, [m["text"] for m in group], least)

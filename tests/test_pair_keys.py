@@ -1,8 +1,8 @@
-"""The pair tables' per-key store (planner.search.cpsat._key_combos) is keyed by the hardware as a group term's
-feature reads it: the levels, the word size and FEATURE_READS. Moving any other numeric or boolean field of the
-execution profile or of the GPU must leave every key's combinations and features unchanged, or two searches would
-share a wrong table. Checked here field by field, on a dense and an MoE transformer and the paper's toy model, against
-the features computed from scratch (cpsat._combos, no store)."""
+"""The pair tables' per-key store (planner.search.cpsat._key_combos) and the least features (presolve.LeastFeatures)
+are keyed by the hardware as a group term's feature reads it (presolve.feature_key). Moving a numeric or boolean field
+of the execution profile or of the GPU that leaves that key unchanged must leave every key's combinations and
+features unchanged, or two searches would share a wrong table. Checked here field by field, on a dense and an MoE
+transformer and the paper's toy model, against the features computed from scratch (cpsat._combos, no store)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from planner.parallel.dimensions import GROUPS
 from planner.parallel.space import SearchOptions, build_space, model_parallel_rows, tuples_for_model_parallel
 from planner.schema import Workload
 from planner.search import cpsat
+from planner.search.presolve import LeastFeatures, feature_key
 from planner.workload.scaling import transformer_workload
 
 INSTANCES = [
@@ -53,20 +54,18 @@ def _moved(value):
 
 
 def _variants(hw):
-    """(what moved, the hardware with it moved) for every numeric and boolean profile and GPU field outside the
-    store's key."""
+    """(what moved, the hardware with it moved) for every numeric and boolean profile and GPU field whose move leaves
+    the stores' key (presolve.feature_key) unchanged."""
+    out = []
     for field in type(hw.profile).model_fields:
-        if field in cpsat.FEATURE_READS:
-            continue
         new = _moved(getattr(hw.profile, field))
         if new is not None:
-            yield f"profile.{field}", with_profile(hw, hw.profile.model_copy(update={field: new}))
+            out.append((f"profile.{field}", with_profile(hw, hw.profile.model_copy(update={field: new}))))
     for field in type(hw.gpu).model_fields:
-        if field == "word_bytes":
-            continue
         new = _moved(getattr(hw.gpu, field))
         if new is not None:
-            yield f"gpu.{field}", hw.model_copy(update={"gpu": hw.gpu.model_copy(update={field: new})})
+            out.append((f"gpu.{field}", hw.model_copy(update={"gpu": hw.gpu.model_copy(update={field: new})})))
+    return out
 
 
 @pytest.mark.parametrize("hw_name,profile,wl", INSTANCES, ids=[w.label or f"toy{k}" for k, (_, _, w)
@@ -80,6 +79,8 @@ def test_fields_outside_the_key_leave_features_unchanged(hw_name, profile, wl):
             continue
         base = [cpsat._combos(hw, wl, GROUPS[group], names, gterms, v, True) for v in uniq]
         for what, hw2 in _variants(hw):
+            if feature_key(hw2, wl) != feature_key(hw, wl):
+                continue  # another key: the stores keep it apart
             g2 = [g for g in T.group_terms(wl, hw2.profile) if g.group == group]
             if [g.name for g in g2] != [g.name for g in gterms]:
                 continue  # other terms: another key of the store
@@ -92,8 +93,8 @@ def test_fields_outside_the_key_leave_features_unchanged(hw_name, profile, wl):
 
 
 def test_fields_inside_the_key_do_move_features():
-    """The other way round: the store's key is not too small to matter. Moving the levels' bandwidth or a
-    FEATURE_READS field changes some feature (so those searches must not share a store), and the store keys differ."""
+    """The other way round: moving a field the key reads (the collectives' share of the levels' bandwidth) changes
+    some feature, and the two hardwares get different stores."""
     hw = with_profile(get_hardware("h100"), "realistic")
     wl = INSTANCES[0][2]
     names, gterms, uniq = _keys(hw, wl, "tp_ff")
@@ -106,3 +107,20 @@ def test_fields_inside_the_key_do_move_features():
     names_t = tuple(g.name for g in gterms)
     assert cpsat._key_combos(hw, wl, "tp_ff", names_t, True) is not cpsat._key_combos(hw2, wl, "tp_ff", names_t, True)
     assert cpsat._key_combos(hw, wl, "tp_ff", names_t, True) is cpsat._key_combos(hw, wl, "tp_ff", names_t, True)
+
+
+def test_least_features_agree_with_the_pair_tables():
+    """LeastFeatures (the placement-free bound's features, cached by bytes of each key) gives, per key, the least over
+    the key's factor vectors of each term's feature: the same as the least over `_combos` unpruned, computed here."""
+    hw = with_profile(get_hardware("h100-superpod"), "realistic")
+    wl = INSTANCES[1][2]
+    least = LeastFeatures(hw, wl)
+    for group in GROUPS:
+        names, gterms, uniq = _keys(hw, wl, group)
+        for n, g in enumerate(gterms):
+            cols = {k: uniq[:, names.index(k)] for k in (*GROUPS[group], *g.keys)}
+            got = least.least(g, cols)
+            again = least.least(g, cols)  # from the cache this time
+            want = [cpsat._combos(hw, wl, GROUPS[group], names, gterms, v, False)[1][:, n].min() for v in uniq]
+            assert np.array_equal(got, again)
+            assert np.allclose(got, want, rtol=1e-12, atol=0.0), (group, g.name)

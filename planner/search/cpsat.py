@@ -65,6 +65,7 @@ from planner.search.presolve import (
     LeastWork,
     ShapeTable,
     dominated_options,
+    feature_key,
     pair_step_lower_bound,
     step_lower_bound,
     tuple_memory,
@@ -525,14 +526,6 @@ def _combos(hw: Hardware, wl: Workload, degrees: tuple[str, ...], names: tuple[s
     return combo, feats
 
 
-FEATURE_READS = ("collective_bw_fraction", "collective_latency_s", "ring_step_latency_s", "moe_dispatch_dedup",
-                 "zero_flat")
-"""The execution-profile fields a group term's feature reads (planner.cost.terms: the per-word times and latencies of
-the collectives over the levels; `zero_flat` chooses the ZeRO feature). With the levels and the word size they are
-all of the hardware that a feature and a degree's factor vectors read: searches whose hardware agrees on them share
-each key's combinations (`_key_combos`). tests/test_pair_keys.py moves every other field and checks that the
-features do not change."""
-
 _KEY_COMBOS: dict[tuple, dict[bytes, tuple[dict[str, np.ndarray], np.ndarray]]] = {}
 KEY_COMBO_ENTRIES = 64
 """Stores kept (the least recently used dropped): one per placement group for the plan's hardware and for each
@@ -541,12 +534,12 @@ network input a sensitivity moves."""
 
 def _key_combos(hw: Hardware, wl: Workload, group: str, terms: tuple[str, ...], prune: bool
                 ) -> dict[bytes, tuple[dict[str, np.ndarray], np.ndarray]]:
-    """`_combos` of the keys seen so far, by the key's bytes, for searches in this process whose workload, group,
-    group terms, pruning and hardware as the features read it (the levels, the word size, FEATURE_READS) agree: the
-    counts of one search share most keys, and so do the re-plans of `plan --sensitivity` that move a compute,
-    overlap or memory input."""
-    key = (wl, group, terms, prune, repr(hw.levels), hw.gpu.word_bytes,
-           *(repr(getattr(hw.profile, f)) for f in FEATURE_READS))
+    """`_combos` of the keys seen so far, by the key's bytes, for searches in this process whose group, group terms,
+    pruning and hardware and workload as the features read them (presolve.feature_key: the levels, their collective
+    rates and latencies, the word size, the switches that pick a feature) agree: the counts of one search share most
+    keys, and so do the re-plans of `plan --sensitivity` that move a compute, overlap or memory input.
+    tests/test_pair_keys.py moves every other field and checks that the features do not change."""
+    key = (feature_key(hw, wl), group, terms, prune)
     store = recent.recall(_KEY_COMBOS, key)
     return recent.keep(_KEY_COMBOS, key, {}, KEY_COMBO_ENTRIES) if store is None else store
 

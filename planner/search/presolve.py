@@ -157,10 +157,12 @@ def feature_key(hw: Hardware, wl: Workload) -> tuple:
             prof.moe_dispatch_dedup, tuple(hw.level_caps))
 
 
-_FEATURES: dict[tuple, dict[str, dict[tuple[int, ...], float]]] = {}
-"""Least features of recent searches by `feature_key`: re-plans in one process that move an input no feature reads
-(a GEMM rate, an overlap share, a memory or failure input) share them (`plan --sensitivity`, `--confidence`)."""
-FEATURE_ENTRIES = 4
+_FEATURES: dict[tuple, dict[str, dict[bytes, float]]] = {}
+"""Least features of recent searches by `feature_key` (each key's values as int64 bytes): re-plans in one process
+that move an input no feature reads (a GEMM rate, an overlap share, a memory or failure input) share them (`plan
+--sensitivity`, `--confidence`)."""
+FEATURE_ENTRIES = 32
+"""Stores kept: the plan's and one for each network input a sensitivity moves (each store a few thousand floats)."""
 
 
 class LeastFeatures:
@@ -176,14 +178,15 @@ class LeastFeatures:
             shared = recent.keep(_FEATURES, key, {}, FEATURE_ENTRIES)
         for t in self.terms:
             shared.setdefault(t.name, {})
-        self.cache: dict[str, dict[tuple[int, ...], float]] = shared
+        self.cache: dict[str, dict[bytes, float]] = shared
 
-    def _fill(self, term: T.GroupTerm, keys: tuple[str, ...], missing: list[tuple[int, ...]]) -> None:
+    def _fill(self, term: T.GroupTerm, keys: tuple[str, ...], missing: np.ndarray) -> np.ndarray:
+        """The least feature of each row of `missing` (one row per key: its values of `keys`), kept in the cache."""
         parts_cols: list[dict[str, np.ndarray]] = []
         parts_fac: list[dict[str, np.ndarray]] = []
         owners = []
         for j, key in enumerate(missing):
-            values = dict(zip(keys, key))
+            values = dict(zip(keys, key.tolist()))
             fac = group_factor_rows(self.hw, term.group, values)
             n = len(next(iter(fac.values())))
             parts_fac.append(fac)
@@ -197,7 +200,8 @@ class LeastFeatures:
             np.minimum.at(best, own, term.feature(self.hw, self.wl, cols, fac))
         cache = self.cache[term.name]
         for key, v in zip(missing, best):
-            cache[key] = float(v)
+            cache[key.tobytes()] = float(v)
+        return best
 
     def least(self, term: T.GroupTerm, cols: Mapping[str, np.ndarray],
               seen: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray:
@@ -206,14 +210,16 @@ class LeastFeatures:
             uniq, inv = seen[keys]
         else:
             uniq, inv = unique_rows([np.asarray(cols[k], dtype=np.int64) for k in keys])
+            uniq = np.ascontiguousarray(uniq, dtype=np.int64)
             if seen is not None:
                 seen[keys] = (uniq, inv)
         cache = self.cache[term.name]
-        rows = [tuple(int(x) for x in r) for r in uniq]
-        missing = [r for r in rows if r not in cache]
+        got = [cache.get(r.tobytes()) for r in uniq]
+        missing = [j for j, v in enumerate(got) if v is None]
         if missing:
-            self._fill(term, keys, missing)
-        return np.array([cache[r] for r in rows], dtype=np.float64)[inv]
+            for j, v in zip(missing, self._fill(term, keys, uniq[missing])):
+                got[j] = float(v)
+        return np.array(got, dtype=np.float64)[inv]
 
     def group_values(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every group term at its least over the placements (scale x least feature)."""
