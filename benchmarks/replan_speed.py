@@ -2,6 +2,15 @@
 
     python benchmarks/replan_speed.py                 # the realistic profile's must-show, default jobs
     python benchmarks/replan_speed.py --jobs 1        # one process: the re-plans' own cost, no parallelism
+    python benchmarks/replan_speed.py --fresh 3       # also: 3 fresh processes, each a plan from cold tables, then
+                                                      # its sensitivity; and the two commands, 3 times each
+
+Three readings of "one plan", each ratio measured in one run: (1) this process, the plan with the model-parallel rows,
+shape tables and least features of a warm-up plan of the same request (only the count records and the pair tables'
+keys cleared), then the sensitivity; (2) `--fresh N`: N fresh processes, each importing the planner and planning
+another compute (imports and first file loads), then the plan from cold tables and its sensitivity: what `plan
+--sensitivity` costs against `plan` after the interpreter has started; (3) `--fresh N`: the commands themselves,
+`planner plan ...` against `planner plan ... --sensitivity` (default jobs), wall-clock, alternating, N each.
 
 Prints the plan's time (the median of three, after a warm-up plan that pays the imports and first loads) and the
 sensitivity's, wall-clock and CPU (this process and its finished worker processes), and their ratios; and how many
@@ -19,6 +28,7 @@ import argparse
 import resource
 import statistics
 import time
+from pathlib import Path
 
 from planner import api
 from planner import sensitivity as sens_mod
@@ -34,12 +44,15 @@ def main() -> None:
                     help="re-plans bounded at the plan's count unseeded (sensitivity.SEED): what the seed saves")
     ap.add_argument("--no-records", action="store_true",
                     help="no count records shared between searches (search.cpsat.COUNT_RECORDS): what they save")
+    ap.add_argument("--fresh", type=int, default=0, metavar="N",
+                    help="also time N fresh processes (plan from cold tables, then its sensitivity) and the commands")
+    ap.add_argument("--days", type=float, default=90.0, help="the deadline (default 90)")
     args = ap.parse_args()
     if args.no_seed:
         sens_mod.SEED = False
     if args.no_records:
         cpsat.COUNT_RECORDS = False
-    kw = dict(compute_flop=1e26, gpu="h100", days=90.0, profile="realistic")
+    kw = dict(compute_flop=1e26, gpu="h100", days=args.days, profile="realistic")
     api.plan(**kw)  # warm-up
     times, cpus = [], []
     for _ in range(3):
@@ -65,6 +78,54 @@ def main() -> None:
           f"{many:.2f} s wall, {many_cpu:.2f} s CPU; "
           f"plan + sensitivity = {(one + many) / one:.1f}x one plan's wall time, {(one_cpu + many_cpu) / one_cpu:.1f}x "
           "its CPU time")
+    if args.fresh:
+        fresh(args.fresh, args.days, args.jobs)
+
+
+FRESH = """
+import json, resource, sys, time
+from planner import api
+from planner.schema.request import PlanRequest
+from planner.sensitivity import sensitivity
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); k = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + k.ru_utime + k.ru_stime
+kw = dict(compute_flop=1e26, gpu="h100", days=float(sys.argv[1]), profile="realistic")
+api.plan(compute_flop=1e24, gpu="h100", days=30.0, profile="realistic")  # imports and first loads, another workload
+t0, c0 = time.perf_counter(), cpu()
+plan = api.plan(**kw)
+t1, c1 = time.perf_counter(), cpu()
+sensitivity(plan, PlanRequest(**kw), jobs=None if sys.argv[2] == "None" else int(sys.argv[2]))
+t2, c2 = time.perf_counter(), cpu()
+print(json.dumps([t1 - t0, c1 - c0, t2 - t1, c2 - c1]))
+"""
+
+
+def fresh(n: int, days: float, jobs: int | None) -> None:
+    """Readings (2) and (3) of the module's docstring, printed as medians of `n`."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    runs = [json.loads(subprocess.run([sys.executable, "-c", FRESH, str(days), str(jobs)], check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(n)]
+    plan_w, plan_c, sens_w, sens_c = (statistics.median(r[k] for r in runs) for k in range(4))
+    print(f"fresh processes ({n}, medians): plan from cold tables {plan_w:.3f} s wall, {plan_c:.3f} s CPU; its "
+          f"--sensitivity {sens_w:.2f} s wall, {sens_c:.2f} s CPU; plan + sensitivity = "
+          f"{(plan_w + sens_w) / plan_w:.1f}x one plan's wall time, {(plan_c + sens_c) / plan_c:.1f}x its CPU time")
+    exe = shutil.which("planner") or str(Path(sys.executable).with_name("planner"))
+    base = [exe, "plan", "--compute", "1e26", "--gpu", "h100", "--days", f"{days:g}", "--profile", "realistic",
+            "--quiet"]
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(n):
+        for with_sens in (False, True):
+            t0 = time.perf_counter()
+            subprocess.run(base + (["--sensitivity"] if with_sens else []), check=True, capture_output=True)
+            walls[with_sens].append(time.perf_counter() - t0)
+    one, both = statistics.median(walls[False]), statistics.median(walls[True])
+    print(f"commands ({n} each, alternating, medians): `plan` {one:.2f} s wall, `plan --sensitivity` {both:.2f} s "
+          f"wall: {both / one:.1f}x")
 
 
 def cpu_s() -> float:
