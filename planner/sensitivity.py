@@ -287,12 +287,13 @@ def run_moves(tasks: Sequence[Task], jobs: int | None = None, ray: str | None = 
               search_s: float | None = None) -> list[tuple[int | None, float | None]]:
     """The scheduling side of --sensitivity: `_replan` (the per-move work) of every task, in order, on the study
     engine (planner.workers.map_tasks): `jobs` local worker processes (default: `default_jobs`, at most one per task;
-    1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`).
+    1: here, in order), or the Ray cluster at `ray` ('auto', 'local', 'HOST:PORT', as `planner study --ray`; a local
+    one gets `jobs` CPUs, default every core).
     `search_s`: what one search of the plan took (its solver's wall time), for `default_jobs`."""
     from planner.workers import map_tasks
 
-    if jobs is None:
-        jobs = default_jobs(tasks, search_s)
+    if jobs is None:  # on Ray: every core of a local cluster, as `study --ray local`
+        jobs = default_jobs(tasks, search_s) if ray is None else os.cpu_count() or 1
     jobs = max(1, min(jobs, len(tasks) or 1))
     return map_tasks(_replan, tasks, jobs=jobs, ray=ray)
 
