@@ -698,6 +698,7 @@ def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
 
 
 _QUANTA: dict[tuple[str, Workload, str, bool], int] = {}
+_REPRS: dict[int, tuple[object, str]] = {}
 QUANTA_ENTRIES = 64
 
 
@@ -707,7 +708,7 @@ def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bo
     each move, and that move's re-plan prices it again for its skip proof or seed."""
     from planner.search.cpsat import layout_quanta
 
-    key = (repr(hw), wl, repr(lay), dp_overlap)
+    key = (recent.of_object(_REPRS, hw, repr, 64), wl, repr(lay), dp_overlap)
     s_q = recent.recall(_QUANTA, key)
     return recent.keep(_QUANTA, key, layout_quanta(hw, wl, lay, dp_overlap), QUANTA_ENTRIES) if s_q is None else s_q
 

@@ -4,6 +4,7 @@ stays bounded. A base-layer module with no imports of the package."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 K = TypeVar("K")
@@ -28,3 +29,12 @@ def keep(store: dict[K, V], key: K, value: V, entries: int) -> V:
         store.pop(next(iter(store)))
     store[key] = value
     return value
+
+
+def of_object(store: dict[int, tuple[object, V]], obj: object, make: Callable[[object], V], entries: int) -> V:
+    """`make(obj)` for an immutable object (a frozen document: its repr as a cache key), kept per object by its
+    identity while it is among the `entries` most recent; the store holds the object, so its id is not reused."""
+    hit = recall(store, id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    return keep(store, id(obj), (obj, make(obj)), entries)[1]

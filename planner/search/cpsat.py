@@ -35,6 +35,7 @@ import operator
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -1324,7 +1325,12 @@ def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s
 
 
 def _record_key(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> tuple:
-    return (repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
+    return (recent.of_object(_REPRS, hw, repr, 64), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None),
+            deadline_s)
+
+
+_REPRS: dict[int, tuple[object, str]] = {}
+"""The repr of each recent hardware (frozen), the key of its count record."""
 
 
 def clear_records() -> None:
@@ -1367,11 +1373,19 @@ def _shape_table(hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
     execution profile (but for NOT_IN_SHAPES) agree: a re-plan that moves a network, overlap or memory input. The
     hardware's levels do not enter shape times. The exhaustive enumerator builds its own table (an independent
     check)."""
-    neutral = hw.profile.model_copy(update={f: None for f in NOT_IN_SHAPES})
-    key = (wl, hw.gpu, repr(neutral), *(space.values[d].tobytes() for d in ("tp_ff", "tp_model", "ep", "sp", "cp")),
+    neutral = recent.of_object(_NEUTRAL, hw.profile, _neutral_repr, 64)
+    key = (wl, hw.gpu, neutral, *(space.values[d].tobytes() for d in ("tp_ff", "tp_model", "ep", "sp", "cp")),
            space.dp_m["dp"].tobytes(), space.dp_m["microbatches"].tobytes())
     table = recent.recall(_SHAPES, key)
     return recent.keep(_SHAPES, key, ShapeTable.for_space(hw, wl, space), SHAPE_ENTRIES) if table is None else table
+
+
+_NEUTRAL: dict[int, tuple[object, str]] = {}
+
+
+def _neutral_repr(profile: Any) -> str:
+    """The repr of an execution profile with the fields shape times never read (NOT_IN_SHAPES) blanked."""
+    return repr(profile.model_copy(update={f: None for f in NOT_IN_SHAPES}))
 
 
 def _step_of(hw: Hardware, wl: Workload, layout: Layout, options: SearchOptions) -> float:
