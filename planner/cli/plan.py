@@ -89,7 +89,8 @@ def plan_command(
     memory_headroom: MemoryHeadroomOpt = None,
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="Re-plan with each estimated input (and latency, top-level bandwidth, failure rate, "
-        "restart time) moved down and up; show the change in GPUs and days, largest first (in parallel processes).",
+        "restart time) moved down and up; show the change in GPUs and days, largest first (re-plans here, or on "
+        "one process per core when they are long enough to repay starting them).",
         rich_help_panel=WHAT_IF_PANEL)] = False,
     ray: Annotated[str | None, typer.Option(
         "--ray", help="With --sensitivity: " + RAY_HELP, metavar="auto|ADDRESS|local",
