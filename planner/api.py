@@ -698,7 +698,6 @@ def _seed_quanta(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s:
 
 
 _QUANTA: dict[tuple[str, Workload, str, bool], int] = {}
-_REPRS: dict[int, tuple[object, str]] = {}
 QUANTA_ENTRIES = 64
 
 
@@ -706,9 +705,9 @@ def layout_quanta_shared(hw: Hardware, wl: Workload, lay: Layout, dp_overlap: bo
     """cpsat.layout_quanta, kept per process by everything it reads (the hardware and the layout by their repr, the
     workload, the overlap switch; the 64 most recent): the sensitivity's corner proofs price the plan's layout under
     each move, and that move's re-plan prices it again for its skip proof or seed."""
-    from planner.search.cpsat import layout_quanta
+    from planner.search.cpsat import hardware_repr, layout_quanta
 
-    key = (recent.of_object(_REPRS, hw, repr, 64), wl, repr(lay), dp_overlap)
+    key = (hardware_repr(hw), wl, repr(lay), dp_overlap)
     s_q = recent.recall(_QUANTA, key)
     return recent.keep(_QUANTA, key, layout_quanta(hw, wl, lay, dp_overlap), QUANTA_ENTRIES) if s_q is None else s_q
 

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 def recall(store: dict[K, V], key: K) -> V | None:
@@ -31,7 +32,7 @@ def keep(store: dict[K, V], key: K, value: V, entries: int) -> V:
     return value
 
 
-def of_object(store: dict[int, tuple[object, V]], obj: object, make: Callable[[object], V], entries: int) -> V:
+def of_object(store: dict[int, tuple[object, V]], obj: T, make: Callable[[T], V], entries: int) -> V:
     """`make(obj)` for an immutable object (a frozen document: its repr as a cache key), kept per object by its
     identity while it is among the `entries` most recent; the store holds the object, so its id is not reused."""
     hit = recall(store, id(obj))

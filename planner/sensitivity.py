@@ -77,14 +77,30 @@ def _move(field: str, value: Any, factor: float, cap: float | None) -> Any:
 
 
 def _whole(field: str) -> bool:
-    """Whether the hardware file holds `field` as a whole number (planner.hardware_keys.INT_FIELDS): --set rejects a
-    fraction there."""
+    """Whether `field` holds a whole number (--set rejects a fraction there): a hardware field of
+    planner.hardware_keys.INT_FIELDS, or a profile field typed as an integer (an offloaded layer count)."""
     from planner.hardware_keys import GPU_KEYS, INT_FIELDS, LEVEL_KEYS
 
-    if field.startswith(("profile.", "goodput.")):
+    if field.startswith("goodput."):
         return False
+    if field.startswith("profile."):
+        from planner.profile import FIELDS
+        from planner.schema.profile import ExecutionProfile
+
+        info = ExecutionProfile.model_fields.get(FIELDS.get(field.removeprefix("profile."), ""))
+        return info is not None and info.annotation in (int, int | None)
     keys = LEVEL_KEYS if field.startswith("levels.") else GPU_KEYS
     return keys.get(field.rsplit(".", 1)[-1], ("", None))[0] in INT_FIELDS
+
+
+SHAPE_FIELDS = ("gpus_per_node", "size", "unit", "usable")
+"""Hardware fields that say how the machine is built (GPUs per node, a level's size, its unit and usable GPUs), not a
+rate: a file may call one an estimate, but a value moved by a factor is no machine the levels allow (8 GPUs a node
+moved to 6 does not fill a node of 8), so the sensitivity and --confidence leave them where they are."""
+
+
+def _shape_field(item: str) -> bool:
+    return not item.startswith(("profile.", "goodput.")) and item.rsplit(".", 1)[-1] in SHAPE_FIELDS
 
 
 def _fraction(key: str) -> bool:
@@ -125,7 +141,8 @@ def candidates(gpu: str, profile: str | None, failures: str, plan: Plan) -> list
     seen: set[str] = set()
 
     def add(field: str, why: str, value: Any, factors: tuple[float, float], cap: float | None = None) -> None:
-        if field in seen or isinstance(value, bool) or not isinstance(value, (int, float, list)):
+        if field in seen or isinstance(value, bool) or not isinstance(value, (int, float, list)) \
+                or _shape_field(field):
             return
         if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                for v in value):

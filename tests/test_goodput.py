@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import invoke
 
 from planner import api
+from planner.errors import InvalidInput
 from planner.goodput import (
     FailureModel,
     daly_interval_s,
@@ -254,6 +255,25 @@ def test_sensitivity_moves_a_whole_number_estimate_to_whole_numbers():
     for v in moved:
         assert api.resolve("gb200-nvl72", None, parse_overrides([f"{field}={_fmt(v)}"])).gpu.sms == v
     assert _move("gpu.l2_GBps", 7729.0, 0.8, None) == pytest.approx(6183.2)  # not a whole-number field: as scaled
+
+
+def test_sensitivity_rounds_integer_profile_fields_and_leaves_the_machine_shape_alone():
+    """A profile field typed as a whole number (layers offloaded) moves to whole numbers (3 x 0.8 = 2.4 -> 2, 3 x 1.2 =
+    3.6 -> 4) and --set accepts them; a float field stays scaled. A level's size (8 GPUs a node) moved by 20 % is no
+    machine (6 does not fill a node of 8): the sensitivity does not move it, nor gpus_per_node."""
+    from planner.overrides import parse_overrides
+    from planner.sensitivity import _fmt, _move, _shape_field, _whole
+
+    field = "profile.memory.activation_offload_layers"
+    assert _whole(field) and not _whole("profile.memory.fragmentation") and not _whole("goodput.restart_minutes")
+    assert [_move(field, 3, f, None) for f in (0.8, 1.2)] == [2, 4]
+    for v in (2, 4):
+        hw = api.resolve("h100", "realistic", parse_overrides([f"{field}={_fmt(v)}"]))
+        assert hw.profile.activation_offload_layers == v
+    assert _shape_field("levels.NVLink.size") and _shape_field("gpus_per_node") and _shape_field("levels.0.usable")
+    assert not _shape_field("levels.InfiniBand.bw_bidir_GBps") and not _shape_field("gpu.sms")
+    with pytest.raises(InvalidInput, match="does not fit"):  # why: the moved size is refused as a machine
+        api.resolve("h100", None, parse_overrides([f"levels.0.size={_fmt(_move('levels.0.size', 8, 0.8, None))}"]))
 
 
 def test_sweep_takes_profile_goodput_and_set_in_its_workers():

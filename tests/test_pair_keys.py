@@ -124,3 +124,25 @@ def test_least_features_agree_with_the_pair_tables():
             want = [cpsat._combos(hw, wl, GROUPS[group], names, gterms, v, False)[1][:, n].min() for v in uniq]
             assert np.array_equal(got, again)
             assert np.allclose(got, want, rtol=1e-12, atol=0.0), (group, g.name)
+
+
+def test_the_key_holds_the_workload_and_the_levels():
+    """The features also read the workload (pipeline traffic: its layer count) and the levels (latencies, sizes):
+    changing either changes some feature, and the key with it (a key without the workload or the levels would share a
+    wrong table)."""
+    hw = with_profile(get_hardware("h100"), "realistic")
+    wl = INSTANCES[0][2]
+    deeper = transformer_workload(64, 128, 6, 1, 64, 16 * 64, 1e9, {"heads": 4, "kv_heads": 2, "vocab": 256},
+                                  "tiny dense")
+    slower = hw.model_copy(update={"levels": tuple(lv.model_copy(update={"lat_s": 3 * lv.lat_s})
+                                                   for lv in hw.levels)})
+    assert feature_key(hw, deeper) != feature_key(hw, wl)
+    assert feature_key(slower, wl) != feature_key(hw, wl)
+    for hw2, wl2 in ((hw, deeper), (slower, wl)):
+        if hw2 is slower and hw.profile.collective_latency_s is not None:
+            hw2 = with_profile(slower, slower.profile.model_copy(update={"collective_latency_s": None}))
+            hw = with_profile(hw, hw.profile.model_copy(update={"collective_latency_s": None}))
+        names, gterms, uniq = _keys(hw, wl, "pp_ep")
+        a = [cpsat._combos(hw, wl, GROUPS["pp_ep"], names, gterms, v, False)[1] for v in uniq]
+        b = [cpsat._combos(hw2, wl2, GROUPS["pp_ep"], names, gterms, v, False)[1] for v in uniq]
+        assert any(not np.array_equal(x, y) for x, y in zip(a, b))

@@ -35,7 +35,6 @@ import operator
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -60,6 +59,7 @@ from planner.parallel.space import (
     space_size,
 )
 from planner.schema import Hardware, Layout, Workload
+from planner.schema.profile import ExecutionProfile
 from planner.search import satmodel as sat
 from planner.search.presolve import (
     LeastFeatures,
@@ -528,7 +528,7 @@ def _combos(hw: Hardware, wl: Workload, degrees: tuple[str, ...], names: tuple[s
 
 
 _KEY_COMBOS: dict[tuple, dict[bytes, tuple[dict[str, np.ndarray], np.ndarray]]] = {}
-KEY_COMBO_ENTRIES = 64
+KEY_COMBO_ENTRIES = 128
 """Stores kept (the least recently used dropped): one per placement group for the plan's hardware and for each
 network input a sensitivity moves."""
 
@@ -539,7 +539,8 @@ def _key_combos(hw: Hardware, wl: Workload, group: str, terms: tuple[str, ...], 
     pruning and hardware and workload as the features read them (presolve.feature_key: the levels, their collective
     rates and latencies, the word size, the switches that pick a feature) agree: the counts of one search share most
     keys, and so do the re-plans of `plan --sensitivity` that move a compute, overlap or memory input.
-    tests/test_pair_keys.py moves every other field and checks that the features do not change."""
+    tests/test_pair_keys.py moves every profile and GPU field and checks that a move that keeps the key keeps every
+    feature, and that the workload and the levels change both."""
     key = (feature_key(hw, wl), group, terms, prune)
     store = recent.recall(_KEY_COMBOS, key)
     return recent.keep(_KEY_COMBOS, key, {}, KEY_COMBO_ENTRIES) if store is None else store
@@ -1325,12 +1326,16 @@ def _count_record(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s
 
 
 def _record_key(hw: Hardware, wl: Workload, options: SearchOptions, deadline_s: float) -> tuple:
-    return (recent.of_object(_REPRS, hw, repr, 64), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None),
-            deadline_s)
+    return (hardware_repr(hw), wl, dataclasses.replace(options, min_gpus=None, below_gpus=None), deadline_s)
 
 
 _REPRS: dict[int, tuple[object, str]] = {}
-"""The repr of each recent hardware (frozen), the key of its count record."""
+
+
+def hardware_repr(hw: Hardware) -> str:
+    """repr(hw), computed once per hardware object among the 64 most recent (a frozen document): the key of its
+    count record here and of its layout steps (planner.api.layout_quanta_shared)."""
+    return recent.of_object(_REPRS, hw, repr, 64)
 
 
 def clear_records() -> None:
@@ -1383,7 +1388,7 @@ def _shape_table(hw: Hardware, wl: Workload, space: Space) -> ShapeTable:
 _NEUTRAL: dict[int, tuple[object, str]] = {}
 
 
-def _neutral_repr(profile: Any) -> str:
+def _neutral_repr(profile: ExecutionProfile) -> str:
     """The repr of an execution profile with the fields shape times never read (NOT_IN_SHAPES) blanked."""
     return repr(profile.model_copy(update={f: None for f in NOT_IN_SHAPES}))
 
