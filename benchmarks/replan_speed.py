@@ -47,7 +47,11 @@ def main() -> None:
     ap.add_argument("--fresh", type=int, default=0, metavar="N",
                     help="also time N fresh processes (plan from cold tables, then its sensitivity) and the commands")
     ap.add_argument("--days", type=float, default=90.0, help="the deadline (default 90)")
+    ap.add_argument("--fresh-child", action="store_true", help=argparse.SUPPRESS)  # one of --fresh's processes
     args = ap.parse_args()
+    if args.fresh_child:
+        fresh_child(args.days, args.jobs)
+        return
     if args.no_seed:
         sens_mod.SEED = False
     if args.no_records:
@@ -82,23 +86,19 @@ def main() -> None:
         fresh(args.fresh, args.days, args.jobs)
 
 
-FRESH = """
-import json, resource, sys, time
-from planner import api
-from planner.schema.request import PlanRequest
-from planner.sensitivity import sensitivity
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF); k = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + k.ru_utime + k.ru_stime
-kw = dict(compute_flop=1e26, gpu="h100", days=float(sys.argv[1]), profile="realistic")
-api.plan(compute_flop=1e24, gpu="h100", days=30.0, profile="realistic")  # imports and first loads, another workload
-t0, c0 = time.perf_counter(), cpu()
-plan = api.plan(**kw)
-t1, c1 = time.perf_counter(), cpu()
-sensitivity(plan, PlanRequest(**kw), jobs=None if sys.argv[2] == "None" else int(sys.argv[2]))
-t2, c2 = time.perf_counter(), cpu()
-print(json.dumps([t1 - t0, c1 - c0, t2 - t1, c2 - c1]))
-"""
+def fresh_child(days: float, jobs: int | None) -> None:
+    """One process of reading (2): a plan of another compute first (imports and first loads), then the plan from
+    cold tables and its sensitivity; prints [plan wall, plan CPU, sensitivity wall, sensitivity CPU] as JSON."""
+    import json
+
+    kw = dict(compute_flop=1e26, gpu="h100", days=days, profile="realistic")
+    api.plan(compute_flop=1e24, gpu="h100", days=30.0, profile="realistic")
+    t0, c0 = time.perf_counter(), cpu_s()
+    plan = api.plan(**kw)
+    t1, c1 = time.perf_counter(), cpu_s()
+    sensitivity(plan, PlanRequest(**kw), jobs=jobs)
+    t2, c2 = time.perf_counter(), cpu_s()
+    print(json.dumps([t1 - t0, c1 - c0, t2 - t1, c2 - c1]))
 
 
 def fresh(n: int, days: float, jobs: int | None) -> None:
@@ -108,8 +108,9 @@ def fresh(n: int, days: float, jobs: int | None) -> None:
     import subprocess
     import sys
 
-    runs = [json.loads(subprocess.run([sys.executable, "-c", FRESH, str(days), str(jobs)], check=True,
-                                      capture_output=True, text=True).stdout) for _ in range(n)]
+    child = [sys.executable, __file__, "--fresh-child", "--days", str(days)] + ([] if jobs is None else
+                                                                                 ["--jobs", str(jobs)])
+    runs = [json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout) for _ in range(n)]
     plan_w, plan_c, sens_w, sens_c = (statistics.median(r[k] for r in runs) for k in range(4))
     print(f"fresh processes ({n}, medians): plan from cold tables {plan_w:.3f} s wall, {plan_c:.3f} s CPU; its "
           f"--sensitivity {sens_w:.2f} s wall, {sens_c:.2f} s CPU; plan + sensitivity = "

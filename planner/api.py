@@ -838,6 +838,16 @@ def request_hardware(request: PlanRequest, sets: Sequence[Override] | None = Non
     return hw
 
 
+def request_workload(request: PlanRequest) -> Workload:
+    """The workload a request prices: the one it names, else the compute-optimal one at its compute
+    (infer_workload), as `_plan` reads it."""
+    if request.workload is not None:
+        return request.workload
+    assert request.compute_flop is not None  # PlanRequest: one of the two
+    return infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
+                          budget=request.budget)
+
+
 def replan_layout(request: PlanRequest, min_gpus: int, seed: Layout | None = None) -> Layout | None:
     """The layout `replan(request, min_gpus)` chooses (None when infeasible), on the lean path of `replan_answer`
     (deadline mode, no fixed cluster, no power limit; `seed` as there): what a certificate reads
@@ -942,8 +952,7 @@ def _plan(request: PlanRequest, explain_limits: bool = True, min_gpus: int | Non
             ignored.append(f"goodput is off ({hw.profile.name} profile{', --no-goodput' if r.goodput is False else ''}"
                            "): the failure model and --set goodput.* do not change this plan; --goodput applies them")
     if workload is None:
-        assert r.compute_flop is not None  # PlanRequest: one of the two
-        workload = infer_workload(r.compute_flop, sparse=r.sparse, batch_scaling=r.batch_scaling, budget=r.budget)
+        workload = request_workload(r)
     ignored += unread_override_notes(sets, workload, hw.profile.name)
     if gpus is not None and hw.max_gpus is not None and gpus > hw.max_gpus:
         raise InvalidInput(f"--gpus {gpus} exceeds the largest cluster {hw.name} allows ({hw.max_gpus})")

@@ -352,23 +352,9 @@ def _fastest_first(plan: Plan, family: str, members: list[dict[str, Any]]) -> li
     layout = _plan_layout(plan)
     if family != "step" or layout is None:
         return list(members)
-    wl = _workload(members[0]["request"])
-    if wl is None:
-        return list(members)
+    wl = api.request_workload(members[0]["request"])
     return sorted(members, key=lambda m: api.layout_quanta_shared(api.request_hardware(m["request"]), wl, layout,
                                                                   plan.dp_overlap))
-
-
-def _workload(request: PlanRequest) -> Any:
-    """The workload a request names, or infers from its compute (as `_plan` does); None when it names neither."""
-    from planner.workload import infer_workload
-
-    if request.workload is not None:
-        return request.workload
-    if request.compute_flop is None:
-        return None
-    return infer_workload(request.compute_flop, sparse=request.sparse, batch_scaling=request.batch_scaling,
-                          budget=request.budget)
 
 
 _PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -377,7 +363,7 @@ _PRICED: dict[tuple[int, tuple[str, ...]], Any] = {}
 
 def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any, Any] | None:
     """(the evaluation, the workload) of the plan's layout priced under the request with `sets`; None when it is no
-    layout of that hardware or the request names no workload. Shared by `_repriced` and `_failure_chain`."""
+    layout of that hardware. Shared by `_repriced` and `_failure_chain`."""
     from planner import api
     from planner.cost.step import evaluate
     from planner.export import layout_of
@@ -388,9 +374,7 @@ def _priced(plan: Plan, request: PlanRequest, sets: Sequence[str]) -> tuple[Any,
     if key in _PRICED:
         return _PRICED[key]
     hw = api.resolve(request.gpu, request.profile or plan.profile, parse_overrides(sets))
-    wl = _workload(request)
-    if wl is None:
-        return None
+    wl = api.request_workload(request)
     layout = layout_of(plan)
     out = None if check_layout(hw, wl, layout) else (evaluate(hw, wl, layout, dp_overlap=plan.dp_overlap), wl)
     _PRICED[key] = out

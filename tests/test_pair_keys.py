@@ -77,7 +77,7 @@ def test_fields_outside_the_key_leave_features_unchanged(hw_name, profile, wl):
         names, gterms, uniq = _keys(hw, wl, group)
         if not gterms:
             continue
-        base = [cpsat._combos(hw, wl, GROUPS[group], names, gterms, v, True) for v in uniq]
+        base = [cpsat._combos(hw, wl, group, names, gterms, v, True) for v in uniq]
         for what, hw2 in _variants(hw):
             if feature_key(hw2, wl) != feature_key(hw, wl):
                 continue  # another key: the stores keep it apart
@@ -85,7 +85,7 @@ def test_fields_outside_the_key_leave_features_unchanged(hw_name, profile, wl):
             if [g.name for g in g2] != [g.name for g in gterms]:
                 continue  # other terms: another key of the store
             for v, (combo, feats) in zip(uniq, base):
-                combo2, feats2 = cpsat._combos(hw2, wl, GROUPS[group], names, g2, v, True)
+                combo2, feats2 = cpsat._combos(hw2, wl, group, names, g2, v, True)
                 assert np.array_equal(feats, feats2), (what, group, v)
                 assert all(np.array_equal(combo[d], combo2[d]) for d in combo), (what, group, v)
             moved += 1
@@ -101,8 +101,8 @@ def test_fields_inside_the_key_do_move_features():
     faster = hw.profile.model_copy(update={"collective_bw_fraction": tuple(
         0.5 * f for f in hw.profile.collective_bw_fraction)})
     hw2 = with_profile(hw, faster)
-    a = [cpsat._combos(hw, wl, GROUPS["tp_ff"], names, gterms, v, True)[1] for v in uniq]
-    b = [cpsat._combos(hw2, wl, GROUPS["tp_ff"], names, gterms, v, True)[1] for v in uniq]
+    a = [cpsat._combos(hw, wl, "tp_ff", names, gterms, v, True)[1] for v in uniq]
+    b = [cpsat._combos(hw2, wl, "tp_ff", names, gterms, v, True)[1] for v in uniq]
     assert any(not np.array_equal(x, y) for x, y in zip(a, b))
     names_t = tuple(g.name for g in gterms)
     assert cpsat._key_combos(hw, wl, "tp_ff", names_t, True) is not cpsat._key_combos(hw2, wl, "tp_ff", names_t, True)
@@ -121,7 +121,7 @@ def test_least_features_agree_with_the_pair_tables():
             cols = {k: uniq[:, names.index(k)] for k in (*GROUPS[group], *g.keys)}
             got = least.least(g, cols)
             again = least.least(g, cols)  # from the cache this time
-            want = [cpsat._combos(hw, wl, GROUPS[group], names, gterms, v, False)[1][:, n].min() for v in uniq]
+            want = [cpsat._combos(hw, wl, group, names, gterms, v, False)[1][:, n].min() for v in uniq]
             assert np.array_equal(got, again)
             assert np.allclose(got, want, rtol=1e-12, atol=0.0), (group, g.name)
 
@@ -143,6 +143,6 @@ def test_the_key_holds_the_workload_and_the_levels():
             hw2 = with_profile(slower, slower.profile.model_copy(update={"collective_latency_s": None}))
             hw = with_profile(hw, hw.profile.model_copy(update={"collective_latency_s": None}))
         names, gterms, uniq = _keys(hw, wl, "pp_ep")
-        a = [cpsat._combos(hw, wl, GROUPS["pp_ep"], names, gterms, v, False)[1] for v in uniq]
-        b = [cpsat._combos(hw2, wl2, GROUPS["pp_ep"], names, gterms, v, False)[1] for v in uniq]
+        a = [cpsat._combos(hw, wl, "pp_ep", names, gterms, v, False)[1] for v in uniq]
+        b = [cpsat._combos(hw2, wl2, "pp_ep", names, gterms, v, False)[1] for v in uniq]
         assert any(not np.array_equal(x, y) for x, y in zip(a, b))

@@ -49,7 +49,6 @@ from planner.parallel.space import (
     batch_allows,
     build_space,
     divisors,
-    factor_options,
     layout_from,
     level_products,
     model_parallel_rows_within,
@@ -67,6 +66,7 @@ from planner.search.presolve import (
     ShapeTable,
     dominated_options,
     feature_key,
+    group_factor_rows,
     pair_step_lower_bound,
     step_lower_bound,
     tuple_memory,
@@ -488,9 +488,10 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
     feat: dict[str, list[np.ndarray]] = {g.name: [] for g in gterms}
     known = _key_combos(hw, wl, group, tuple(g.name for g in gterms), prune)
     for j, vals in enumerate(uniq):
-        found = known.get(vals.tobytes())
+        key = vals.tobytes()
+        found = known.get(key)
         if found is None:
-            found = known[vals.tobytes()] = _combos(hw, wl, degrees, names, gterms, vals, prune)
+            found = known[key] = _combos(hw, wl, group, names, gterms, vals, prune)
         combo, feats = found
         k = len(feats)
         idx = by_key[cuts[j]:cuts[j + 1]]
@@ -505,15 +506,14 @@ def _group_pairs(hw: Hardware, wl: Workload, t: Tuples, group: str, prune: bool 
             {n: np.concatenate(v) if v else np.zeros(0) for n, v in feat.items()})
 
 
-def _combos(hw: Hardware, wl: Workload, degrees: tuple[str, ...], names: tuple[str, ...], gterms: list[T.GroupTerm],
+def _combos(hw: Hardware, wl: Workload, group: str, names: tuple[str, ...], gterms: list[T.GroupTerm],
             vals: np.ndarray, prune: bool) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """One key of `_group_pairs` (the group's degrees, then the extra columns its terms read): every combination of
-    the degrees' factor vectors (the dominated ones left out with `prune`) and each group term's feature of each."""
-    opts = [factor_options(hw, int(v)) for v in vals[:len(degrees)]]
-    sizes = [len(o) for o in opts]
-    k = math.prod(sizes)
-    grid = np.indices(sizes).reshape(len(sizes), -1).T if k else np.zeros((0, len(sizes)), dtype=np.int64)
-    combo = {d: opts[n][grid[:, n]] for n, d in enumerate(degrees)}
+    the degrees' factor vectors (presolve.group_factor_rows; the dominated ones left out with `prune`) and each group
+    term's feature of each."""
+    degrees = GROUPS[group]
+    combo = group_factor_rows(hw, group, dict(zip(degrees, vals.tolist())))
+    k = len(combo[degrees[0]])
     cols = {name: np.full(k, v) for name, v in zip(names, vals)}
     feats = (np.stack([g.feature(hw, wl, cols, combo) for g in gterms], axis=1) if k and gterms
              else np.zeros((k, len(gterms))))
